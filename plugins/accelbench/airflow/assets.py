@@ -1,0 +1,6 @@
+"""Assets the DAGs produce, so downstream DAGs can be scheduled on them (cheap to import)."""
+
+from airflow.sdk import Asset
+
+CATALOG_ASSET = Asset(name="accelbench.catalog.instance_types", group="accelbench")
+PRICES_ASSET = Asset(name="accelbench.catalog.instance_prices", group="accelbench")

@@ -1,0 +1,121 @@
+"""Task bodies of the catalog and pricing DAGs: read settings, call the library, log a summary."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from sqlalchemy import Engine
+
+from accelbench.airflow.connections import aws_session, catalog_url
+from accelbench.aws.clients import check_region, make_client
+from accelbench.aws.ec2 import describe_instance_types
+from accelbench.catalog import queries
+from accelbench.catalog.db import make_engine, migrate
+from accelbench.catalog.price_refresh import refresh_offline, refresh_online
+from accelbench.catalog.seed import load_seed, upsert_instance_types
+from accelbench.catalog.verify import verify
+from accelbench.config import Settings
+from accelbench.errors import AccelbenchError
+
+log = logging.getLogger(__name__)
+
+
+def _engine(settings: Settings) -> Engine:
+    return make_engine(catalog_url(settings))
+
+
+def _fail_on_library_error(fn):  # type: ignore[no-untyped-def]
+    """A library error is a user error: fail without retries, with its message as the reason."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AccelbenchError as exc:
+            raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
+
+    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+    return wrapper
+
+
+@_fail_on_library_error
+def migrate_catalog() -> str:
+    settings = Settings.from_env()
+    engine = _engine(settings)
+    try:
+        return migrate(engine)
+    finally:
+        engine.dispose()
+
+
+@_fail_on_library_error
+def seed_catalog() -> dict[str, Any]:
+    settings = Settings.from_env()
+    specs = load_seed(settings.seed_file)
+    engine = _engine(settings)
+    try:
+        result = upsert_instance_types(engine, specs)
+    finally:
+        engine.dispose()
+    return {
+        "inserted": len(result.inserted),
+        "updated": sorted(result.updated),
+        "unchanged": result.unchanged,
+    }
+
+
+@_fail_on_library_error
+def verify_catalog(region: str) -> dict[str, Any]:
+    settings = Settings.from_env()
+    check_region(region, "verify_region")
+    session = aws_session(settings)
+    if session is None:
+        raise AirflowSkipException("skipped EC2 verification: no AWS credentials or offline mode")
+    engine = _engine(settings)
+    try:
+        specs = queries.instance_specs(engine)
+    finally:
+        engine.dispose()
+    ec2 = make_client(session, "ec2", region, settings.aws_max_attempts)
+    facts, not_offered = describe_instance_types(ec2, [s.instance_type for s in specs])
+    report = verify(specs, facts, not_offered)
+    return {
+        "region": region,
+        "checked": report.checked,
+        "mismatches": [str(m) for m in report.mismatches],
+        "not_offered": report.not_offered,
+    }
+
+
+@_fail_on_library_error
+def refresh_prices(regions: list[str], instance_types: list[str], offline: bool | None) -> dict[str, Any]:
+    settings = Settings.from_env()
+    regions = regions or list(settings.regions)
+    for region in regions:
+        check_region(region, "regions")
+    engine = _engine(settings)
+    try:
+        specs = queries.instance_specs(engine, instance_types or None)
+        if not specs:
+            raise AirflowFailException("the instance catalog is empty: run accelbench_instance_catalog first")
+        session = None if offline else aws_session(settings)
+        if session is None:
+            if offline is False:
+                raise AirflowFailException("offline=false but no AWS credentials were found")
+            report = refresh_offline(engine, specs, regions)
+        else:
+            report = refresh_online(
+                engine,
+                session,
+                specs,
+                regions,
+                pricing_region=settings.pricing_endpoint_region,
+                max_attempts=settings.aws_max_attempts,
+            )
+    finally:
+        engine.dispose()
+    log.info("pricing refresh done: %s", report.summary())
+    if not report.priced:
+        raise AirflowFailException(f"priced nothing: {report.summary()}")
+    return report.to_dict()

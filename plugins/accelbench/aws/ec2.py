@@ -1,0 +1,68 @@
+"""EC2 DescribeInstanceTypes, reduced to the facts the catalog seed claims."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+log = logging.getLogger(__name__)
+BATCH = 100  # DescribeInstanceTypes accepts at most 100 names per call
+
+
+@dataclass(frozen=True)
+class Ec2Facts:
+    instance_type: str
+    vcpu: int
+    memory_gib: float
+    architectures: tuple[str, ...]
+    accelerator_count: int
+    accelerator_memory_gib: float
+
+
+def _facts(item: dict[str, Any]) -> Ec2Facts:
+    devices = (
+        (item.get("GpuInfo") or {}).get("Gpus") or (item.get("NeuronInfo") or {}).get("NeuronDevices") or []
+    )
+    count = sum(d.get("Count", 0) for d in devices)
+    mem = devices[0]["MemoryInfo"]["SizeInMiB"] / 1024 if devices else 0.0
+    return Ec2Facts(
+        instance_type=item["InstanceType"],
+        vcpu=item["VCpuInfo"]["DefaultVCpus"],
+        memory_gib=item["MemoryInfo"]["SizeInMiB"] / 1024,
+        architectures=tuple(item["ProcessorInfo"]["SupportedArchitectures"]),
+        accelerator_count=count,
+        accelerator_memory_gib=mem,
+    )
+
+
+def _describe(ec2_client: Any, names: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for page in ec2_client.get_paginator("describe_instance_types").paginate(InstanceTypes=names):
+        out.extend(page["InstanceTypes"])
+    return out
+
+
+def describe_instance_types(ec2_client: Any, names: list[str]) -> tuple[dict[str, Ec2Facts], list[str]]:
+    """Facts per type, plus the names EC2 does not know in this region (batched, then one by one)."""
+    facts: dict[str, Ec2Facts] = {}
+    unknown: list[str] = []
+    for start in range(0, len(names), BATCH):
+        batch = names[start : start + BATCH]
+        try:
+            items = _describe(ec2_client, batch)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "InvalidInstanceType":
+                raise
+            items = []
+            for name in batch:  # find which names the region does not offer
+                try:
+                    items.extend(_describe(ec2_client, [name]))
+                except ClientError as one:
+                    if one.response["Error"]["Code"] != "InvalidInstanceType":
+                        raise
+                    unknown.append(name)
+        facts.update({i["InstanceType"]: _facts(i) for i in items})
+    return facts, unknown

@@ -1,0 +1,1 @@
+"""The catalog database: instance types, price history, runtime versions, retractions."""

@@ -1,0 +1,154 @@
+"""Refresh the price history: Pricing API + spot history online, the dated snapshot offline."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from sqlalchemy import Engine
+
+from accelbench.aws.clients import check_region, make_client
+from accelbench.aws.offline import load_snapshot
+from accelbench.aws.pricing import ParseStats, Price, PriceLookupError, fetch_on_demand
+from accelbench.aws.spot import fetch_spot
+from accelbench.catalog.queries import store_prices
+from accelbench.catalog.seed import InstanceSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RefreshReport:
+    """Counts per (instance type, region, pricing model) lookup, with the reason for each miss."""
+
+    priced: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    stored: int = 0
+    malformed_documents: int = 0
+    zero_prices: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"priced {len(self.priced)} / skipped {len(self.skipped)} / failed {len(self.failed)}; "
+            f"{self.stored} new history rows, {self.zero_prices} zero prices skipped, "
+            f"{self.malformed_documents} malformed price documents skipped"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "priced": len(self.priced),
+            "skipped": len(self.skipped),
+            "failed": len(self.failed),
+            "stored": self.stored,
+            "zero_prices": self.zero_prices,
+            "malformed_documents": self.malformed_documents,
+            "failures": self.failed,
+            "skips": self.skipped,
+        }
+
+
+def _record(
+    engine: Engine,
+    report: RefreshReport,
+    key: str,
+    lookup: Callable[[], Price],
+    fetched_at: datetime,
+) -> None:
+    try:
+        price = lookup()
+    except PriceLookupError as exc:
+        (report.skipped if exc.skip else report.failed).append(f"{key}: {exc}")
+        (log.info if exc.skip else log.error)("%s: %s", key, exc)
+        return
+    except (ClientError, BotoCoreError) as exc:
+        report.failed.append(f"{key}: {exc}")
+        log.error("%s: AWS call failed: %s", key, exc)
+        return
+    new = store_prices(engine, [price], fetched_at)
+    report.priced.append(key)
+    report.stored += new
+    log.info(
+        "%s: %.5f USD/h effective %s%s",
+        key,
+        price.usd_per_hour,
+        price.effective_at.date(),
+        "" if new else " (already stored)",
+    )
+
+
+def refresh_online(
+    engine: Engine,
+    session: Any,
+    specs: list[InstanceSpec],
+    regions: list[str],
+    *,
+    pricing_region: str = "us-east-1",
+    max_attempts: int = 8,
+    now: datetime | None = None,
+    pricing_client: Any = None,
+    ec2_clients: dict[str, Any] | None = None,
+) -> RefreshReport:
+    """On-demand and spot for every type x region; one failing lookup never stops the others."""
+    now = now or datetime.now(UTC)
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    for region in regions:
+        check_region(region, "regions")
+    report = RefreshReport()
+    pricing = pricing_client or make_client(session, "pricing", pricing_region, max_attempts)
+    for region in regions:
+        ec2 = (ec2_clients or {}).get(region) or make_client(session, "ec2", region, max_attempts)
+        for spec in specs:
+            name = spec.instance_type
+            stats = ParseStats()
+            _record(
+                engine,
+                report,
+                f"{name} {region} on_demand",
+                lambda n=name, r=region, s=stats: fetch_on_demand(pricing, n, r, s),
+                now,
+            )
+            report.zero_prices += stats.zero_prices
+            report.malformed_documents += len(stats.malformed)
+            _record(
+                engine,
+                report,
+                f"{name} {region} spot",
+                lambda n=name, r=region, c=ec2: fetch_spot(c, n, r, day),
+                now,
+            )
+    log.info("pricing refresh (AWS): %s", report.summary())
+    return report
+
+
+def refresh_offline(
+    engine: Engine, specs: list[InstanceSpec], regions: list[str], now: datetime | None = None
+) -> RefreshReport:
+    """Prices from the shipped snapshot, each row labelled with the snapshot's source and date."""
+    now = now or datetime.now(UTC)
+    for region in regions:
+        check_region(region, "regions")
+    snap = load_snapshot()
+    log.info("pricing offline from %s", snap.label)
+    report = RefreshReport()
+    for region in regions:
+        for spec in specs:
+            key = f"{spec.instance_type} {region} on_demand"
+            usd = snap.prices.get(spec.instance_type) if region == snap.region else None
+            if usd is None or usd <= 0:
+                why = (
+                    f"the offline snapshot covers {snap.region} only"
+                    if region != snap.region
+                    else "not in the offline snapshot"
+                )
+                report.skipped.append(f"{key}: {why}")
+                log.info("%s: skipped, %s", key, why)
+                continue
+            price = Price(spec.instance_type, region, "on_demand", usd, snap.effective_at, snap.label)
+            _record(engine, report, key, lambda p=price: p, now)
+    log.info("pricing refresh (offline): %s", report.summary())
+    return report

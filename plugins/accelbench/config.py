@@ -1,0 +1,64 @@
+"""Settings read from the environment, so the library runs the same in a task, a pod or a shell."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelbench.errors import ConfigError
+
+ENV_PREFIX = "ACCELBENCH_"
+DEFAULT_REGIONS = ("us-east-1",)
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off", ""}
+
+
+def _env(name: str, default: str = "") -> str:
+    return os.environ.get(ENV_PREFIX + name, default).strip()
+
+
+def parse_bool(name: str, raw: str) -> bool:
+    low = raw.lower()
+    if low in TRUE:
+        return True
+    if low in FALSE:
+        return False
+    raise ConfigError(name, raw, "expected one of 1/0, true/false, yes/no, on/off")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of the library, with the embedded defaults (no AWS, SQLite under home)."""
+
+    home: Path
+    catalog_url: str
+    regions: tuple[str, ...] = DEFAULT_REGIONS
+    offline: bool = False
+    pricing_endpoint_region: str = "us-east-1"
+    aws_max_attempts: int = 8
+    seed_file: Path | None = None
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        home = Path(_env("HOME") or Path.home() / ".accelbench").expanduser()
+        url = _env("CATALOG_URL") or f"sqlite:///{home / 'catalog.db'}"
+        regions = tuple(r.strip() for r in _env("REGIONS", ",".join(DEFAULT_REGIONS)).split(","))
+        regions = tuple(r for r in regions if r)
+        if not regions:
+            raise ConfigError(ENV_PREFIX + "REGIONS", _env("REGIONS"), "names no region")
+        attempts_raw = _env("AWS_MAX_ATTEMPTS", "8")
+        try:
+            attempts = int(attempts_raw)
+        except ValueError:
+            raise ConfigError(ENV_PREFIX + "AWS_MAX_ATTEMPTS", attempts_raw, "not an integer") from None
+        seed = _env("SEED_FILE")
+        return cls(
+            home=home,
+            catalog_url=url,
+            regions=regions,
+            offline=parse_bool(ENV_PREFIX + "OFFLINE", _env("OFFLINE", "false")),
+            pricing_endpoint_region=_env("PRICING_ENDPOINT_REGION", "us-east-1"),
+            aws_max_attempts=attempts,
+            seed_file=Path(seed).expanduser() if seed else None,
+        )
