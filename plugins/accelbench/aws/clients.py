@@ -32,7 +32,7 @@ def check_region(region: str, field: str = "region") -> str:
 
 def retry_config(max_attempts: int) -> Config:
     """Adaptive mode: client-side rate limiting plus backoff on throttling errors."""
-    return Config(retries={"mode": "adaptive", "max_attempts": max_attempts})
+    return Config(retries={"mode": "adaptive", "total_max_attempts": max_attempts})
 
 
 def make_client(

@@ -1,0 +1,103 @@
+"""Shared fixtures: an Airflow home per session, catalogs on SQLite and on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DAGS = REPO / "dags"
+
+# Airflow reads its configuration at import: point it at a private home before anything imports it.
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="accelbench-airflow-"))
+os.environ.update(
+    {
+        "AIRFLOW_HOME": str(_AIRFLOW_HOME),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+    }
+)
+# No test may reach real AWS: no credentials unless a test points boto3 at a local server.
+for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+    os.environ.pop(var, None)
+os.environ["AWS_CONFIG_FILE"] = os.devnull
+os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+from tests.servers import MotoServer, PostgresServer  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def accelbench_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own ACCELBENCH_HOME and no inherited ACCELBENCH_* settings."""
+    for key in list(os.environ):
+        if key.startswith("ACCELBENCH_"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "accelbench-home"
+    monkeypatch.setenv("ACCELBENCH_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same test against the embedded SQLite catalog and a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'catalog.db'}"
+    server: PostgresServer = request.getfixturevalue("pg_server")
+    return server.create_database("t_" + uuid.uuid4().hex[:12])
+
+
+@pytest.fixture
+def engine(catalog_url: str):  # type: ignore[no-untyped-def]
+    from accelbench.catalog.db import make_engine, migrate
+
+    eng = make_engine(catalog_url)
+    migrate(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    server = MotoServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def aws_on_moto(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> MotoServer:
+    """Credentials and endpoints that send every boto3 call to the local moto server."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.endpoint)
+    return moto_server
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    """A migrated Airflow metadata database (SQLite) for DagBag and dag.test()."""
+    subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True, env=os.environ
+    )
+    return _AIRFLOW_HOME

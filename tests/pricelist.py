@@ -1,0 +1,100 @@
+"""PriceList documents shaped like real GetProducts answers (JSON strings, OnDemand + Reserved terms)."""
+
+from __future__ import annotations
+
+import json
+
+
+def price_document(
+    instance_type: str,
+    usd: str,
+    *,
+    region: str = "us-east-1",
+    sku: str = "ABCDEFGH12345678",
+    effective: str = "2026-07-01T00:00:00Z",
+    metal: bool = False,
+) -> str:
+    od_code, rate = "JRTCKXETXF", "6YS6EN2CT7"
+    product_family = "Compute Instance (bare metal)" if metal else "Compute Instance"
+    doc = {
+        "product": {
+            "productFamily": product_family,
+            "attributes": {
+                "enhancedNetworkingSupported": "Yes",
+                "intelTurboAvailable": "No",
+                "memory": "16 GiB",
+                "dedicatedEbsThroughput": "Up to 10000 Mbps",
+                "vcpu": "2",
+                "capacitystatus": "Used",
+                "locationType": "AWS Region",
+                "storage": "EBS only",
+                "instanceFamily": "Memory optimized",
+                "operatingSystem": "Linux",
+                "physicalProcessor": "AWS Graviton4 Processor",
+                "regionCode": region,
+                "servicecode": "AmazonEC2",
+                "usagetype": f"BoxUsage:{instance_type}",
+                "tenancy": "Dedicated" if metal else "Shared",
+                "normalizationSizeFactor": "4",
+                "networkPerformance": "Up to 12500 Megabit",
+                "servicename": "Amazon Elastic Compute Cloud",
+                "instanceType": instance_type,
+                "currentGeneration": "Yes",
+                "preInstalledSw": "NA",
+                "location": "US East (N. Virginia)",
+                "processorArchitecture": "64-bit",
+                "marketoption": "OnDemand",
+                "operation": "RunInstances",
+                "availabilityzone": "NA",
+            },
+            "sku": sku,
+        },
+        "serviceCode": "AmazonEC2",
+        "terms": {
+            "OnDemand": {
+                f"{sku}.{od_code}": {
+                    "priceDimensions": {
+                        f"{sku}.{od_code}.{rate}": {
+                            "unit": "Hrs",
+                            "endRange": "Inf",
+                            "description": f"${usd} per On Demand Linux {instance_type} Instance Hour",
+                            "appliesTo": [],
+                            "rateCode": f"{sku}.{od_code}.{rate}",
+                            "beginRange": "0",
+                            "pricePerUnit": {"USD": usd},
+                        }
+                    },
+                    "sku": sku,
+                    "effectiveDate": effective,
+                    "offerTermCode": od_code,
+                    "termAttributes": {},
+                }
+            },
+            "Reserved": {
+                f"{sku}.4NA7Y494T4": {
+                    "priceDimensions": {
+                        f"{sku}.4NA7Y494T4.6YS6EN2CT7": {
+                            "unit": "Hrs",
+                            "endRange": "Inf",
+                            "description": "Linux/UNIX (Amazon VPC)",
+                            "appliesTo": [],
+                            "rateCode": f"{sku}.4NA7Y494T4.6YS6EN2CT7",
+                            "beginRange": "0",
+                            "pricePerUnit": {"USD": "0.0745000000"},
+                        }
+                    },
+                    "sku": sku,
+                    "effectiveDate": "2026-07-01T00:00:00Z",
+                    "offerTermCode": "4NA7Y494T4",
+                    "termAttributes": {
+                        "LeaseContractLength": "1yr",
+                        "OfferingClass": "standard",
+                        "PurchaseOption": "No Upfront",
+                    },
+                }
+            },
+        },
+        "version": "20260715190829",
+        "publicationDate": "2026-07-15T19:08:29Z",
+    }
+    return json.dumps(doc)

@@ -1,0 +1,136 @@
+"""The catalog schema enforces its rules in the database, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from accelbench.catalog.db import make_engine, migrate
+from accelbench.catalog.models import Base
+from accelbench.errors import CatalogUnavailable, ConfigError
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+CPU_ROW = {
+    "instance_type": "r8g.large",
+    "family": "r8g",
+    "size": "large",
+    "generation": "graviton4",
+    "architecture": "arm64",
+    "vcpu": 2,
+    "memory_gib": 16.0,
+    "numa_nodes": 1,
+    "accelerator_type": "cpu",
+    "accelerator_name": None,
+    "accelerator_count": 0,
+    "accelerator_memory_gib": 0.0,
+    "source": "test",
+    "created_at": NOW,
+    "updated_at": NOW,
+}
+PRICE_ROW = {
+    "instance_type": "r8g.large",
+    "region": "us-east-1",
+    "pricing_model": "on_demand",
+    "usd_per_hour": 0.11782,
+    "effective_at": NOW,
+    "fetched_at": NOW,
+    "source": "test",
+}
+
+
+def _insert(engine, table: str, row: dict) -> None:  # type: ignore[no-untyped-def]
+    cols = ", ".join(row)
+    with engine.begin() as conn:
+        conn.execute(text(f"INSERT INTO {table} ({cols}) VALUES ({', '.join(':' + c for c in row)})"), row)
+
+
+def test_migrations_create_every_table_and_match_the_models(engine) -> None:  # type: ignore[no-untyped-def]
+    tables = set(inspect(engine).get_table_names())
+    assert {"instance_types", "instance_prices", "runtime_versions", "retractions"} <= tables
+    with engine.connect() as conn:
+        diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diffs == []
+
+
+def test_migrate_is_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
+    assert migrate(engine) == migrate(engine) == "0001"
+
+
+@pytest.mark.parametrize(
+    ("change", "constraint"),
+    [
+        ({"accelerator_type": "tpu", "accelerator_count": 1}, "accelerator_type"),
+        ({"accelerator_count": 1}, "cpu_has_no_accelerator"),
+        ({"accelerator_memory_gib": 16.0}, "cpu_has_no_accelerator"),
+        ({"accelerator_type": "gpu", "accelerator_count": -1}, "accelerat"),
+        ({"vcpu": 0}, "vcpu_positive"),
+        ({"architecture": "i386"}, "architecture"),
+    ],
+)
+def test_instance_type_constraints_live_in_the_schema(engine, change, constraint) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(IntegrityError) as err:
+        _insert(engine, "instance_types", CPU_ROW | change)
+    assert f"ck_instance_types_{constraint}" in str(err.value)
+
+
+def test_price_constraints_live_in_the_schema(engine) -> None:  # type: ignore[no-untyped-def]
+    _insert(engine, "instance_types", CPU_ROW)
+    for bad in (0, -0.5):
+        with pytest.raises(IntegrityError):
+            _insert(engine, "instance_prices", PRICE_ROW | {"usd_per_hour": bad})
+    with pytest.raises(IntegrityError):
+        _insert(engine, "instance_prices", PRICE_ROW | {"pricing_model": "reserved"})
+    with pytest.raises(IntegrityError):  # foreign key: no price for a type the catalog lacks
+        _insert(engine, "instance_prices", PRICE_ROW | {"instance_type": "r8g.huge"})
+    _insert(engine, "instance_prices", PRICE_ROW)
+    with pytest.raises(IntegrityError):
+        _insert(engine, "instance_prices", PRICE_ROW | {"usd_per_hour": 0.2})
+    _insert(engine, "instance_prices", PRICE_ROW | {"pricing_model": "spot", "usd_per_hour": 0.05})
+
+
+def test_gpu_row_with_accelerators_is_accepted(engine) -> None:  # type: ignore[no-untyped-def]
+    gpu = CPU_ROW | {
+        "instance_type": "g6e.xlarge",
+        "family": "g6e",
+        "size": "xlarge",
+        "architecture": "x86_64",
+        "accelerator_type": "gpu",
+        "accelerator_name": "NVIDIA L40S",
+        "accelerator_count": 1,
+        "accelerator_memory_gib": 44.703125,
+    }
+    _insert(engine, "instance_types", gpu)
+    with pytest.raises(IntegrityError):  # an accelerated row needs accelerators
+        _insert(engine, "instance_types", gpu | {"instance_type": "g6e.2xlarge", "accelerator_count": 0})
+
+
+def test_unreachable_catalog_names_the_database_and_hides_the_password(pg_server) -> None:  # type: ignore[no-untyped-def]
+    from tests.servers import free_port
+
+    url = f"postgresql://someone:s3cret@127.0.0.1:{free_port()}/catalog"
+    with pytest.raises(CatalogUnavailable) as err:
+        make_engine(url)
+    msg = str(err.value)
+    assert "127.0.0.1" in msg and "catalog" in msg and "unreachable" in msg
+    assert "s3cret" not in msg
+
+
+def test_malformed_catalog_url_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as err:
+        make_engine("not a url")
+    assert "catalog_url" in str(err.value)
+
+
+def test_sqlite_catalog_lives_under_the_configured_home(accelbench_env) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.config import Settings
+
+    settings = Settings.from_env()
+    assert settings.catalog_url == f"sqlite:///{accelbench_env / 'catalog.db'}"
+    engine = make_engine(settings.catalog_url)
+    migrate(engine)
+    engine.dispose()
+    assert (accelbench_env / "catalog.db").is_file()

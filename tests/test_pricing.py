@@ -1,0 +1,285 @@
+"""Pricing API and spot-history parsing, with botocore's Stubber on documents shaped like AWS's."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import boto3
+import pytest
+from accelbench.aws.clients import check_region, make_client
+from accelbench.aws.pricing import ParseStats, PriceLookupError, fetch_on_demand, on_demand_filters
+from accelbench.catalog.models import InstancePrice
+from accelbench.catalog.price_refresh import refresh_offline, refresh_online
+from accelbench.catalog.queries import latest_prices
+from accelbench.catalog.seed import load_seed, upsert_instance_types
+from accelbench.errors import UnknownRegion
+from botocore.stub import ANY, Stubber
+from sqlalchemy import func, select
+
+from tests.pricelist import price_document
+
+NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+DAY = datetime(2026, 11, 30, tzinfo=UTC)
+SESSION = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="y", region_name="us-east-1")
+
+
+def pricing_client():  # type: ignore[no-untyped-def]
+    return make_client(SESSION, "pricing", "us-east-1", 3)
+
+
+def expect_products(stub: Stubber, instance_type: str, pages: list[list[str]], region: str = "us-east-1"):  # type: ignore[no-untyped-def]
+    for n, docs in enumerate(pages):
+        params = {
+            "ServiceCode": "AmazonEC2",
+            "Filters": on_demand_filters(instance_type, region),
+            "FormatVersion": "aws_v1",
+        }
+        if n:
+            params["NextToken"] = f"page{n}"
+        response = {"FormatVersion": "aws_v1", "PriceList": docs}
+        if n + 1 < len(pages):
+            response["NextToken"] = f"page{n + 1}"
+        stub.add_response("get_products", response, params)
+
+
+def test_filters_follow_the_documented_set_and_metal_uses_its_own() -> None:
+    shared = {f["Field"]: f["Value"] for f in on_demand_filters("r8g.large", "eu-west-1")}
+    assert shared == {
+        "serviceCode": "AmazonEC2",
+        "regionCode": "eu-west-1",
+        "instanceType": "r8g.large",
+        "operatingSystem": "Linux",
+        "tenancy": "Shared",
+        "preInstalledSw": "NA",
+        "capacitystatus": "Used",
+        "marketoption": "OnDemand",
+        "productFamily": "Compute Instance",
+    }
+    metal = {f["Field"]: f["Value"] for f in on_demand_filters("r8g.metal-48xl", "us-east-1")}
+    assert metal["tenancy"] == "Dedicated" and metal["productFamily"] == "Compute Instance (bare metal)"
+    assert all(f["Type"] == "TERM_MATCH" for f in on_demand_filters("c7g.metal", "us-east-1"))
+
+
+def test_price_from_paginated_documents_skipping_zero_prices() -> None:
+    client = pricing_client()
+    stats = ParseStats()
+    with Stubber(client) as stub:
+        expect_products(
+            stub,
+            "r8g.16xlarge",
+            [
+                [price_document("r8g.16xlarge", "0.0000000000", sku="ZERO1234ZERO1234")],
+                [price_document("r8g.16xlarge", "3.7702400000")],
+            ],
+        )
+        price = fetch_on_demand(client, "r8g.16xlarge", "us-east-1", stats)
+        stub.assert_no_pending_responses()
+    assert price.usd_per_hour == pytest.approx(3.77024)
+    assert price.effective_at == datetime(2026, 7, 1, tzinfo=UTC)
+    assert price.pricing_model == "on_demand"
+    assert stats.documents == 2 and stats.zero_prices == 1 and stats.malformed == []
+
+
+def test_bare_metal_price_uses_the_bare_metal_query() -> None:
+    client = pricing_client()
+    with Stubber(client) as stub:
+        expect_products(
+            stub, "c8g.metal-48xl", [[price_document("c8g.metal-48xl", "7.6569600000", metal=True)]]
+        )
+        price = fetch_on_demand(client, "c8g.metal-48xl", "us-east-1", ParseStats())
+    assert price.usd_per_hour == pytest.approx(7.65696)
+
+
+def test_conflicting_prices_are_an_error_for_that_type() -> None:
+    client = pricing_client()
+    with Stubber(client) as stub:
+        expect_products(
+            stub,
+            "m8g.large",
+            [
+                [
+                    price_document("m8g.large", "0.0897600000", sku="A" * 16),
+                    price_document("m8g.large", "0.1200000000", sku="B" * 16),
+                ]
+            ],
+        )
+        with pytest.raises(PriceLookupError) as err:
+            fetch_on_demand(client, "m8g.large", "us-east-1", ParseStats())
+    assert not err.value.skip
+    assert "m8g.large" in str(err.value) and "2 conflicting" in str(err.value)
+
+
+def test_malformed_documents_are_skipped_and_counted() -> None:
+    client = pricing_client()
+    stats = ParseStats()
+    with Stubber(client) as stub:
+        expect_products(
+            stub, "c8g.large", [["{not json", '{"terms": {}}', price_document("c8g.large", "0.0797600000")]]
+        )
+        price = fetch_on_demand(client, "c8g.large", "us-east-1", stats)
+    assert price.usd_per_hour == pytest.approx(0.07976)
+    assert len(stats.malformed) == 2 and stats.documents == 3
+
+
+def test_only_zero_prices_is_a_skip_not_a_failure() -> None:
+    client = pricing_client()
+    with Stubber(client) as stub:
+        expect_products(stub, "c8g.large", [[price_document("c8g.large", "0.0000000000")]])
+        with pytest.raises(PriceLookupError) as err:
+            fetch_on_demand(client, "c8g.large", "us-east-1", ParseStats())
+    assert err.value.skip and "1 zero prices" in str(err.value)
+
+
+class _ThrottleThenAnswer(BaseHTTPRequestHandler):
+    """A Pricing endpoint on loopback that throttles the first two calls, then answers."""
+
+    calls = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).calls += 1
+        if type(self).calls <= 2:
+            status, body = 400, {"__type": "ThrottlingException", "message": "Rate exceeded"}
+        else:
+            status, body = (
+                200,
+                {"FormatVersion": "aws_v1", "PriceList": [price_document("r8g.large", "0.1178200000")]},
+            )
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_throttling_is_retried_with_backoff() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ThrottleThenAnswer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = make_client(
+            SESSION, "pricing", "us-east-1", 5, endpoint_url=f"http://127.0.0.1:{server.server_address[1]}"
+        )
+        assert client.meta.config.retries["mode"] == "adaptive"
+        price = fetch_on_demand(client, "r8g.large", "us-east-1", ParseStats())
+    finally:
+        server.shutdown()
+    assert price.usd_per_hour == pytest.approx(0.11782)
+    assert _ThrottleThenAnswer.calls == 3
+
+
+def test_unknown_region_is_named() -> None:
+    assert check_region("eu-west-1") == "eu-west-1"
+    with pytest.raises(UnknownRegion) as err:
+        check_region("us-nowhere-9", "regions")
+    assert "regions='us-nowhere-9'" in str(err.value)
+
+
+def _spot_page(instance_type: str, zones: dict[str, str]) -> dict:
+    return {
+        "SpotPriceHistory": [
+            {
+                "AvailabilityZone": z,
+                "InstanceType": instance_type,
+                "ProductDescription": "Linux/UNIX",
+                "SpotPrice": p,
+                "Timestamp": datetime(2026, 11, 30, 8, tzinfo=UTC),
+            }
+            for z, p in zones.items()
+        ]
+        + [
+            {
+                "AvailabilityZone": "us-east-1a",
+                "InstanceType": instance_type,
+                "ProductDescription": "Linux/UNIX",
+                "SpotPrice": "9.9",
+                "Timestamp": datetime(2026, 11, 29, 8, tzinfo=UTC),
+            }
+        ],
+        "NextToken": "",
+    }
+
+
+def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_others(engine) -> None:  # type: ignore[no-untyped-def]
+    specs = [s for s in load_seed() if s.instance_type in {"r8g.large", "m8g.large", "c8g.metal-48xl"}]
+    upsert_instance_types(engine, specs)
+    names = [s.instance_type for s in specs]  # alphabetical: c8g.metal-48xl, m8g.large, r8g.large
+
+    def run() -> object:
+        pricing = pricing_client()
+        ec2 = make_client(SESSION, "ec2", "us-east-1", 3)
+        with Stubber(pricing) as ps, Stubber(ec2) as es:
+            for name in names:
+                if name == "m8g.large":
+                    ps.add_client_error("get_products", "ThrottlingException", "Rate exceeded", 400)
+                else:
+                    expect_products(
+                        ps,
+                        name,
+                        [
+                            [
+                                price_document(
+                                    name,
+                                    "1.0000000000" if "metal" in name else "0.1178200000",
+                                    metal="metal" in name,
+                                )
+                            ]
+                        ],
+                    )
+                es.add_response(
+                    "describe_spot_price_history",
+                    _spot_page(name, {"us-east-1a": "0.04", "us-east-1b": "0.05", "us-east-1c": "0.09"}),
+                    {"InstanceTypes": [name], "ProductDescriptions": ANY, "StartTime": DAY},
+                )
+            report = refresh_online(
+                engine,
+                SESSION,
+                specs,
+                ["us-east-1"],
+                now=NOW,
+                pricing_client=pricing,
+                ec2_clients={"us-east-1": ec2},
+            )
+            ps.assert_no_pending_responses()
+            es.assert_no_pending_responses()
+        return report
+
+    report = run()
+    assert (
+        len(report.priced) == 5
+        and len(report.failed) == 1
+        and "m8g.large us-east-1 on_demand" in report.failed[0]
+    )
+    assert report.stored == 5
+    latest = {(p.instance_type, p.pricing_model): p for p in latest_prices(engine)}
+    spot = latest[("r8g.large", "spot")]
+    assert spot.usd_per_hour == pytest.approx(0.05)  # median of the newest price per AZ
+    assert spot.zone_prices == {"us-east-1a": 0.04, "us-east-1b": 0.05, "us-east-1c": 0.09}
+    assert latest[("r8g.large", "on_demand")].usd_per_hour == pytest.approx(0.11782)
+    again = run()
+    assert again.stored == 0
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(InstancePrice)) == 5
+
+
+def test_refresh_offline_labels_rows_with_the_snapshot(engine) -> None:  # type: ignore[no-untyped-def]
+    specs = load_seed()
+    upsert_instance_types(engine, specs)
+    report = refresh_offline(engine, specs, ["us-east-1", "eu-west-1"], now=NOW)
+    cpu = [s for s in specs if s.accelerator_type == "cpu"]
+    assert len(report.priced) == len(cpu)
+    assert len(report.skipped) == len(specs) - len(cpu) + len(specs)  # GPU/Neuron + every eu-west-1 lookup
+    assert any("covers us-east-1 only" in s for s in report.skipped)
+    rows = {p.instance_type: p for p in latest_prices(engine)}
+    assert rows["r8g.16xlarge"].usd_per_hour == pytest.approx(3.77024)
+    assert rows["c8g.4xlarge"].usd_per_hour == pytest.approx(0.63808)
+    assert rows["c8g.4xlarge"].effective_at.date().isoformat() == "2026-07-20"
+    assert "prices-us-east-1-2026-07-20.json" in rows["c8g.4xlarge"].source
+    assert refresh_offline(engine, specs, ["us-east-1"], now=NOW).stored == 0
