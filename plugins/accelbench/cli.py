@@ -31,7 +31,7 @@ def show(settings: Settings) -> None:
     for p in prices:
         print(
             f"  {p.instance_type:<18}{p.region:<12}{p.pricing_model:<11}{p.usd_per_hour:>10.5f}  "
-            f"{p.effective_at:%Y-%m-%d}  {p.source[:60]}"
+            f"{p.effective_at:%Y-%m-%d}  {p.source[:80]}"
         )
 
 

@@ -11,12 +11,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from sqlalchemy import Engine
 
-from accelbench.aws.clients import check_region, make_client
+from accelbench.aws.clients import PRICING_ENDPOINT_REGIONS, check_region, make_client
 from accelbench.aws.offline import load_snapshot
 from accelbench.aws.pricing import ParseStats, Price, PriceLookupError, fetch_on_demand
 from accelbench.aws.spot import fetch_spot
 from accelbench.catalog.queries import store_prices
 from accelbench.catalog.seed import InstanceSpec
+from accelbench.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,12 @@ def refresh_online(
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     for region in regions:
         check_region(region, "regions")
+    if pricing_region not in PRICING_ENDPOINT_REGIONS:
+        raise ConfigError(
+            "ACCELBENCH_PRICING_ENDPOINT_REGION",
+            pricing_region,
+            f"the Pricing API is served only from {', '.join(PRICING_ENDPOINT_REGIONS)}",
+        )
     report = RefreshReport()
     pricing = pricing_client or make_client(session, "pricing", pricing_region, max_attempts)
     for region in regions:
