@@ -101,12 +101,25 @@ def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monk
     engine.dispose()
 
 
-def test_unknown_region_fails_the_task_naming_it(airflow_db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        ({"regions": ["us-nowhere-9"]}, "UnknownRegion: regions='us-nowhere-9': not an AWS region"),
+        (
+            {"instance_types": ["r8g.large", "r8g.colossal"]},
+            "UnknownInstanceType: instance_types='r8g.colossal': not in the instance catalog",
+        ),
+    ],
+)
+def test_pricing_bad_params_fail_naming_the_field(airflow_db, monkeypatch, capfd, conf, message) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
-    run = _run(airflow_db, "accelbench_pricing_refresh", {"regions": ["us-nowhere-9"]})
+    capfd.readouterr()
+    run = _run(airflow_db, "accelbench_pricing_refresh", conf)
     assert str(run.state) == "failed"
     assert _states(run) == {"refresh": "failed"}
+    out = capfd.readouterr()
+    assert message in out.out + out.err
 
 
 @pytest.mark.postgres
@@ -121,6 +134,7 @@ def test_catalog_dag_on_postgres_from_an_airflow_connection(
         "port": pg_server.port,
         "login": "accelbench",
         "schema": "dagtest",
+        "extra": {"connect_timeout": 5, "application_name": "accelbench-test"},
     }
     monkeypatch.setenv("AIRFLOW_CONN_ACCELBENCH_CATALOG", json.dumps(conn))
     monkeypatch.setenv("ACCELBENCH_CATALOG_CONN_ID", "accelbench_catalog")
@@ -130,3 +144,13 @@ def test_catalog_dag_on_postgres_from_an_airflow_connection(
     with engine.connect() as c:
         assert c.scalar(select(func.count()).select_from(InstanceType)) == 99
     engine.dispose()
+
+
+def test_bad_input_fails_the_first_task_with_a_message_naming_it(airflow_db, monkeypatch, capfd) -> None:  # type: ignore[no-untyped-def]
+    from tests.servers import free_port
+
+    monkeypatch.setenv("ACCELBENCH_CATALOG_URL", f"postgresql://u:pw@127.0.0.1:{free_port()}/catalog")
+    run = _run(airflow_db, "accelbench_instance_catalog")
+    assert _states(run)["migrate"] == "failed"
+    out = capfd.readouterr()
+    assert "CatalogUnavailable: catalog database postgresql+psycopg://u:***@127.0.0.1" in out.out + out.err

@@ -45,6 +45,8 @@ def catalog_url(settings: Settings) -> str:
         host=conn.host or None,
         port=conn.port or None,
         database=conn.schema or None,
+        # libpq options such as sslmode or connect_timeout, from the connection's extra
+        query={k: str(v) for k, v in conn.extra_dejson.items() if isinstance(v, str | int)},
     )
     return url.render_as_string(hide_password=False)
 

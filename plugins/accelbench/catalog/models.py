@@ -87,7 +87,9 @@ class InstancePrice(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    instance_type: Mapped[str] = mapped_column(ForeignKey("instance_types.instance_type", ondelete="CASCADE"))
+    instance_type: Mapped[str] = mapped_column(
+        ForeignKey("instance_types.instance_type", ondelete="RESTRICT")
+    )
     region: Mapped[str] = mapped_column(String(32))
     pricing_model: Mapped[str] = mapped_column(String(16))
     usd_per_hour: Mapped[float] = mapped_column(Float)

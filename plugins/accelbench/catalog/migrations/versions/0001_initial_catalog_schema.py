@@ -105,7 +105,7 @@ def upgrade() -> None:
             ["instance_type"],
             ["instance_types.instance_type"],
             name=op.f("fk_instance_prices_instance_type_instance_types"),
-            ondelete="CASCADE",
+            ondelete="RESTRICT",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_instance_prices")),
         sa.UniqueConstraint(
