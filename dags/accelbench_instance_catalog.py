@@ -1,32 +1,25 @@
-"""Seed the instance catalog from the shipped data file and verify it against EC2 when AWS is reachable."""
+"""Seed the instance catalog from the shipped data file; verify it against EC2 when AWS is reachable."""
 
 from __future__ import annotations
 
-import os
-
-import pendulum
 from accelbench.airflow.assets import CATALOG_ASSET
+from accelbench.airflow.dag_defaults import REGION_PATTERN, dag_kwargs, default_regions
 from airflow.sdk import Param, dag, task
-
-DEFAULT_REGION = os.environ.get("ACCELBENCH_REGIONS", "us-east-1").split(",")[0].strip()
 
 
 @dag(
     dag_id="accelbench_instance_catalog",
     schedule="@weekly",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    tags=["accelbench", "catalog"],
     doc_md=__doc__,
     params={
         "verify_region": Param(
-            DEFAULT_REGION,
+            default_regions()[0],
             type="string",
-            pattern=r"^[a-z]{2}(-[a-z]+)+-\d+$",
+            pattern=REGION_PATTERN,
             description="Region whose EC2 DescribeInstanceTypes checks the rows",
         ),
     },
+    **dag_kwargs("catalog"),
 )
 def accelbench_instance_catalog() -> None:
     @task

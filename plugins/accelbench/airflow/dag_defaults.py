@@ -1,0 +1,26 @@
+"""What every accelbench DAG shares: start date, concurrency, param patterns, default regions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pendulum
+
+from accelbench.config import Settings
+
+REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
+INSTANCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
+
+
+def dag_kwargs(*tags: str) -> dict[str, Any]:
+    return {
+        "start_date": pendulum.datetime(2026, 1, 1, tz="UTC"),
+        "catchup": False,
+        "max_active_runs": 1,
+        "tags": ["accelbench", *tags],
+    }
+
+
+def default_regions() -> list[str]:
+    """ACCELBENCH_REGIONS, read from the environment only (safe at parse time)."""
+    return list(Settings.from_env().regions)
