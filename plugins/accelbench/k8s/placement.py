@@ -1,0 +1,32 @@
+"""Where benchmark pods land: the one source of the NodePool names, labels and taints.
+
+infra/ (Karpenter NodePool manifests) and the pod builder both read these; a test checks
+that the manifests and the rendered pods agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BENCHMARK_NAMESPACE = "accelbench-benchmarks"
+CPU_NODEPOOL = "accelbench-cpu"
+GPU_NODEPOOL = "accelbench-gpu"
+NEURON_NODEPOOL = "accelbench-neuron"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ARCH_LABEL = "kubernetes.io/arch"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str = "NoSchedule"
+
+
+CPU_TAINTS = (Taint("accelbench.io/cpu", "true"), Taint("accelbench.io/dedicated", "true"))
+GPU_TAINTS = (Taint("nvidia.com/gpu", "true"), Taint("accelbench.io/dedicated", "true"))
+NEURON_TAINTS = (Taint("aws.amazon.com/neuron", "true"), Taint("accelbench.io/dedicated", "true"))
+# Graviton families the CPU NodePool may launch (kept equal to catalog.families.CPU_FAMILIES).
+CPU_NODEPOOL_FAMILIES = ("c7g", "m7g", "r7g", "c8g", "m8g", "r8g", "c9g", "m9g", "r9g")
