@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelbench.catalog.families import CPU_FAMILIES
+
 BENCHMARK_NAMESPACE = "accelbench-benchmarks"
 CPU_NODEPOOL = "accelbench-cpu"
 GPU_NODEPOOL = "accelbench-gpu"
@@ -28,5 +30,5 @@ class Taint:
 CPU_TAINTS = (Taint("accelbench.io/cpu", "true"), Taint("accelbench.io/dedicated", "true"))
 GPU_TAINTS = (Taint("nvidia.com/gpu", "true"), Taint("accelbench.io/dedicated", "true"))
 NEURON_TAINTS = (Taint("aws.amazon.com/neuron", "true"), Taint("accelbench.io/dedicated", "true"))
-# Graviton families the CPU NodePool may launch (kept equal to catalog.families.CPU_FAMILIES).
-CPU_NODEPOOL_FAMILIES = ("c7g", "m7g", "r7g", "c8g", "m8g", "r8g", "c9g", "m9g", "r9g")
+# Graviton families the CPU NodePool may launch: the families the catalog accepts for the CPU tier.
+CPU_NODEPOOL_FAMILIES = tuple(sorted(CPU_FAMILIES))
