@@ -1,0 +1,124 @@
+"""Checks that refuse a campaign in planning instead of letting a pod crash on it."""
+
+from __future__ import annotations
+
+import re
+
+from accelbench.campaign.problems import Problem
+from accelbench.campaign.request import CampaignRequest
+from accelbench.runtime.recipes import MANAGED_ARGS
+from accelbench.sizing.fit import DENSE_REFUSE_PARAMS, DENSE_WARN_PARAMS
+from accelbench.sizing.model_config import ModelShape
+
+# Engine flags that are meaningless or harmful on CPU, with why.
+CPU_FORBIDDEN_ARGS = {
+    "--gpu-memory-utilization": "is a GPU knob; CPU KV cache is sized by VLLM_CPU_KVCACHE_SPACE",
+    "--kv-cache-dtype": "is set by the kv_cache_dtype field (FP8 KV cache is not supported on CPU)",
+    "--distributed-executor-backend": "CPU runs single-node with the mp executor",
+    "--data-parallel-size": "data-parallel deployment is not supported on CPU",
+    "--data-parallel-address": "data-parallel deployment is not supported on CPU",
+    "--pipeline-parallel-size": "CPU parallelism is tensor-parallel across NUMA nodes only",
+    "--kv-transfer-config": "disaggregated prefill/decode is not supported on CPU",
+}
+NOT_ON_ARM_CPU = {"awq", "gptq", "fp8", "bitsandbytes", "marlin", "gptq_marlin", "awq_marlin"}
+SAFE_ARG = re.compile(r"^[A-Za-z0-9_.,:=/+@-]+$")
+INT_SCHEMES = {"int8": (8, "W8A8"), "int4": (4, "W4A8")}
+INT_CAVEATS = {
+    "int8": "compressed-tensors W8A8 exists in vLLM's CPU code, but the stable support matrix lists it "
+    "for x86 only: verify it on Arm for this vLLM CPU version",
+    "int4": "compressed-tensors W4A8 runs on Arm through KleidiAI (documented)",
+}
+
+
+def check_cpu_request(req: CampaignRequest) -> list[Problem]:
+    problems = []
+    if req.kv_cache_dtype.lower().startswith("fp8"):
+        problems.append(
+            Problem(
+                "kv_cache_dtype",
+                req.kv_cache_dtype,
+                "FP8 KV cache is not supported on CPU (it falls back or errors); use auto",
+            )
+        )
+    if req.deployment_mode != "single":
+        problems.append(
+            Problem(
+                "deployment_mode",
+                req.deployment_mode,
+                "vLLM CPU serves on one node with the mp executor; distributed and "
+                "disaggregated deployments are not supported",
+            )
+        )
+    for i, arg in enumerate(req.extra_engine_args):
+        flag = arg.split("=", 1)[0]
+        if flag in CPU_FORBIDDEN_ARGS:
+            problems.append(Problem(f"extra_engine_args[{i}]", arg, f"{flag} {CPU_FORBIDDEN_ARGS[flag]}"))
+    return problems
+
+
+def check_engine_args(req: CampaignRequest) -> list[Problem]:
+    problems = []
+    for i, arg in enumerate(req.extra_engine_args):
+        flag = arg.split("=", 1)[0]
+        if not SAFE_ARG.match(arg):
+            problems.append(
+                Problem(
+                    f"extra_engine_args[{i}]", arg, "only letters, digits and _ . , : = / + @ - are allowed"
+                )
+            )
+        elif flag in MANAGED_ARGS:
+            problems.append(
+                Problem(
+                    f"extra_engine_args[{i}]", arg, f"{flag} is set by the planner from the campaign fields"
+                )
+            )
+    return problems
+
+
+def check_cpu_model(req: CampaignRequest, shape: ModelShape, warnings: list[str]) -> list[Problem]:
+    """Quantization formats and model size rules for the CPU tier."""
+    problems = []
+    quant = shape.quantization
+    if quant and quant.method in NOT_ON_ARM_CPU:
+        problems.append(
+            Problem(
+                "model",
+                req.model,
+                f"{quant.method} checkpoints do not run on Arm CPU; "
+                "use a compressed-tensors W4A8 or W8A8 checkpoint",
+            )
+        )
+    if req.quantization in INT_SCHEMES:
+        bits, scheme = INT_SCHEMES[req.quantization]
+        if not (quant and quant.method == "compressed-tensors" and quant.weight_bits == bits):
+            have = f"{quant.method} {quant.scheme}" if quant else "unquantized"
+            problems.append(
+                Problem(
+                    "quantization",
+                    req.quantization,
+                    f"{req.quantization} on CPU means a compressed-tensors {scheme} "
+                    f"checkpoint; {req.model} is {have}",
+                )
+            )
+        warnings.append(INT_CAVEATS[req.quantization])
+    params = shape.total_params()
+    if quant is None and not shape.is_moe:
+        billions = params / 1e9
+        if params > DENSE_REFUSE_PARAMS:
+            problems.append(
+                Problem(
+                    "model",
+                    req.model,
+                    f"dense unquantized model of ~{billions:.1f}B parameters is refused on CPU (limit "
+                    f"~{DENSE_REFUSE_PARAMS / 1e9:.0f}B): use a quantized checkpoint of it, e.g. "
+                    "compressed-tensors W4A8 (quantization=int4) or W8A8 (quantization=int8)",
+                )
+            )
+        elif params >= DENSE_WARN_PARAMS:
+            warnings.append(
+                f"{req.model}: dense unquantized ~{billions:.1f}B parameters is slow on CPU "
+                "(8B-13B); a W4A8/W8A8 checkpoint decodes faster"
+            )
+    if req.dtype != "bfloat16":
+        warnings.append(f"dtype {req.dtype!r} forced to bfloat16 on CPU (float16 is unstable on torch CPU)")
+    return problems

@@ -1,0 +1,201 @@
+"""Turn a CampaignRequest into BenchmarkSpecs, or refuse it with every problem at once."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from accelbench.campaign import guards
+from accelbench.campaign.problems import PlanningError, Problem
+from accelbench.campaign.request import CampaignRequest
+from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
+from accelbench.catalog.families import refuse_graviton2
+from accelbench.catalog.seed import InstanceSpec
+from accelbench.errors import ConfigError
+from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
+from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, plan_fit
+from accelbench.sizing.model_config import ModelShape, load_model_shape
+
+log = logging.getLogger(__name__)
+GPU_FIT_FRACTION = 0.90
+
+
+@dataclass
+class Plan:
+    specs: list[BenchmarkSpec]
+    fits: dict[str, FitPlan] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def served_name(req: CampaignRequest) -> str:
+    """Set once, used by the server (--served-model-name) and by the load generator."""
+    if req.served_model_name:
+        return req.served_model_name
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", req.model.rstrip("/").split("/")[-1]).strip("-") or "model"
+
+
+def _instance_problems(
+    req: CampaignRequest, recipe: Recipe, index: int, name: str, catalog: Mapping[str, InstanceSpec]
+) -> tuple[InstanceSpec | None, list[Problem]]:
+    where = f"instance_types[{index}]"
+    try:
+        refuse_graviton2(name, where)
+    except ConfigError as exc:
+        return None, [Problem(where, name, str(exc).split(": ", 1)[1])]
+    inst = catalog.get(name)
+    if inst is None:
+        return None, [Problem(where, name, "not in the instance catalog (run accelbench_instance_catalog)")]
+    if inst.accelerator_type != recipe.accelerator_type:
+        return inst, [
+            Problem(
+                where,
+                name,
+                f"is a {inst.accelerator_type} instance; runtime {recipe.runtime} "
+                f"needs a {recipe.accelerator_type} instance",
+            )
+        ]
+    return inst, []
+
+
+def _tensor_parallel(req: CampaignRequest, inst: InstanceSpec) -> tuple[int, list[Problem]]:
+    if inst.accelerator_type == "cpu":
+        tp = req.tensor_parallel_size or inst.numa_nodes  # one rank per NUMA node
+        if tp > inst.numa_nodes:
+            return tp, [
+                Problem(
+                    "tensor_parallel_size",
+                    tp,
+                    f"greater than the {inst.numa_nodes} NUMA "
+                    f"node(s) of {inst.instance_type}; on CPU each rank is a NUMA node",
+                )
+            ]
+        return tp, []
+    tp = req.tensor_parallel_size or inst.accelerator_count
+    if tp > inst.accelerator_count:
+        return tp, [
+            Problem(
+                "tensor_parallel_size",
+                tp,
+                f"greater than the {inst.accelerator_count} accelerators of {inst.instance_type}",
+            )
+        ]
+    return tp, []
+
+
+def plan_campaign(
+    req: CampaignRequest,
+    catalog: Mapping[str, InstanceSpec],
+    version: str,
+    campaign_id: str,
+    load_shape: Callable[[str], ModelShape] = load_model_shape,
+) -> Plan:
+    """All guards run; a PlanningError lists every problem, each naming its field and value."""
+    recipe = recipe_for(req.runtime)
+    problems: list[Problem] = guards.check_engine_args(req)
+    plan = Plan(specs=[])
+    cpu = recipe.accelerator_type == "cpu"
+    if cpu:
+        problems += guards.check_cpu_request(req)
+    shape: ModelShape | None = None
+    try:
+        shape = load_shape(req.model)
+    except ConfigError as exc:
+        problems.append(Problem("model", req.model, str(exc).split(": ", 1)[-1]))
+    if shape is not None and cpu:
+        problems += guards.check_cpu_model(req, shape, plan.warnings)
+    load = LoadPlan(
+        input_len=req.input_len,
+        output_len=req.output_len,
+        seed=req.seed,
+        concurrency=tuple(req.concurrency),
+        request_rates=tuple(req.request_rates),
+        prompts_per_level=req.prompts_per_level,
+        repeats=req.repeats,
+    )
+    for i, name in enumerate(req.instance_types):
+        inst, found = _instance_problems(req, recipe, i, name, catalog)
+        problems += found
+        if inst is None or found:
+            continue
+        tp, tp_problems = _tensor_parallel(req, inst)
+        problems += tp_problems
+        budget = NodeBudget.for_instance(inst.memory_gib, inst.vcpu)
+        if budget.server_cpu < 1 or budget.server_memory_gib < 1:
+            problems.append(
+                Problem(
+                    f"instance_types[{i}]",
+                    name,
+                    f"too small for a benchmark pod "
+                    f"({inst.vcpu} vCPU, {inst.memory_gib:g} GiB): the server needs at least "
+                    "1 core and 1 GiB after the load generator and system reserves",
+                )
+            )
+            continue
+        if shape is None:
+            continue
+        kv_gib = 0
+        if cpu:
+            fit = plan_fit(
+                shape,
+                memory_gib=inst.memory_gib,
+                vcpu=inst.vcpu,
+                numa_nodes=inst.numa_nodes,
+                generation=inst.generation,
+                context_len=req.context_len,
+                concurrency=load.max_concurrency,
+            )
+            plan.fits[name] = fit
+            if not fit.fits:
+                problems.append(
+                    Problem(
+                        f"instance_types[{i}]",
+                        name,
+                        f"{req.model} does not fit: "
+                        f"{fit.describe()}; needs at least {fit.min_kv_gib:.1f} GiB of KV "
+                        "cache for one full-context sequence",
+                    )
+                )
+                continue
+            plan.warnings += [f"{name}: {w}" for w in fit.warnings]
+            log.info("%s: %s. %s", name, fit.describe(), fit.advisory)
+            kv_gib = fit.kv_cache_gib
+        elif shape.weight_bytes() / GIB > tp * inst.accelerator_memory_gib * GPU_FIT_FRACTION:
+            problems.append(
+                Problem(
+                    f"instance_types[{i}]",
+                    name,
+                    f"{req.model} weights "
+                    f"({shape.weight_bytes() / GIB:.1f} GiB) exceed {GPU_FIT_FRACTION:.0%} of "
+                    f"{tp} x {inst.accelerator_memory_gib:g} GiB accelerator memory",
+                )
+            )
+            continue
+        server = ServerSpec(
+            runtime=recipe.runtime,
+            version=version,
+            image=recipe.image(version),
+            model=req.model,
+            model_revision=req.model_revision,
+            served_model_name=served_name(req),
+            dtype=CPU_DTYPE if cpu else req.dtype,
+            quantization=shape.quantization.method if shape.quantization else None,
+            tensor_parallel_size=tp,
+            kv_cache_gib=kv_gib,
+            max_model_len=req.context_len,
+            instance_type=name,
+            accelerator_type=inst.accelerator_type,
+            accelerator_count=inst.accelerator_count,
+            vcpu=inst.vcpu,
+            server_cpu=budget.server_cpu,
+            server_memory_gib=budget.server_memory_gib,
+            model_weights_gib=round(shape.weight_bytes() / GIB, 3),
+            extra_engine_args=tuple(req.extra_engine_args),
+        )
+        plan.specs.append(BenchmarkSpec(server=server, load=load, campaign_id=campaign_id))
+    if problems:
+        raise PlanningError(problems)
+    for warning in plan.warnings:
+        log.warning("%s", warning)
+    return plan

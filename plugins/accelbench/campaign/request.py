@@ -1,0 +1,42 @@
+"""What a user asks for (UI form, REST, cron defaults), before any catalog or model lookup."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from accelbench.campaign.spec import Runtime
+
+Quantization = Literal["none", "int8", "int4"]
+DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
+
+
+class CampaignRequest(BaseModel):
+    """Fields mirror the DAG params; their names are what error messages cite."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instance_types: list[str] = Field(min_length=1)
+    model: str = Field(min_length=1)
+    model_revision: str | None = None
+    served_model_name: str | None = None
+    runtime: Runtime = "vllm-cpu"
+    version: str | None = None
+    dtype: str = "bfloat16"
+    quantization: Quantization = "none"
+    kv_cache_dtype: str = "auto"
+    deployment_mode: DeploymentMode = "single"
+    tensor_parallel_size: int | None = Field(default=None, ge=1)
+    input_len: int = Field(default=512, ge=1)
+    output_len: int = Field(default=128, ge=1)
+    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
+    request_rates: list[float] = Field(default_factory=list)
+    prompts_per_level: int = Field(default=200, ge=1)
+    repeats: int = Field(default=1, ge=1)
+    seed: int = 0
+    extra_engine_args: list[str] = Field(default_factory=list)
+
+    @property
+    def context_len(self) -> int:
+        return self.input_len + self.output_len

