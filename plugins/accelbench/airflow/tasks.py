@@ -119,3 +119,26 @@ def refresh_prices(regions: list[str], instance_types: list[str], offline: bool 
     if not report.priced:
         raise AirflowFailException(f"priced nothing: {report.summary()}")
     return report.to_dict()
+
+
+@_fail_on_library_error
+def plan_benchmarks(params: dict[str, Any], campaign_id: str) -> list[dict[str, Any]]:
+    """First task of a campaign: every problem fails it, with the text naming each field."""
+    from accelbench.campaign.planner import parse_request, plan_campaign
+    from accelbench.runtime.recipes import recipe_for
+    from accelbench.runtime.versions import resolve_version
+
+    request = parse_request(params)
+    settings = Settings.from_env()
+    engine = _engine(settings)
+    try:
+        catalog = {s.instance_type: s for s in queries.instance_specs(engine)}
+        version = request.version
+        if version is None:
+            version, source = resolve_version(engine, recipe_for(request.runtime))
+            log.info("%s version %s (%s)", request.runtime, version, source)
+    finally:
+        engine.dispose()
+    plan = plan_campaign(request, catalog, version, campaign_id)
+    log.info("planned %d benchmark pods", len(plan.specs))
+    return [spec.model_dump(mode="json") for spec in plan.specs]

@@ -7,8 +7,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from accelbench.campaign import guards
-from accelbench.campaign.problems import PlanningError, Problem
+from accelbench.campaign.problems import PlanningError, Problem, problems_from_validation
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.catalog.families import refuse_graviton2
@@ -82,6 +84,14 @@ def _tensor_parallel(req: CampaignRequest, inst: InstanceSpec) -> tuple[int, lis
             )
         ]
     return tp, []
+
+
+def parse_request(params: Mapping[str, object]) -> CampaignRequest:
+    """DAG params -> CampaignRequest; every invalid field becomes a Problem."""
+    try:
+        return CampaignRequest.model_validate(dict(params))
+    except ValidationError as exc:
+        raise PlanningError(problems_from_validation(exc)) from None
 
 
 def plan_campaign(

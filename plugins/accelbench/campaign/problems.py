@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from accelbench.errors import AccelbenchError
 
 
@@ -24,3 +26,12 @@ class PlanningError(AccelbenchError):
         self.problems = problems
         lines = "\n".join(f"- {p}" for p in problems)
         super().__init__(f"campaign refused, {len(problems)} problem(s):\n{lines}")
+
+
+def problems_from_validation(exc: ValidationError) -> list[Problem]:
+    """pydantic's errors as Problems: 'concurrency[2]' rather than ('concurrency', 2)."""
+    out = []
+    for err in exc.errors():
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+        out.append(Problem(field or "request", err.get("input"), err["msg"]))
+    return out

@@ -1,0 +1,127 @@
+"""Planning refuses bad campaigns before launch, listing every problem with its field and value."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from accelbench.campaign.planner import plan_campaign
+from accelbench.campaign.problems import PlanningError
+from accelbench.campaign.request import CampaignRequest
+from accelbench.catalog.seed import load_seed
+from accelbench.sizing.model_config import load_model_shape
+
+from tests.conftest import REPO
+
+STORE = str(REPO / "tests" / "data" / "model_configs")
+CATALOG = {s.instance_type: s for s in load_seed()}
+
+
+def plan(**fields):  # type: ignore[no-untyped-def]
+    req = CampaignRequest(**({"model": "local/tiny-llama"} | fields))
+    return plan_campaign(req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE))
+
+
+def problems(**fields) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    with pytest.raises(PlanningError) as err:
+        plan(**fields)
+    return {p.field: f"{p.value!r}: {p.message}" for p in err.value.problems}
+
+
+def test_a_good_request_plans_one_spec_per_instance() -> None:
+    result = plan(instance_types=["r8g.4xlarge", "c8g.48xlarge", "m7g.xlarge"], concurrency=[1, 8])
+    servers = {s.server.instance_type: s.server for s in result.specs}
+    assert servers["c8g.48xlarge"].tensor_parallel_size == 2
+    assert servers["r8g.4xlarge"].tensor_parallel_size == 1
+    assert all(s.dtype == "bfloat16" and s.kv_cache_gib >= 1 for s in servers.values())
+    assert all(s.image == "vllm/vllm-openai-cpu:v0.19.1-arm64" for s in servers.values())
+    assert len({s.spec_id for s in result.specs}) == 3
+    again = plan(instance_types=["r8g.4xlarge", "c8g.48xlarge", "m7g.xlarge"], concurrency=[1, 8])
+    assert [s.spec_id for s in again.specs] == [s.spec_id for s in result.specs]  # deterministic
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    found = problems(
+        instance_types=["m6g.large", "r8g.colossal", "g6e.xlarge", "r8g.4xlarge"],
+        kv_cache_dtype="fp8_e4m3",
+        deployment_mode="disaggregated",
+        tensor_parallel_size=2,
+        extra_engine_args=["--gpu-memory-utilization=0.9", "--dtype=float16", "$(reboot)"],
+    )
+    assert "FEAT_BF16" in found["instance_types[0]"]
+    assert "not in the instance catalog" in found["instance_types[1]"]
+    assert "is a gpu instance; runtime vllm-cpu needs a cpu instance" in found["instance_types[2]"]
+    assert "2: greater than the 1 NUMA node(s) of r8g.4xlarge" in found["tensor_parallel_size"]
+    assert found["kv_cache_dtype"].startswith("'fp8_e4m3': FP8 KV cache is not supported on CPU")
+    assert "'disaggregated'" in found["deployment_mode"]
+    assert "--gpu-memory-utilization" in found["extra_engine_args[0]"]
+    assert "set by the planner" in found["extra_engine_args[1]"]
+    assert "only letters, digits" in found["extra_engine_args[2]"]
+
+
+def test_the_error_text_names_each_field() -> None:
+    with pytest.raises(PlanningError) as err:
+        plan(instance_types=["r8g.large"], kv_cache_dtype="fp8")
+    text = str(err.value)
+    assert text.startswith("campaign refused, 2 problem(s):")
+    assert "- kv_cache_dtype='fp8': FP8 KV cache" in text
+    assert "- instance_types[0]='r8g.large': too small for a benchmark pod" in text
+
+
+def test_the_reverse_tier_mismatch_is_refused() -> None:
+    found = problems(instance_types=["r8g.4xlarge", "inf2.xlarge"], runtime="vllm-gpu")
+    assert "is a cpu instance; runtime vllm-gpu needs a gpu instance" in found["instance_types[0]"]
+    assert "is a neuron instance" in found["instance_types[1]"]
+
+
+def test_unknown_model_is_named() -> None:
+    found = problems(instance_types=["r8g.4xlarge"], model="org/not-in-the-store")
+    assert "'org/not-in-the-store': no config.json found" in found["model"]
+
+
+def test_dtype_is_forced_to_bfloat16_with_a_warning(caplog) -> None:  # type: ignore[no-untyped-def]
+    with caplog.at_level(logging.WARNING):
+        result = plan(instance_types=["r8g.4xlarge"], dtype="float16")
+    assert result.specs[0].server.dtype == "bfloat16"
+    assert "forced to bfloat16" in caplog.text
+
+
+def test_int_quantization_needs_a_compressed_tensors_checkpoint() -> None:
+    found = problems(instance_types=["r8g.4xlarge"], quantization="int8")
+    assert (
+        "int8 on CPU means a compressed-tensors W8A8 checkpoint; local/tiny-llama is unquantized"
+        in (found["quantization"])
+    )
+
+
+def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.airflow.tasks import plan_benchmarks
+    from accelbench.catalog.seed import upsert_instance_types
+    from airflow.sdk.exceptions import AirflowFailException
+
+    upsert_instance_types(engine, load_seed())
+    monkeypatch.setenv("ACCELBENCH_CATALOG_URL", engine.url.render_as_string(hide_password=False))
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", STORE)
+    with pytest.raises(AirflowFailException) as err:
+        plan_benchmarks(
+            {
+                "instance_types": ["r8g.4xlarge"],
+                "model": "local/tiny-llama",
+                "concurrency": [1, "many"],
+                "kv_cache_dtype": "fp8",
+            },
+            "c-1",
+        )
+    assert "PlanningError" in str(err.value) and "concurrency[1]='many'" in str(err.value)
+    with pytest.raises(AirflowFailException) as err:
+        plan_benchmarks(
+            {
+                "instance_types": ["r8g.4xlarge", "m6g.large"],
+                "model": "local/tiny-llama",
+                "kv_cache_dtype": "fp8",
+            },
+            "c-1",
+        )
+    assert "kv_cache_dtype='fp8'" in str(err.value) and "instance_types[1]='m6g.large'" in str(err.value)
+    specs = plan_benchmarks({"instance_types": ["r8g.4xlarge"], "model": "local/tiny-llama"}, "c-1")
+    assert specs[0]["server"]["version"] == "0.18.0"  # the recipe default: the catalog has no vllm-cpu row
