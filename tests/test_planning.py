@@ -125,3 +125,35 @@ def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch) -> 
     assert "kv_cache_dtype='fp8'" in str(err.value) and "instance_types[1]='m6g.large'" in str(err.value)
     specs = plan_benchmarks({"instance_types": ["r8g.4xlarge"], "model": "local/tiny-llama"}, "c-1")
     assert specs[0]["server"]["version"] == "0.18.0"  # the recipe default: the catalog has no vllm-cpu row
+
+
+def test_dense_models_above_13b_are_refused_with_the_quantized_alternative() -> None:
+    found = problems(instance_types=["r8g.48xlarge"], model="meta-llama/Llama-3.1-70B-Instruct")
+    assert "~70.6B parameters is refused on CPU" in found["model"]
+    assert "compressed-tensors W4A8 (quantization=int4)" in found["model"]
+
+
+def test_8b_to_13b_dense_warns_and_plans(caplog) -> None:  # type: ignore[no-untyped-def]
+    with caplog.at_level(logging.WARNING):
+        result = plan(instance_types=["r8g.xlarge"], model="meta-llama/Llama-3.1-8B", concurrency=[1, 4])
+    assert "dense unquantized ~8.0B parameters is slow on CPU" in caplog.text
+    server = result.specs[0].server
+    assert server.model_weights_gib == pytest.approx(8_030_261_248 * 2 / 1024**3, abs=1e-3)
+    assert server.kv_cache_gib >= 1 and server.served_model_name == "Llama-3.1-8B"
+    assert "memory-bandwidth bound" in str(result.fits["r8g.xlarge"].advisory)
+
+
+def test_a_model_that_does_not_fit_names_the_instance_and_the_numbers() -> None:
+    found = problems(instance_types=["m8g.xlarge", "r8g.xlarge"], model="meta-llama/Llama-3.1-8B")
+    assert set(found) == {"instance_types[0]"}
+    assert (
+        "'m8g.xlarge': meta-llama/Llama-3.1-8B does not fit: weights 15.0 GiB" in found["instance_types[0]"]
+    )
+
+
+def test_moe_counts_every_expert_for_memory_but_is_not_refused_as_dense() -> None:
+    result = plan(instance_types=["r8g.4xlarge"], model="mistralai/Mixtral-8x7B-v0.1")
+    assert result.fits["r8g.4xlarge"].weights_gib == pytest.approx(46_702_792_704 * 2 / 1024**3)
+    found = problems(instance_types=["m8g.4xlarge"], model="mistralai/Mixtral-8x7B-v0.1")
+    assert "does not fit" in found["instance_types[0]"]
+    assert plan(instance_types=["m8g.8xlarge"], model="Qwen/Qwen3-30B-A3B").specs

@@ -104,3 +104,32 @@ def test_bandwidth_advisory_scales_with_the_share_of_a_socket() -> None:
     assert "memory-bandwidth bound" in str(quarter)
     unknown = advisory("graviton5", vcpu=64, numa_nodes=2, weights_bytes=10**9)
     assert unknown.gbps is None and "no published bandwidth figure" in str(unknown)
+
+
+@pytest.mark.parametrize(
+    ("model", "published", "rel"),
+    [
+        # Published parameter counts; the Qwen models' q/k/v biases and Qwen3's q/k norms are not counted.
+        ("meta-llama/Llama-3.1-8B", 8_030_261_248, 0),
+        ("meta-llama/Llama-3.1-8B-Instruct", 8_030_261_248, 0),
+        ("meta-llama/Llama-3.1-70B-Instruct", 70_553_706_496, 0),
+        ("mistralai/Mixtral-8x7B-v0.1", 46_702_792_704, 0),
+        ("Qwen/Qwen3-30B-A3B", 30_532_122_624, 1e-6),
+        ("Qwen/Qwen2.5-0.5B-Instruct", 494_032_768, 1e-4),
+        ("Qwen/Qwen2.5-7B-Instruct", 7_615_616_512, 1e-4),
+    ],
+)
+def test_parameter_counts_of_real_configs(model: str, published: int, rel: float) -> None:
+    assert load_model_shape(model, STORE).total_params() == pytest.approx(published, rel=rel, abs=0)
+
+
+def test_real_config_kv_and_moe_facts() -> None:
+    llama = load_model_shape("meta-llama/Llama-3.1-8B", STORE)
+    assert llama.kv_bytes_per_token() == 32 * 8 * 128 * 2 * 2 == 131072
+    qwen3 = load_model_shape("Qwen/Qwen3-30B-A3B", STORE)
+    assert qwen3.is_moe and qwen3.num_experts == 128 and qwen3.head_dim == 128
+    assert qwen3.active_params() == pytest.approx(3.3e9, rel=0.03)  # "A3B": ~3.3B active
+    assert qwen3.kv_bytes_per_token() == 48 * 4 * 128 * 2 * 2
+    mixtral = load_model_shape("mistralai/Mixtral-8x7B-v0.1", STORE)
+    assert mixtral.active_params() == pytest.approx(12.9e9, rel=0.01)  # top-2 of 8 experts
+    assert mixtral.weight_bytes() == mixtral.total_params() * 2  # memory counts every expert
