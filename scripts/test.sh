@@ -16,6 +16,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
 fi
 
 scripts/bootstrap.sh
+scripts/checkov-env.sh  # checkov pins an old boto3: its own environment
+scripts/vllm-env.sh     # vLLM CPU for local-mode servers: its own environment
 echo "test: ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

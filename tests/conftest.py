@@ -111,3 +111,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     passed = len(reporter.stats.get("passed", [])) if reporter else 0
     if IN_CI and passed == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The vLLM CPU environment (scripts/vllm-env.sh), which test.sh creates."""
+    from tests.servers import missing
+
+    python = REPO / ".venv-vllm" / "bin" / "python"
+    if not python.is_file():
+        missing("the vLLM CPU environment .venv-vllm (scripts/vllm-env.sh)")
+    return python
+
+
+@pytest.fixture(scope="session")
+def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 4-layer Llama with random weights and a locally trained tokenizer, built once per session."""
+    out = tmp_path_factory.mktemp("tiny-model")
+    env = os.environ | {"PYTHONPATH": str(REPO / "plugins")}
+    subprocess.run(
+        [str(vllm_python), "-m", "accelbench.execution.tiny_model", str(out)],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    return out

@@ -9,6 +9,7 @@ from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import PodDefaults
 from kubernetes.client import models as k8s
 
 from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed
 
 XCOM_SIDECAR_RESOURCES = guaranteed("10m", "32Mi")
@@ -24,6 +25,7 @@ class BenchmarkPodOperator(KubernetesPodOperator):
             "name": parts.name,
             "namespace": parts.namespace,
             "image": parts.loadgen_image,
+            "image_pull_policy": "Always",
             "cmds": parts.loadgen_cmds,
             "env_vars": parts.loadgen_env,
             "container_resources": parts.loadgen_resources,
@@ -44,6 +46,7 @@ class BenchmarkPodOperator(KubernetesPodOperator):
             "get_logs": True,
             "init_container_logs": False,
             "log_events_on_failure": True,
+            "service_account_name": placement.BENCHMARK_SERVICE_ACCOUNT,
             "automount_service_account_token": False,
             "random_name_suffix": True,
             "xcom_sidecar_container_security_context": parts.loadgen_security_context,
@@ -51,9 +54,10 @@ class BenchmarkPodOperator(KubernetesPodOperator):
         super().__init__(**(defaults | kwargs))
 
     def build_pod_request_obj(self, context: Any = None) -> k8s.V1Pod:
-        """The provider's pod, with the xcom sidecar given requests == limits (else QoS is Burstable)."""
+        """The provider's pod; the xcom sidecar gets requests == limits (Guaranteed QoS), pull Always."""
         pod = super().build_pod_request_obj(context)
         for container in pod.spec.containers:
             if container.name == PodDefaults.SIDECAR_CONTAINER_NAME:
                 container.resources = XCOM_SIDECAR_RESOURCES
+                container.image_pull_policy = "Always"
         return pod

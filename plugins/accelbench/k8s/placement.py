@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from accelbench.catalog.families import CPU_FAMILIES
 
 BENCHMARK_NAMESPACE = "accelbench-benchmarks"
+BENCHMARK_SERVICE_ACCOUNT = "accelbench-benchmark"  # mapped to the IAM role that may write raw/ only
 CPU_NODEPOOL = "accelbench-cpu"
 GPU_NODEPOOL = "accelbench-gpu"
 NEURON_NODEPOOL = "accelbench-neuron"

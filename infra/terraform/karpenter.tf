@@ -1,0 +1,31 @@
+# The Karpenter NodePool accelbench-cpu and its EC2NodeClass, created only with install_cpu_nodepool = true.
+# The manifests live as YAML templates in infra/karpenter/ so that the tests render and validate the very
+# files Terraform applies (tests/test_infra_karpenter.py).
+
+locals {
+  cpu_ec2nodeclass = yamldecode(templatefile("${path.module}/../karpenter/cpu-ec2nodeclass.yaml.tftpl", {
+    cluster_name   = var.cluster_name
+    node_role_name = var.karpenter_node_role_name
+    ami_version    = var.al2023_ami_version
+  }))
+
+  cpu_nodepool = yamldecode(templatefile("${path.module}/../karpenter/cpu-nodepool.yaml.tftpl", {
+    cpu_limit         = var.cpu_nodepool_cpu_limit
+    memory_limit      = var.cpu_nodepool_memory_limit
+    consolidate_after = var.cpu_nodepool_consolidate_after
+  }))
+
+  cpu_nodepool_name = local.cpu_nodepool.metadata.name
+}
+
+resource "kubernetes_manifest" "cpu_ec2nodeclass" {
+  count    = var.install_cpu_nodepool ? 1 : 0
+  manifest = local.cpu_ec2nodeclass
+}
+
+resource "kubernetes_manifest" "cpu_nodepool" {
+  count    = var.install_cpu_nodepool ? 1 : 0
+  manifest = local.cpu_nodepool
+
+  depends_on = [kubernetes_manifest.cpu_ec2nodeclass]
+}

@@ -1,0 +1,19 @@
+output "lake_uri" {
+  description = "The lake root for the DAGs (s3://<bucket>/)."
+  value       = "s3://${aws_s3_bucket.lake.bucket}/"
+}
+
+output "airflow_worker_role_arn" {
+  description = "IAM role the Airflow workers get through EKS Pod Identity."
+  value       = aws_iam_role.airflow_worker.arn
+}
+
+output "benchmark_pod_role_arn" {
+  description = "IAM role the benchmark pods get through EKS Pod Identity (raw/ writes only)."
+  value       = aws_iam_role.benchmark_pod.arn
+}
+
+output "cpu_nodepool_name" {
+  description = "Name of the Karpenter NodePool for the CPU tier, or null when install_cpu_nodepool is false."
+  value       = var.install_cpu_nodepool ? local.cpu_nodepool_name : null
+}

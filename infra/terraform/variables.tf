@@ -1,0 +1,108 @@
+variable "region" {
+  description = "AWS region of the EKS cluster and the lake bucket."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "cluster_name" {
+  description = "Name of the existing EKS cluster (Karpenter >= 1.13 installed; Kubernetes 1.33-1.37)."
+  type        = string
+}
+
+variable "tags" {
+  description = "Tags added to every AWS resource this stack creates."
+  type        = map(string)
+  default     = { "app.kubernetes.io/part-of" = "accelbench-campaigns" }
+}
+
+# ---- the lake ---------------------------------------------------------------------------------
+
+variable "lake_bucket_name" {
+  description = "Name of the S3 bucket that holds the Parquet lake (raw/, requests/, runs/, reports/)."
+  type        = string
+}
+
+variable "lake_noncurrent_version_days" {
+  description = "Days a replaced or deleted lake object version is kept before S3 expires it."
+  type        = number
+  default     = 90
+}
+
+# ---- workload identities (EKS Pod Identity) ---------------------------------------------------
+
+variable "airflow_namespace" {
+  description = "Namespace of the Airflow release (infra/helm/airflow-values.yaml)."
+  type        = string
+  default     = "airflow"
+}
+
+variable "airflow_worker_service_account" {
+  description = "Service account of the Airflow workers / KubernetesExecutor task pods."
+  type        = string
+  default     = "airflow-worker"
+}
+
+variable "benchmark_namespace" {
+  description = "Namespace of the benchmark pods (accelbench.k8s.placement.BENCHMARK_NAMESPACE)."
+  type        = string
+  default     = "accelbench-benchmarks"
+}
+
+variable "benchmark_service_account" {
+  description = "Service account of the benchmark pods (infra/k8s/benchmark-serviceaccount.yaml)."
+  type        = string
+  default     = "accelbench-benchmark"
+}
+
+# ---- the CPU NodePool -------------------------------------------------------------------------
+
+variable "install_cpu_nodepool" {
+  description = "Create the Karpenter NodePool accelbench-cpu and its EC2NodeClass (needs the Karpenter v1 CRDs in the cluster)."
+  type        = bool
+  default     = false
+}
+
+variable "karpenter_node_role_name" {
+  description = "IAM role (name) of the Karpenter-launched nodes; Karpenter creates their instance profile."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = !var.install_cpu_nodepool || length(var.karpenter_node_role_name) > 0
+    error_message = "karpenter_node_role_name is required when install_cpu_nodepool is true."
+  }
+}
+
+variable "al2023_ami_version" {
+  description = "EKS-optimised AL2023 release for the alias al2023@<version>: pin one (e.g. v20260701) so kernels do not drift between benchmark campaigns; 'latest' follows every release."
+  type        = string
+  default     = "latest"
+
+  validation {
+    condition     = can(regex("^(latest|v[0-9]{8})$", var.al2023_ami_version))
+    error_message = "al2023_ami_version must be 'latest' or a release like v20260701."
+  }
+}
+
+variable "cpu_nodepool_cpu_limit" {
+  description = "Most vCPUs the CPU NodePool may run at once (a spending cap)."
+  type        = number
+  default     = 1024
+}
+
+variable "cpu_nodepool_memory_limit" {
+  description = "Most memory the CPU NodePool may run at once, as a Kubernetes quantity."
+  type        = string
+  default     = "8192Gi"
+}
+
+variable "cpu_nodepool_consolidate_after" {
+  description = "How long an empty benchmark node is kept for the next pod of a campaign before Karpenter removes it."
+  type        = string
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(s|m|h))+$", var.cpu_nodepool_consolidate_after))
+    error_message = "cpu_nodepool_consolidate_after must be a duration such as 10m or 1h."
+  }
+}

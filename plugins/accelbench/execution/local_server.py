@@ -1,0 +1,263 @@
+"""Run `vllm serve` as a child process with the pod's arguments, and always stop it.
+
+The vLLM interpreter is a separate environment from Airflow's (ACCELBENCH_VLLM_PYTHON). The server
+gets its own process group, so stopping it stops the engine and worker processes too; it also
+receives SIGKILL if the process that started it dies (PR_SET_PDEATHSIG), so a killed task leaves
+no server behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import psutil
+
+from accelbench.campaign.spec import ServerSpec
+from accelbench.errors import AccelbenchError, ConfigError
+from accelbench.runtime.recipes import recipe_for
+
+log = logging.getLogger(__name__)
+VLLM_PYTHON_SETTING = "ACCELBENCH_VLLM_PYTHON"
+SERVER_CPUS_SETTING = "ACCELBENCH_LOCAL_SERVER_CPUS"
+CLIENT_CPUS_SETTING = "ACCELBENCH_LOCAL_CLIENT_CPUS"
+PR_SET_PDEATHSIG = 1
+
+
+class ServerStartError(AccelbenchError):
+    """The server exited or never became healthy; the message carries the tail of its log."""
+
+
+def vllm_python() -> Path:
+    """The vLLM environment's interpreter: the setting, else .venv-vllm beside the repo or cwd."""
+    raw = os.environ.get(VLLM_PYTHON_SETTING, "").strip()
+    if raw:
+        path = Path(raw).expanduser()
+        if not path.is_file():
+            raise ConfigError(VLLM_PYTHON_SETTING, raw, "no such interpreter")
+        return path
+    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        candidate = root / ".venv-vllm" / "bin" / "python"
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(VLLM_PYTHON_SETTING, None, "not set and no .venv-vllm found (run scripts/vllm-env.sh)")
+
+
+def parse_cpus(name: str, raw: str) -> set[int] | None:
+    if not raw.strip():
+        return None
+    try:
+        cpus = {int(c) for c in raw.replace(" ", "").split(",") if c}
+    except ValueError:
+        raise ConfigError(name, raw, "expected a comma-separated list of CPU numbers") from None
+    if not cpus <= set(range(os.cpu_count() or 1)):
+        raise ConfigError(name, raw, f"this machine has CPUs 0-{(os.cpu_count() or 1) - 1}")
+    return cpus
+
+
+@dataclass(frozen=True)
+class Pinning:
+    """Engine core + worker on `server` CPUs, API server + load generator on `client` CPUs."""
+
+    server: set[int]
+    client: set[int]
+
+    @classmethod
+    def from_env(cls) -> Pinning | None:
+        """Explicit settings win; on a machine with 2-4 cores pin by default (FACTS.md section 7)."""
+        server = parse_cpus(SERVER_CPUS_SETTING, os.environ.get(SERVER_CPUS_SETTING, ""))
+        client = parse_cpus(CLIENT_CPUS_SETTING, os.environ.get(CLIENT_CPUS_SETTING, ""))
+        if server and client:
+            return cls(server, client)
+        n = os.cpu_count() or 1
+        if server or client or not 2 <= n <= 4:
+            return None
+        return cls(set(range(n // 2, n)), set(range(n // 2)))
+
+    def describe(self) -> dict[str, list[int]]:
+        return {"server_cpus": sorted(self.server), "client_cpus": sorted(self.client)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class LocalServer:
+    """`with LocalServer(spec, workdir) as server:` -> a healthy server at server.url, stopped on exit."""
+
+    spec: ServerSpec
+    workdir: Path
+    startup_timeout_s: float = 300.0
+    pinning: Pinning | None = None
+    python: Path | None = None
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    startup_s: float | None = field(default=None, init=False)
+    tmpdir: Path | None = field(default=None, init=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "server.log"
+
+    def command(self) -> list[str]:
+        python = self.python or vllm_python()
+        args = recipe_for(self.spec.runtime).args(self.spec, host="127.0.0.1", port=self.port)
+        return [str(python.parent / "vllm"), "serve", *args]
+
+    def environment(self) -> dict[str, str]:
+        cache = self.workdir / "cache"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+        env |= recipe_for(self.spec.runtime).env(self.spec)
+        env |= {
+            "VLLM_CACHE_ROOT": str(cache / "vllm"),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+            "TMPDIR": str(self._tmpdir()),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+        }
+        return env
+
+    def _tmpdir(self) -> Path:
+        """A short private TMPDIR: vLLM's ZeroMQ IPC sockets live there and need paths < 108 bytes."""
+        if self.tmpdir is None:
+            self.tmpdir = Path(tempfile.mkdtemp(prefix="abv-"))
+        return self.tmpdir
+
+    def start(self) -> LocalServer:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        cmd = self.command()
+        log.info("starting vLLM server: %s", " ".join(cmd))
+        started = time.monotonic()
+        with self.log_path.open("wb") as out:
+            self.process = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                cwd=self.workdir,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            self._wait_healthy(started)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_s = time.monotonic() - started
+        log.info("vLLM server healthy at %s after %.1f s", self.url, self.startup_s)
+        if self.pinning:
+            self.pin()
+        return self
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            with self.log_path.open(errors="replace") as fh:
+                return "".join(deque(fh, maxlen=lines))
+        except OSError:
+            return "<no server log>"
+
+    def _wait_healthy(self, started: float) -> None:
+        assert self.process is not None
+        deadline = started + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                raise ServerStartError(
+                    f"vLLM server exited with code {code} before it was healthy; "
+                    f"last lines of {self.log_path}:\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.5)
+        raise ServerStartError(
+            f"vLLM server not healthy after {self.startup_timeout_s:.0f} s; "
+            f"last lines of {self.log_path}:\n{self.log_tail()}"
+        )
+
+    def tree(self) -> list[psutil.Process]:
+        """The server and every process it started (engine core, workers)."""
+        if self.process is None:
+            return []
+        try:
+            root = psutil.Process(self.process.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def pin(self) -> None:
+        """API server on the client CPUs (beside the load generator); engine and workers on the rest."""
+        assert self.pinning is not None
+        for proc in self.tree():
+            cpus = self.pinning.client if proc.pid == self.process.pid else self.pinning.server  # type: ignore[union-attr]
+            with contextlib.suppress(psutil.Error):
+                for thread in proc.threads():
+                    with contextlib.suppress(OSError):
+                        os.sched_setaffinity(thread.id, cpus)
+        log.info("pinned vLLM server: %s", self.pinning.describe())
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM the whole process group, then SIGKILL what is left; safe to call twice."""
+        try:
+            self._stop_processes(grace_s)
+        finally:
+            if self.tmpdir is not None:
+                shutil.rmtree(self.tmpdir, ignore_errors=True)
+                self.tmpdir = None
+
+    def _stop_processes(self, grace_s: float) -> None:
+        # The group outlives its leader: killpg reaches engine/worker processes even after the API
+        # server itself has exited.
+        if self.process is None:
+            return
+        pgid = self.process.pid
+        leftovers = self.tree()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        _, alive = psutil.wait_procs(leftovers, timeout=grace_s)
+        for proc in alive:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        log.info("vLLM server stopped (exit code %s)", self.process.returncode)
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,85 @@
+"""Build a small Llama with random weights and a locally trained tokenizer: no model hub needed.
+
+Run with the vLLM environment's interpreter (it has torch, transformers and tokenizers):
+    .venv-vllm/bin/python -m accelbench.execution.tiny_model OUT_DIR
+Random weights give meaningless text but real compute; benchmarks use --ignore-eos.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+WORDS = [
+    "graviton",
+    "neoverse",
+    "vllm",
+    "token",
+    "latency",
+    "throughput",
+    "prefill",
+    "decode",
+    "cache",
+    "kernel",
+    "tensor",
+    "bandwidth",
+    "memory",
+    "socket",
+    "core",
+    "thread",
+    "batch",
+    "request",
+    "stream",
+    "server",
+    "client",
+    "price",
+    "hour",
+]
+SHAPE = {
+    "hidden_size": 256,
+    "intermediate_size": 688,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 8192,
+    "max_position_embeddings": 4096,
+}
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+
+
+def build(out: Path, seed: int = 0) -> Path:
+    """Write config, safetensors weights, tokenizer and chat template to `out` (deterministic)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    corpus = [" ".join(rng.choice(WORDS) for _ in range(64)) for _ in range(2000)]
+    tokenizer = Tokenizer(models.BPE(unk_token=None))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=SHAPE["vocab_size"],
+        special_tokens=["<s>", "</s>", "<pad>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tokenizer.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    config = LlamaConfig(**SHAPE, bos_token_id=0, eos_token_id=1, pad_token_id=2, tie_word_embeddings=False)
+    torch.manual_seed(seed)
+    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+    (out / "accelbench-tiny-model.json").write_text(json.dumps({"seed": seed, **SHAPE}))
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m accelbench.execution.tiny_model OUT_DIR")
+    print(build(Path(sys.argv[1])))

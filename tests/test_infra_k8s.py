@@ -1,0 +1,189 @@
+"""infra/k8s and infra/helm: benchmark namespace, its service account, the workers' RBAC, Helm values.
+
+Core kinds are validated offline with kubernetes-validate (strict: unknown fields fail) for every Kubernetes
+version the suite supports.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from accelbench.k8s import placement
+
+from tests.conftest import REPO
+
+INFRA = REPO / "infra"
+K8S = INFRA / "k8s"
+HELM_VALUES = INFRA / "helm" / "airflow-values.yaml"
+K8S_VERSIONS = ("1.33", "1.34", "1.35", "1.36", "1.37")
+PSA = "pod-security.kubernetes.io"
+# What KubernetesPodOperator does in the benchmark namespace, and nothing more.
+POD_RUNNER_RULES = {
+    "pods": {"create", "get", "list", "watch", "delete", "patch"},
+    "pods/log": {"get"},
+    "pods/exec": {"create", "get"},  # do_xcom_push reads the xcom sidecar's file through exec
+    "events": {"list"},  # log_events_on_failure
+}
+
+
+@cache
+def manifests() -> tuple[tuple[Path, dict[str, Any]], ...]:
+    found = []
+    for path in sorted(K8S.glob("*.yaml")):
+        found += [(path, doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return tuple(found)
+
+
+def of_kind(kind: str) -> list[dict[str, Any]]:
+    return [doc for _, doc in manifests() if doc["kind"] == kind]
+
+
+@cache
+def helm_values() -> dict[str, Any]:
+    return yaml.safe_load(HELM_VALUES.read_text())
+
+
+def worker_service_account() -> str:
+    return helm_values()["workers"]["serviceAccount"]["name"]
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+
+def test_there_are_manifests() -> None:
+    kinds = sorted(doc["kind"] for _, doc in manifests())
+    assert kinds == ["Namespace", "NetworkPolicy", "Role", "RoleBinding", "ServiceAccount"]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_manifests_validate_strictly_against_kubernetes(version: str) -> None:
+    for path, doc in manifests():
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{path.name} {doc['kind']} on {version}: {exc}")
+
+
+def test_every_namespaced_object_lives_in_the_benchmark_namespace() -> None:
+    for path, doc in manifests():
+        if doc["kind"] != "Namespace":
+            assert doc["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE, (path.name, doc["kind"])
+
+
+# ---- the namespace ---------------------------------------------------------------------------
+
+
+def test_namespace_is_pod_security_privileged_with_the_reason_written_down() -> None:
+    (ns,) = of_kind("Namespace")
+    assert ns["metadata"]["name"] == placement.BENCHMARK_NAMESPACE
+    labels = ns["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"{PSA}/{mode}"] == "privileged", mode
+    reason = ns["metadata"]["annotations"]["accelbench.io/pod-security-reason"]
+    for word in ("SYS_NICE", "seccomp", "Unconfined", "NUMA", "Baseline"):
+        assert word in reason, word
+
+
+def test_benchmark_service_account_mounts_no_api_token() -> None:
+    (sa,) = of_kind("ServiceAccount")
+    assert sa["automountServiceAccountToken"] is False
+
+
+# ---- RBAC ------------------------------------------------------------------------------------
+
+
+def test_rbac_is_namespaced_only() -> None:
+    kinds = {doc["kind"] for _, doc in manifests()}
+    assert not kinds & {"ClusterRole", "ClusterRoleBinding"}, kinds
+    for path in INFRA.rglob("*.yaml"):
+        assert not re.search(r"^kind:\s*Cluster", path.read_text(), re.M), path
+
+
+def test_role_grants_exactly_what_the_pod_operator_needs() -> None:
+    (role,) = of_kind("Role")
+    assert role["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE
+    granted: dict[str, set[str]] = {}
+    for rule in role["rules"]:
+        assert rule["apiGroups"] == [""], rule
+        assert "resourceNames" not in rule and "nonResourceURLs" not in rule, rule
+        for resource in rule["resources"]:
+            assert "*" not in resource
+            granted.setdefault(resource, set()).update(rule["verbs"])
+    assert granted == POD_RUNNER_RULES
+    assert not any("*" in verb for verbs in granted.values() for verb in verbs)
+
+
+def test_role_is_bound_to_the_airflow_worker_service_account_only() -> None:
+    (role,) = of_kind("Role")
+    (binding,) = of_kind("RoleBinding")
+    assert binding["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": worker_service_account(),
+            "namespace": helm_values()["config"]["kubernetes_executor"]["namespace"],
+        }
+    ]
+    assert worker_service_account() == "airflow-worker"
+
+
+# ---- Helm values -----------------------------------------------------------------------------
+
+
+def test_helm_values_use_the_kubernetes_executor_and_this_image() -> None:
+    values = helm_values()
+    assert values["executor"] == "KubernetesExecutor"
+    image = values["images"]["airflow"]
+    assert image["repository"] and image["tag"]
+    assert (
+        "FROM apache/airflow:" + values["airflowVersion"]
+        in (REPO / "docker" / "airflow.Dockerfile").read_text()
+    )
+    assert values["workers"]["serviceAccount"]["create"] is True
+
+
+def test_helm_values_load_no_examples() -> None:
+    assert str(helm_values()["config"]["core"]["load_examples"]).lower() == "false"
+
+
+def test_helm_values_set_only_documented_accelbench_settings() -> None:
+    readme = (REPO / "README.md").read_text()
+    env = helm_values()["env"]
+    names = [item["name"] for item in env]
+    assert len(names) == len(set(names))
+    assert all(name.startswith("ACCELBENCH_") for name in names), names
+    for name in names:
+        assert f"`{name}`" in readme, f"{name} is not in the README's settings table"
+    assert "ACCELBENCH_CATALOG_CONN_ID" in names
+
+
+def test_helm_values_take_connections_from_secrets_never_plain_values() -> None:
+    values = helm_values()
+    secrets = values["secret"]
+    assert secrets, "connections come from a Kubernetes Secret"
+    for item in secrets:
+        assert item["envName"].startswith("AIRFLOW_CONN_"), item
+        assert set(item) == {"envName", "secretName", "secretKey"}, item
+    catalog_conn = next(i["value"] for i in values["env"] if i["name"] == "ACCELBENCH_CATALOG_CONN_ID")
+    assert f"AIRFLOW_CONN_{catalog_conn.upper()}" in {i["envName"] for i in secrets}
+    for item in values["env"]:
+        assert "value" in item and "valueFrom" not in item, item
+        assert not re.search(r"(password|secret|token)=|://[^/]*:[^/]*@|AKIA[0-9A-Z]{16}", str(item["value"]))
+
+
+def test_benchmark_namespace_denies_ingress_to_every_pod() -> None:
+    (policy,) = [doc for _, doc in manifests() if doc["kind"] == "NetworkPolicy"]
+    assert policy["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE
+    assert policy["spec"]["podSelector"] == {} and policy["spec"]["policyTypes"] == ["Ingress"]
+    assert "ingress" not in policy["spec"]

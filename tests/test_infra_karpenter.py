@@ -1,0 +1,319 @@
+"""The Karpenter NodePool / EC2NodeClass templates Terraform applies: valid v1 objects that match placement.
+
+The tests render infra/karpenter/*.yaml.tftpl the way Terraform's templatefile() does (plain ${name}
+substitution; the templates use no directives), with the variables infra/terraform/karpenter.tf passes,
+then check them against the Karpenter v1.14.1 CRD schemas in shared/karpenter-crds (strict variants: unknown
+fields fail) and assert the CEL rules that JSON Schema cannot evaluate.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import email
+import json
+import os
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import jsonschema
+import pytest
+import yaml
+from accelbench.k8s import placement
+
+from tests.conftest import REPO
+
+INFRA = REPO / "infra"
+KARPENTER_TF = INFRA / "terraform" / "karpenter.tf"
+TEMPLATES = {
+    "NodePool": INFRA / "karpenter" / "cpu-nodepool.yaml.tftpl",
+    "EC2NodeClass": INFRA / "karpenter" / "cpu-ec2nodeclass.yaml.tftpl",
+}
+# shared/ sits beside the repository clone (also in CI).
+CRDS = REPO.parent / "shared" / "karpenter-crds" / "karpenter-v1.14.1"
+SCHEMA_FILES = {"NodePool": "nodepool_v1.json", "EC2NodeClass": "ec2nodeclass_v1.json"}
+# Values for variables that have no usable default (they name things in a real account).
+TEST_VALUES = {"cluster_name": "test-cluster", "karpenter_node_role_name": "KarpenterNodeRole-test-cluster"}
+PLAIN = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
+_INTERPOLATION = re.compile(r"\$\{([^}]*)\}")
+
+
+# ---- rendering -------------------------------------------------------------------------------
+
+
+@cache
+def terraform_variables() -> dict[str, Any]:
+    with (INFRA / "terraform" / "variables.tf").open() as fh:
+        parsed = hcl2.load(fh, serialization_options=PLAIN)
+    return {name: body for block in parsed["variable"] for name, body in block.items()}
+
+
+@cache
+def template_inputs() -> dict[str, dict[str, str]]:
+    """kind -> {template variable: terraform variable}, read from the templatefile() calls in karpenter.tf."""
+    text = KARPENTER_TF.read_text()
+    inputs: dict[str, dict[str, str]] = {}
+    for kind, path in TEMPLATES.items():
+        m = re.search(
+            r"templatefile\(\"\$\{path\.module\}/\.\./karpenter/"
+            + re.escape(path.name)
+            + r"\",\s*\{(.*?)\}\)",
+            text,
+            re.S,
+        )
+        assert m, f"karpenter.tf does not render {path.name}"
+        inputs[kind] = dict(re.findall(r"(\w+)\s*=\s*var\.(\w+)", m[1]))
+    return inputs
+
+
+def default_values(kind: str) -> dict[str, Any]:
+    """The template's variables as Terraform would pass them with the defaults (or the test values)."""
+    variables = terraform_variables()
+    values = {}
+    for name, tf_var in template_inputs()[kind].items():
+        default = variables[tf_var].get("default")
+        values[name] = TEST_VALUES.get(tf_var, default)
+        assert values[name] not in (None, ""), f"{tf_var} has no default: add a test value"
+    return values
+
+
+def render(kind: str, **overrides: Any) -> dict[str, Any]:
+    text = TEMPLATES[kind].read_text()
+    assert "%{" not in text and "$${" not in text, "the test renderer supports plain ${name} only"
+    values = default_values(kind) | overrides
+
+    def substitute(m: re.Match[str]) -> str:
+        name = m[1]
+        assert name in values, f"{TEMPLATES[kind].name}: ${{{name}}} is not passed by karpenter.tf"
+        value = values[name]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return str(value)
+
+    manifest = yaml.safe_load(_INTERPOLATION.sub(substitute, text))
+    assert manifest["kind"] == kind
+    return manifest
+
+
+def test_templates_use_exactly_the_variables_terraform_passes() -> None:
+    for kind, path in TEMPLATES.items():
+        used = set(_INTERPOLATION.findall(path.read_text()))
+        assert used == set(template_inputs()[kind]), (path.name, used)
+        for tf_var in template_inputs()[kind].values():
+            assert tf_var in terraform_variables(), tf_var
+
+
+# ---- schema ----------------------------------------------------------------------------------
+
+
+@cache
+def _schema(kind: str, strict: bool) -> dict[str, Any]:
+    folder = CRDS / ("jsonschema-strict" if strict else "jsonschema")
+    if not folder.is_dir():
+        reason = f"Karpenter CRD schemas not found at {folder} (shared/ must sit beside the repository)"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return json.loads((folder / SCHEMA_FILES[kind]).read_text())
+
+
+def validate(kind: str, manifest: dict[str, Any]) -> None:
+    schema = _schema(kind, strict=True)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    errors = sorted(cls(schema).iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)
+
+
+RENDERINGS = {
+    "defaults": {},
+    "pinned-ami": {"ami_version": "v20260701"},
+    "bigger-limits": {"cpu_limit": 4096, "memory_limit": "32Ti", "consolidate_after": "1h"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TEMPLATES))
+@pytest.mark.parametrize("rendering", sorted(RENDERINGS))
+def test_rendered_manifest_passes_the_strict_crd_schema(kind: str, rendering: str) -> None:
+    overrides = {k: v for k, v in RENDERINGS[rendering].items() if k in template_inputs()[kind]}
+    validate(kind, render(kind, **overrides))
+
+
+def test_strict_schema_rejects_what_ec2nodeclass_v1_lacks() -> None:
+    """The reason for the NodeConfig user data: a cpuManagerPolicy field would be refused."""
+    manifest = render("EC2NodeClass")
+    manifest["spec"]["kubelet"] = {"cpuManagerPolicy": "static"}
+    with pytest.raises(AssertionError, match="cpuManagerPolicy"):
+        validate("EC2NodeClass", manifest)
+
+
+# ---- CEL rules of the CRDs (not evaluated by JSON Schema) ------------------------------------
+
+
+def _rule_lists(kind: str, path: list[str]) -> list[str]:
+    """The CEL rules on a schema node, from the non-strict schema (the CRD as shipped)."""
+    node = _schema(kind, strict=False)
+    for key in path:
+        node = node[key]
+    return [v["rule"] for v in node.get("x-kubernetes-validations", [])]
+
+
+def allowed_restricted_keys(kind: str, path: list[str], domain: str) -> set[str]:
+    """The well-known keys a CEL rule allows in a restricted label domain (read from the CRD itself)."""
+    for rule in _rule_lists(kind, path):
+        if f'endsWith("{domain}")' in rule:
+            listed = re.match(r"self(?:\.all\(x, x)? in \[(.*?)\]", rule)
+            assert listed, rule
+            return set(json.loads(f"[{listed[1]}]"))
+    raise AssertionError(f"no rule for {domain} at {path}")
+
+
+def _in_domain(key: str, domain: str) -> bool:
+    return "/" in key and key.split("/", 1)[0].endswith(domain)
+
+
+NODEPOOL_TEMPLATE = ["properties", "spec", "properties", "template", "properties"]
+REQUIREMENT_KEY = [*NODEPOOL_TEMPLATE, "spec", "properties", "requirements", "items", "properties", "key"]
+TEMPLATE_LABELS = [*NODEPOOL_TEMPLATE, "metadata", "properties", "labels"]
+
+
+def test_nodepool_requirement_keys_and_labels_respect_the_restricted_domains() -> None:
+    nodepool = render("NodePool")
+    keys = {r["key"] for r in nodepool["spec"]["template"]["spec"]["requirements"]}
+    labels = set(nodepool["spec"]["template"].get("metadata", {}).get("labels", {}))
+    for path, found in ((REQUIREMENT_KEY, keys), (TEMPLATE_LABELS, labels)):
+        for domain in ("karpenter.sh", "karpenter.k8s.aws"):
+            allowed = allowed_restricted_keys("NodePool", path, domain)
+            assert {k for k in found if _in_domain(k, domain)} <= allowed, (domain, found)
+        assert not found & {placement.NODEPOOL_LABEL, "kubernetes.io/hostname"}, found
+
+
+def test_nodepool_in_requirements_have_values() -> None:
+    for req in render("NodePool")["spec"]["template"]["spec"]["requirements"]:
+        if req["operator"] in {"In", "NotIn"}:
+            assert req.get("values"), req
+        if "minValues" in req:
+            assert len(req["values"]) >= req["minValues"], req
+
+
+def test_ec2nodeclass_has_exactly_one_of_role_and_instance_profile() -> None:
+    spec = render("EC2NodeClass")["spec"]
+    assert ("role" in spec) != ("instanceProfile" in spec)
+    assert spec["role"] == TEST_VALUES["karpenter_node_role_name"]
+
+
+def test_ec2nodeclass_selects_the_al2023_ami_by_alias() -> None:
+    spec = render("EC2NodeClass")["spec"]
+    terms = spec["amiSelectorTerms"]
+    aliases = [t["alias"] for t in terms if "alias" in t]
+    # amiFamily is required unless an alias is used; an alias must be the only term and stand alone.
+    assert aliases or "amiFamily" in spec
+    assert len(terms) == 1 and set(terms[0]) == {"alias"}, terms
+    family, version = aliases[0].split("@")
+    assert family == "al2023"
+    assert spec.get("amiFamily", "AL2023") in {"AL2023", "Custom"}
+    assert version == "latest" or re.fullmatch(r"v\d{8}", version)
+    pinned = render("EC2NodeClass", ami_version="v20260701")["spec"]["amiSelectorTerms"]
+    assert pinned == [{"alias": "al2023@v20260701"}]
+
+
+# ---- agreement with accelbench.k8s.placement -------------------------------------------------
+
+
+def requirement(nodepool: dict[str, Any], key: str) -> dict[str, Any]:
+    (req,) = [r for r in nodepool["spec"]["template"]["spec"]["requirements"] if r["key"] == key]
+    return req
+
+
+def test_nodepool_is_the_one_the_benchmark_pods_select() -> None:
+    nodepool = render("NodePool")
+    assert nodepool["metadata"]["name"] == placement.CPU_NODEPOOL
+    ref = nodepool["spec"]["template"]["spec"]["nodeClassRef"]
+    assert ref == {
+        "group": "karpenter.k8s.aws",
+        "kind": "EC2NodeClass",
+        "name": render("EC2NodeClass")["metadata"]["name"],
+    }
+
+
+def test_nodepool_taints_are_placements() -> None:
+    taints = render("NodePool")["spec"]["template"]["spec"]["taints"]
+    assert taints == [dataclasses.asdict(t) for t in placement.CPU_TAINTS]
+
+
+def test_nodepool_launches_exactly_the_placement_families_on_arm64() -> None:
+    nodepool = render("NodePool")
+    families = requirement(nodepool, "karpenter.k8s.aws/instance-family")
+    assert families["operator"] == "In"
+    assert tuple(families["values"]) == placement.CPU_NODEPOOL_FAMILIES
+    arch = requirement(nodepool, placement.ARCH_LABEL)
+    assert arch == {"key": placement.ARCH_LABEL, "operator": "In", "values": ["arm64"]}
+
+
+def test_nodepool_uses_reserved_and_on_demand_capacity_only() -> None:
+    capacity = requirement(render("NodePool"), "karpenter.sh/capacity-type")
+    assert capacity["operator"] == "In"
+    assert sorted(capacity["values"]) == ["on-demand", "reserved"]
+
+
+def test_nodepool_consolidates_only_empty_nodes_and_has_limits() -> None:
+    spec = render("NodePool")["spec"]
+    assert spec["disruption"]["consolidationPolicy"] == "WhenEmpty"
+    assert (
+        spec["disruption"]["consolidateAfter"]
+        == terraform_variables()["cpu_nodepool_consolidate_after"]["default"]
+    )
+    assert set(spec["limits"]) == {"cpu", "memory"}
+    bigger = render("NodePool", cpu_limit=4096, memory_limit="32Ti")["spec"]["limits"]
+    assert bigger == {"cpu": "4096", "memory": "32Ti"}
+
+
+# ---- the EC2NodeClass: disk and kubelet ------------------------------------------------------
+
+
+def test_root_volume_is_500gi_encrypted_gp3() -> None:
+    mappings = render("EC2NodeClass")["spec"]["blockDeviceMappings"]
+    roots = [m for m in mappings if m.get("rootVolume")]
+    assert len(roots) == 1, mappings
+    ebs = roots[0]["ebs"]
+    assert ebs["volumeSize"] == "500Gi"
+    assert ebs["volumeType"] == "gp3"
+    assert ebs["encrypted"] is True
+
+
+def node_configs(user_data: str) -> list[dict[str, Any]]:
+    message = email.message_from_string(user_data)
+    assert message.is_multipart(), "AL2023 user data must be MIME multipart to merge with Karpenter's"
+    return [
+        yaml.safe_load(part.get_payload())
+        for part in message.walk()
+        if part.get_content_type() == "application/node.eks.aws"
+    ]
+
+
+def test_user_data_turns_on_the_static_cpu_manager_through_nodeconfig() -> None:
+    spec = render("EC2NodeClass")["spec"]
+    (config,) = node_configs(spec["userData"])
+    assert config["apiVersion"] == "node.eks.aws/v1alpha1"
+    assert config["kind"] == "NodeConfig"
+    kubelet = config["spec"]["kubelet"]["config"]
+    assert kubelet["cpuManagerPolicy"] == "static"
+    # The static policy needs a CPU reservation: Karpenter sets kubeReserved.cpu unless told otherwise,
+    # so nothing may zero it.
+    for reserved in ("kubeReserved", "systemReserved"):
+        assert spec.get("kubelet", {}).get(reserved, {}).get("cpu") not in {"0", "0m", 0}, reserved
+        assert kubelet.get(reserved, {}).get("cpu") not in {"0", "0m", 0}, reserved
+
+
+def test_user_data_parser_would_catch_a_missing_nodeconfig() -> None:
+    spec = copy.deepcopy(render("EC2NodeClass")["spec"])
+    broken = spec["userData"].replace("application/node.eks.aws", "text/x-shellscript")
+    assert node_configs(broken) == []
+
+
+def test_templates_render_to_what_terraform_loads() -> None:
+    """karpenter.tf reads the metadata name back from the NodePool template; it must be the placement name."""
+    assert Path(KARPENTER_TF).read_text().count("local.cpu_nodepool.metadata.name") == 1
+    assert render("NodePool")["metadata"]["name"] == placement.CPU_NODEPOOL

@@ -1,0 +1,97 @@
+"""Local execution: a real vLLM CPU server on the locally built model, always stopped."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from accelbench.campaign.spec import ServerSpec
+from accelbench.errors import ConfigError
+from accelbench.execution.local_server import LocalServer, Pinning, ServerStartError, parse_cpus
+from accelbench.runtime.recipes import VllmCpu
+
+pytestmark = pytest.mark.vllm
+
+
+def tiny_spec(model: Path | str) -> ServerSpec:
+    return ServerSpec(
+        runtime="vllm-cpu",
+        version="0.32.0",
+        image=VllmCpu().image("0.32.0"),
+        model=str(model),
+        served_model_name="tiny",
+        dtype="bfloat16",
+        tensor_parallel_size=1,
+        kv_cache_gib=1,
+        max_model_len=1024,
+        instance_type="local",
+        accelerator_type="cpu",
+        accelerator_count=0,
+        vcpu=2,
+        server_cpu=1,
+        server_memory_gib=4,
+        model_weights_gib=0.02,
+        extra_engine_args=("--enforce-eager",),
+    )
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def test_server_serves_the_tiny_model_and_leaves_nothing_behind(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
+    server = LocalServer(
+        tiny_spec(tiny_model),
+        tmp_path / "server",
+        python=vllm_python,
+        pinning=Pinning({1}, {0}) if (psutil.cpu_count() or 1) >= 2 else None,
+    )
+    with server:
+        models = _get(f"{server.url}/v1/models")
+        assert [m["id"] for m in models["data"]] == ["tiny"]
+        assert _get(f"{server.url}/version")["version"].startswith("0.32")
+        pids = [p.pid for p in server.tree()]
+        assert len(pids) >= 2  # API server + engine core
+        assert server.startup_s is not None and server.startup_s > 0
+        if server.pinning:
+            engine = next(p for p in server.tree() if p.pid != server.process.pid)
+            assert engine.cpu_affinity() == [1]
+    assert not any(
+        psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids
+    )
+    server.stop()  # idempotent
+
+
+def test_a_server_that_cannot_start_fails_with_its_log_tail(vllm_python: Path, tmp_path: Path) -> None:
+    server = LocalServer(
+        tiny_spec(tmp_path / "no-such-model"), tmp_path / "server", python=vllm_python, startup_timeout_s=120
+    )
+    with pytest.raises(ServerStartError) as err, server:
+        pass
+    assert "exited with code" in str(err.value) and "no-such-model" in str(err.value)
+    assert server.process is not None and server.process.poll() is not None
+    assert server.tree() == []
+
+
+def test_pinning_settings_are_checked(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match="ACCELBENCH_LOCAL_SERVER_CPUS='a,b'"):
+        parse_cpus("ACCELBENCH_LOCAL_SERVER_CPUS", "a,b")
+    with pytest.raises(ConfigError, match="this machine has CPUs"):
+        parse_cpus("ACCELBENCH_LOCAL_SERVER_CPUS", "4096")
+    monkeypatch.setenv("ACCELBENCH_LOCAL_SERVER_CPUS", "1")
+    monkeypatch.setenv("ACCELBENCH_LOCAL_CLIENT_CPUS", "0")
+    assert Pinning.from_env() == Pinning({1}, {0})
+
+
+def test_private_tmpdir_is_removed_on_stop(tmp_path: Path) -> None:
+    server = LocalServer(tiny_spec("m"), tmp_path)
+    tmp = Path(server.environment()["TMPDIR"])
+    assert tmp.is_dir() and len(str(tmp)) < 40
+    server.stop()
+    assert not tmp.exists()
