@@ -129,7 +129,7 @@ def validate(kind: str, manifest: dict[str, Any]) -> None:
 
 RENDERINGS = {
     "defaults": {},
-    "pinned-ami": {"ami_version": "v20260701"},
+    "pinned-ami": {"ami_release": "amazon-eks-node-al2023-arm64-standard-1.33-v20260701"},
     "bigger-limits": {"cpu_limit": 4096, "memory_limit": "32Ti", "consolidate_after": "1h"},
 }
 
@@ -204,19 +204,21 @@ def test_ec2nodeclass_has_exactly_one_of_role_and_instance_profile() -> None:
     assert spec["role"] == TEST_VALUES["karpenter_node_role_name"]
 
 
-def test_ec2nodeclass_selects_the_al2023_ami_by_alias() -> None:
+def test_ec2nodeclass_selects_the_al2023_arm64_ami_by_ssm_parameter() -> None:
     spec = render("EC2NodeClass")["spec"]
     terms = spec["amiSelectorTerms"]
-    aliases = [t["alias"] for t in terms if "alias" in t]
-    # amiFamily is required unless an alias is used; an alias must be the only term and stand alone.
-    assert aliases or "amiFamily" in spec
-    assert len(terms) == 1 and set(terms[0]) == {"alias"}, terms
-    family, version = aliases[0].split("@")
-    assert family == "al2023"
-    assert spec.get("amiFamily", "AL2023") in {"AL2023", "Custom"}
-    assert version == "latest" or re.fullmatch(r"v\d{8}", version)
-    pinned = render("EC2NodeClass", ami_version="v20260701")["spec"]["amiSelectorTerms"]
-    assert pinned == [{"alias": "al2023@v20260701"}]
+    # CEL rule: amiFamily is required unless an alias term is used; here no alias, so AL2023 is set.
+    assert not any("alias" in t for t in terms) and spec["amiFamily"] == "AL2023"
+    assert terms == [
+        {
+            "ssmParameter": "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/"
+            "recommended/image_id"
+        }
+    ]
+    pinned = render("EC2NodeClass", ami_release="amazon-eks-node-al2023-arm64-standard-1.33-v20260701")
+    assert pinned["spec"]["amiSelectorTerms"][0]["ssmParameter"].endswith(
+        "/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.33-v20260701/image_id"
+    )
 
 
 # ---- agreement with accelbench.k8s.placement -------------------------------------------------

@@ -6,7 +6,8 @@ locals {
   cpu_ec2nodeclass = yamldecode(templatefile("${path.module}/../karpenter/cpu-ec2nodeclass.yaml.tftpl", {
     cluster_name   = var.cluster_name
     node_role_name = var.karpenter_node_role_name
-    ami_version    = var.al2023_ami_version
+    kubernetes_version = var.kubernetes_version
+    ami_release        = var.al2023_ami_release
   }))
 
   cpu_nodepool = yamldecode(templatefile("${path.module}/../karpenter/cpu-nodepool.yaml.tftpl", {

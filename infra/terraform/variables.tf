@@ -73,14 +73,25 @@ variable "karpenter_node_role_name" {
   }
 }
 
-variable "al2023_ami_version" {
-  description = "EKS-optimised AL2023 release for the alias al2023@<version>: pin one (e.g. v20260701) so kernels do not drift between benchmark campaigns; 'latest' follows every release."
+variable "kubernetes_version" {
+  description = "Kubernetes minor version of the cluster; selects the EKS-optimised AL2023 AMI's SSM parameter path."
   type        = string
-  default     = "latest"
+  default     = "1.33"
 
   validation {
-    condition     = can(regex("^(latest|v[0-9]{8})$", var.al2023_ami_version))
-    error_message = "al2023_ami_version must be 'latest' or a release like v20260701."
+    condition     = can(regex("^1\\.[0-9]+$", var.kubernetes_version))
+    error_message = "kubernetes_version must look like 1.33."
+  }
+}
+
+variable "al2023_ami_release" {
+  description = "EKS-optimised AL2023 arm64 AMI in the SSM parameter path: 'recommended' follows every release; pin one (e.g. amazon-eks-node-al2023-arm64-standard-1.33-v20260701) so kernels do not drift between campaigns."
+  type        = string
+  default     = "recommended"
+
+  validation {
+    condition     = can(regex("^(recommended|amazon-eks-node-al2023-arm64-standard-1\\.[0-9]+-v[0-9]{8})$", var.al2023_ami_release))
+    error_message = "al2023_ami_release must be 'recommended' or a release like amazon-eks-node-al2023-arm64-standard-1.33-v20260701."
   }
 }
 
