@@ -1,0 +1,1 @@
+"""The load-generator driver: `vllm bench serve` for every level x repeat, with server-side evidence."""

@@ -1,0 +1,100 @@
+"""The `vllm bench serve` command line for one level: the flags FACTS.md says to always pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelbench.campaign.spec import BenchmarkSpec
+
+PERCENTILE_METRICS = "ttft,tpot,itl,e2el"
+METRIC_PERCENTILES = "50,90,95,99"
+
+
+@dataclass(frozen=True)
+class Level:
+    """One load level: a concurrency cap, or an arrival rate (requests per second)."""
+
+    kind: str  # "concurrency" | "rate"
+    value: float
+
+    @property
+    def key(self) -> str:
+        number = f"{self.value:g}".replace(".", "p")
+        return f"c{number}" if self.kind == "concurrency" else f"r{number}"
+
+
+def levels(spec: BenchmarkSpec) -> list[Level]:
+    return [Level("concurrency", c) for c in spec.load.concurrency] + [
+        Level("rate", r) for r in spec.load.request_rates
+    ]
+
+
+def repeat_seed(spec: BenchmarkSpec, repeat: int) -> int:
+    """A fixed, different seed per repeat: repeats sample different prompts, reruns the same ones."""
+    return spec.load.seed + repeat
+
+
+def bench_args(
+    spec: BenchmarkSpec,
+    base_url: str,
+    *,
+    num_prompts: int,
+    seed: int,
+    result_dir: Path,
+    result_file: str,
+    level: Level | None,
+    metadata: dict[str, str],
+) -> list[str]:
+    load, server = spec.load, spec.server
+    args = [
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--endpoint",
+        "/v1/completions",
+        "--base-url",
+        base_url,
+        "--model",
+        server.served_model_name,
+        "--tokenizer",
+        server.model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(load.input_len),
+        "--random-output-len",
+        str(load.output_len),
+        "--random-range-ratio",
+        str(load.range_ratio),
+        "--num-prompts",
+        str(num_prompts),
+        "--seed",
+        str(seed),
+        "--temperature",
+        "0",
+        "--ignore-eos",
+        "--percentile-metrics",
+        PERCENTILE_METRICS,
+        "--metric-percentiles",
+        METRIC_PERCENTILES,
+        "--num-warmups",
+        "0",
+        "--ready-check-timeout-sec",
+        "0",  # warm-up runs once per server, apart
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(result_dir),
+        "--result-filename",
+        result_file,
+        "--disable-tqdm",
+    ]
+    if level is None or level.kind == "concurrency":
+        args += ["--max-concurrency", f"{int(level.value) if level else 1}", "--request-rate", "inf"]
+    else:
+        args += ["--request-rate", f"{level.value:g}", "--burstiness", "1.0"]
+    if metadata:
+        args += ["--metadata", *(f"{k}={v}" for k, v in sorted(metadata.items()))]
+    return args

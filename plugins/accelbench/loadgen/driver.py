@@ -1,0 +1,278 @@
+"""Drive one server through every level x repeat and keep the evidence of each.
+
+For each level: scrape /metrics, run `vllm bench serve` while sampling the server's memory and
+gauges, scrape again, then check the client's token totals against the server's counters and the
+achieved load against the requested one. Raw outputs and an envelope land in `out_dir`; a failed
+level stops the run, and everything measured before it is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from accelbench import __version__
+from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.errors import AccelbenchError
+from accelbench.loadgen import server_metrics
+from accelbench.loadgen.bench_command import Level, bench_args, levels, repeat_seed
+from accelbench.loadgen.sampling import Sampler, memory_probe
+
+log = logging.getLogger(__name__)
+ENVELOPE = "envelope.json"
+REQUIRED_RESULT_KEYS = (
+    "completed",
+    "failed",
+    "duration",
+    "total_input_tokens",
+    "total_output_tokens",
+    "ttfts",
+    "itls",
+    "output_lens",
+    "input_lens",
+)
+CLIENT_LIMITED_RATIO = 0.9  # achieved / requested arrival rate below this: the client could not keep up
+
+
+class LevelFailed(AccelbenchError):
+    """A level did not produce a usable result (the bench process failed or wrote nonsense)."""
+
+
+@dataclass
+class LevelRecord:
+    run_id: str
+    level_kind: str
+    level_value: float
+    repeat: int
+    seed: int
+    status: str
+    result_file: str | None = None
+    error: str | None = None
+    started_at: str = ""
+    wall_s: float = 0.0
+    server_counters: dict[str, float] = field(default_factory=dict)
+    server_gauge_peaks: dict[str, float] = field(default_factory=dict)
+    memory_peaks: dict[str, float] = field(default_factory=dict)
+    memory_samples: int = 0
+    client_input_tokens: int | None = None
+    client_output_tokens: int | None = None
+    tokens_agree: bool | None = None
+    requested_rate: float | None = None
+    achieved_rate: float | None = None
+    max_concurrent_requests: int | None = None  # vLLM's: requests active within a 1-second bucket
+    peak_concurrency: int | None = None  # requests in flight at the same instant
+    client_limited: bool | None = None
+
+
+def server_info(base_url: str) -> dict[str, Any]:
+    """What the running server says it is: version and served model (its root path or id)."""
+    info: dict[str, Any] = {}
+    for path in ("/version", "/v1/models"):
+        try:
+            with urllib.request.urlopen(base_url + path, timeout=5) as resp:
+                info[path.strip("/").replace("/", "_")] = json.loads(resp.read())
+        except (OSError, ValueError) as exc:
+            info[path] = f"unavailable: {exc}"
+    return info
+
+
+def peak_concurrency(starts: list[float], latencies: list[float]) -> int:
+    """Most requests in flight at one instant (a sweep over send and finish times)."""
+    events = sorted(
+        [(s, 1) for s in starts] + [(s + lat, -1) for s, lat in zip(starts, latencies, strict=True)],
+        key=lambda e: (e[0], e[1]),
+    )
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def read_result(path: Path, spec: BenchmarkSpec, num_prompts: int) -> dict[str, Any]:
+    """The bench JSON, checked for the fields the lake needs; a clear error otherwise."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LevelFailed(f"`vllm bench serve` wrote no result file {path.name}") from None
+    except ValueError as exc:
+        raise LevelFailed(f"{path.name} is not JSON: {exc}") from None
+    missing = [k for k in REQUIRED_RESULT_KEYS if k not in data]
+    if missing:
+        raise LevelFailed(f"{path.name} lacks {', '.join(missing)} (was --save-detailed passed?)")
+    if len(data["ttfts"]) != num_prompts:
+        raise LevelFailed(f"{path.name}: {len(data['ttfts'])} per-request records for {num_prompts} prompts")
+    return data
+
+
+@dataclass
+class Driver:
+    spec: BenchmarkSpec
+    base_url: str
+    out_dir: Path
+    vllm: str = "vllm"
+    server_pid: int | None = None
+    metrics_interval_s: float = 1.0
+    memory_interval_s: float = 0.25
+    level_timeout_s: float = 3600.0
+    records: list[LevelRecord] = field(default_factory=list)
+
+    @property
+    def spec_dir(self) -> Path:
+        return self.out_dir / self.spec.spec_id
+
+    def _bench(self, name: str, level: Level | None, num_prompts: int, seed: int, run_id: str) -> Path:
+        args = bench_args(
+            self.spec,
+            self.base_url,
+            num_prompts=num_prompts,
+            seed=seed,
+            result_dir=self.spec_dir,
+            result_file=f"{name}.json",
+            level=level,
+            metadata={"accelbench_run_id": run_id, "accelbench_spec_id": self.spec.spec_id},
+        )
+        (self.spec_dir / f"{name}.json").unlink(missing_ok=True)
+        with (self.spec_dir / f"{name}.log").open("wb") as out:
+            proc = subprocess.run(
+                [self.vllm, *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=self.level_timeout_s,
+                check=False,
+            )
+        if proc.returncode != 0:
+            tail = (self.spec_dir / f"{name}.log").read_text(errors="replace").splitlines()[-15:]
+            raise LevelFailed(f"`vllm bench serve` exited with {proc.returncode}:\n" + "\n".join(tail))
+        return self.spec_dir / f"{name}.json"
+
+    def warm_up(self) -> None:
+        n = self.spec.load.warmups
+        if n:
+            log.info("warm-up: %d requests", n)
+            self._bench("warmup", Level("concurrency", 1), n, self.spec.load.seed + 10_000, "warmup")
+
+    def run_level(self, level: Level, repeat: int) -> LevelRecord:
+        seed = repeat_seed(self.spec, repeat)
+        name = f"{level.key}-r{repeat}"
+        run_id = f"{self.spec.campaign_id}/{self.spec.spec_id}/{name}"
+        rec = LevelRecord(
+            run_id, level.kind, level.value, repeat, seed, "running", started_at=datetime.now(UTC).isoformat()
+        )
+        prompts = self.spec.load.prompts_per_level
+        started = time.monotonic()
+        try:
+            before = server_metrics.scrape(self.base_url)
+            gauges = Sampler(
+                lambda: {
+                    k: v
+                    for k, v in server_metrics.scrape(self.base_url).items()
+                    if k in server_metrics.GAUGES
+                },
+                self.metrics_interval_s,
+            )
+            memory = (
+                Sampler(memory_probe(self.server_pid), self.memory_interval_s) if self.server_pid else None
+            )
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(gauges)
+                if memory:
+                    stack.enter_context(memory)
+                path = self._bench(name, level, prompts, seed, run_id)
+            after = server_metrics.scrape(self.base_url)
+            result = read_result(path, self.spec, prompts)
+        except (LevelFailed, OSError, subprocess.TimeoutExpired) as exc:
+            rec.status, rec.error = "failed", f"{type(exc).__name__}: {exc}"
+            rec.wall_s = time.monotonic() - started
+            return rec
+        rec.wall_s = time.monotonic() - started
+        rec.status, rec.result_file = "ok", path.name
+        rec.server_counters = server_metrics.counter_delta(before, after)
+        rec.server_gauge_peaks = dict(gauges.peaks)
+        if memory:
+            rec.memory_peaks, rec.memory_samples = dict(memory.peaks), memory.samples
+        rec.client_input_tokens = int(result["total_input_tokens"])
+        rec.client_output_tokens = int(result["total_output_tokens"])
+        rec.tokens_agree = (
+            rec.server_counters["generation_tokens"] == rec.client_output_tokens
+            and rec.server_counters["prompt_tokens"] == rec.client_input_tokens
+        )
+        rec.max_concurrent_requests = result.get("max_concurrent_requests")
+        if "start_times" in result and "latencies" in result:
+            rec.peak_concurrency = peak_concurrency(result["start_times"], result["latencies"])
+        rec.achieved_rate = result["completed"] / result["duration"] if result["duration"] else None
+        if level.kind == "rate":
+            rec.requested_rate = level.value
+            rec.client_limited = bool(
+                rec.achieved_rate is not None and rec.achieved_rate < CLIENT_LIMITED_RATIO * level.value
+            )
+        else:
+            rec.client_limited = False
+        if result["failed"]:
+            rec.status, rec.error = "failed", f"{result['failed']} of {prompts} requests failed"
+        return rec
+
+    def run(self) -> dict[str, Any]:
+        """Every level x repeat in order; stops at the first failed level. Returns the envelope."""
+        self.spec_dir.mkdir(parents=True, exist_ok=True)
+        started = datetime.now(UTC).isoformat()
+        info = server_info(self.base_url)
+        failure: str | None = None
+        try:
+            self.warm_up()
+            for level in levels(self.spec):
+                for repeat in range(self.spec.load.repeats):
+                    rec = self.run_level(level, repeat)
+                    self.records.append(rec)
+                    log.info("%s: %s%s", rec.run_id, rec.status, f" ({rec.error})" if rec.error else "")
+                    if rec.status != "ok":
+                        failure = f"{rec.run_id}: {rec.error}"
+                        break
+                if failure:
+                    break
+        except LevelFailed as exc:
+            failure = f"warm-up: {exc}"
+        envelope = {
+            "spec": self.spec.model_dump(mode="json"),
+            "spec_id": self.spec.spec_id,
+            "server": info,
+            "loadgen_version": __version__,
+            "started_at": started,
+            "ended_at": datetime.now(UTC).isoformat(),
+            "levels": [asdict(r) for r in self.records],
+            "failure": failure,
+        }
+        tmp = self.spec_dir / (ENVELOPE + ".tmp")
+        tmp.write_text(json.dumps(envelope, indent=1))
+        tmp.replace(self.spec_dir / ENVELOPE)
+        return envelope
+
+
+def summary(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The compact result for stdout and /airflow/xcom/return.json."""
+    return {
+        "spec_id": envelope["spec_id"],
+        "failure": envelope["failure"],
+        "levels": [
+            {
+                k: r[k]
+                for k in (
+                    "run_id",
+                    "status",
+                    "client_output_tokens",
+                    "tokens_agree",
+                    "achieved_rate",
+                    "client_limited",
+                )
+            }
+            for r in envelope["levels"]
+        ],
+    }

@@ -1,0 +1,141 @@
+"""The load-generator driver against a real vLLM CPU server, with the real `vllm bench serve`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+from accelbench.execution.local_server import LocalServer, Pinning
+from accelbench.loadgen import server_metrics
+from accelbench.loadgen.bench_command import Level, bench_args
+from accelbench.loadgen.driver import Driver, LevelFailed, read_result
+
+from tests.test_local_server import tiny_spec
+
+INPUT_LEN, OUTPUT_LEN, PROMPTS = 32, 16, 12
+
+
+def spec_for(model: Path | str, **load) -> BenchmarkSpec:  # type: ignore[no-untyped-def]
+    plan = LoadPlan(
+        input_len=INPUT_LEN,
+        output_len=OUTPUT_LEN,
+        concurrency=(1, 4),
+        prompts_per_level=PROMPTS,
+        warmups=2,
+        repeats=2,
+        seed=7,
+        **load,
+    )
+    return BenchmarkSpec(server=tiny_spec(model), load=plan, campaign_id="test-campaign")
+
+
+def test_bench_args_always_carry_the_documented_flags() -> None:
+    spec = spec_for("m")
+    args = bench_args(
+        spec,
+        "http://127.0.0.1:1",
+        num_prompts=5,
+        seed=3,
+        result_dir=Path("/r"),
+        result_file="x.json",
+        level=Level("rate", 2.5),
+        metadata={"k": "v"},
+    )
+    joined = " ".join(args)
+    for flag in (
+        "--temperature 0",
+        "--ignore-eos",
+        "--random-range-ratio 0.0",
+        "--seed 3",
+        "--percentile-metrics ttft,tpot,itl,e2el",
+        "--metric-percentiles 50,90,95,99",
+        "--save-result",
+        "--save-detailed",
+        "--request-rate 2.5",
+        "--burstiness 1.0",
+        "--model tiny",
+        "--metadata k=v",
+    ):
+        assert flag in joined, flag
+    conc = bench_args(
+        spec,
+        "u",
+        num_prompts=5,
+        seed=3,
+        result_dir=Path("/r"),
+        result_file="x.json",
+        level=Level("concurrency", 4),
+        metadata={},
+    )
+    assert conc[conc.index("--max-concurrency") + 1] == "4"
+
+
+def test_malformed_bench_output_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "c1-r0.json"
+    path.write_text("{not json")
+    with pytest.raises(LevelFailed, match=r"c1-r0\.json is not JSON"):
+        read_result(path, spec_for("m"), 3)
+    path.write_text(json.dumps({"completed": 3}))
+    with pytest.raises(LevelFailed, match="lacks failed, duration"):
+        read_result(path, spec_for("m"), 3)
+    with pytest.raises(LevelFailed, match="wrote no result file"):
+        read_result(tmp_path / "missing.json", spec_for("m"), 3)
+
+
+def test_peak_concurrency_counts_overlapping_requests() -> None:
+    from accelbench.loadgen.driver import peak_concurrency
+
+    assert peak_concurrency([0.0, 1.0, 2.0], [1.0, 1.0, 1.0]) == 1  # back to back: never two at once
+    assert peak_concurrency([0.0, 0.5, 0.6, 3.0], [1.0, 1.0, 1.0, 1.0]) == 3
+
+
+def test_metrics_parser_sums_labelled_series() -> None:
+    text = """# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="tiny"} 40.0
+vllm:generation_tokens_total{engine="1",model_name="tiny"} 2.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="tiny"} 0.25
+"""
+    parsed = server_metrics.parse(text)
+    assert parsed["generation_tokens"] == 42.0 and parsed["kv_cache_usage"] == 0.25
+    assert parsed["prompt_tokens"] == 0.0
+
+
+@pytest.mark.vllm
+def test_driver_runs_every_level_and_repeat_with_server_evidence(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
+    spec = spec_for(tiny_model)
+    with LocalServer(
+        spec.server, tmp_path / "server", python=vllm_python, pinning=Pinning.from_env()
+    ) as server:
+        driver = Driver(
+            spec,
+            server.url,
+            tmp_path / "raw",
+            vllm=str(vllm_python.parent / "vllm"),
+            server_pid=server.process.pid,
+            metrics_interval_s=0.5,
+        )
+        envelope = driver.run()
+    assert envelope["failure"] is None
+    records = envelope["levels"]
+    assert [(r["level_value"], r["repeat"]) for r in records] == [(1, 0), (1, 1), (4, 0), (4, 1)]
+    for rec in records:
+        assert rec["status"] == "ok", rec
+        assert rec["client_output_tokens"] == PROMPTS * OUTPUT_LEN  # ignore-eos: exactly as requested
+        assert rec["tokens_agree"] is True, rec["server_counters"]
+        assert rec["server_counters"]["request_success"] == PROMPTS
+        assert 1 <= rec["peak_concurrency"] <= rec["level_value"]
+        assert rec["memory_peaks"]["server_rss_bytes"] > 100 * 2**20 and rec["memory_samples"] > 0
+        assert rec["client_limited"] is False
+        result = json.loads((driver.spec_dir / rec["result_file"]).read_text())
+        assert result["completed"] == PROMPTS and result["failed"] == 0
+        assert all(t <= e for t, e in zip(result["ttfts"], result["latencies"], strict=True))
+        assert result["accelbench_run_id"] == rec["run_id"]
+    seeds = {r["repeat"]: r["seed"] for r in records}
+    assert seeds == {0: 7, 1: 8}
+    assert envelope["server"]["version"]["version"].startswith("0.32")
+    assert json.loads((driver.spec_dir / "envelope.json").read_text())["spec_id"] == spec.spec_id
