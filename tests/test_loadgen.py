@@ -139,3 +139,43 @@ def test_driver_runs_every_level_and_repeat_with_server_evidence(
     assert seeds == {0: 7, 1: 8}
     assert envelope["server"]["version"]["version"].startswith("0.32")
     assert json.loads((driver.spec_dir / "envelope.json").read_text())["spec_id"] == spec.spec_id
+
+
+@pytest.mark.vllm
+def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import threading
+    import time
+
+    spec = spec_for(tiny_model)
+    server = LocalServer(spec.server, tmp_path / "server", python=vllm_python).start()
+    driver = Driver(
+        spec,
+        server.url,
+        tmp_path / "raw",
+        vllm=str(vllm_python.parent / "vllm"),
+        server_pid=server.process.pid,
+    )
+
+    def kill_after_first_level() -> None:
+        deadline = time.monotonic() + 600
+        while len(driver.records) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.killpg(server.process.pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_after_first_level, daemon=True)
+    killer.start()
+    try:
+        envelope = driver.run()
+    finally:
+        killer.join(timeout=5)
+        server.stop()
+    statuses = [(r["level_value"], r["repeat"], r["status"]) for r in envelope["levels"]]
+    assert statuses == [(1, 0, "ok"), (1, 1, "ok"), (4, 0, "failed")]
+    assert envelope["failure"].startswith("test-campaign/") and "c4-r0" in envelope["failure"]
+    assert (driver.spec_dir / "c1-r0.json").is_file() and (driver.spec_dir / "c1-r1.json").is_file()
+    saved = json.loads((driver.spec_dir / "envelope.json").read_text())
+    assert saved["levels"][2]["error"]
