@@ -136,3 +136,26 @@ def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> P
         env=env,
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def driven(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One real driver run (2 concurrency levels x 2 repeats) against a real server, shared by tests."""
+    from accelbench.execution.local_server import LocalServer, Pinning
+    from accelbench.loadgen.driver import Driver
+
+    from tests.test_loadgen import spec_for
+
+    spec = spec_for(tiny_model)
+    work = tmp_path_factory.mktemp("driven")
+    with LocalServer(spec.server, work / "server", python=vllm_python, pinning=Pinning.from_env()) as server:
+        driver = Driver(
+            spec,
+            server.url,
+            work / "raw",
+            vllm=str(vllm_python.parent / "vllm"),
+            server_pid=server.process.pid,
+            metrics_interval_s=0.5,
+        )
+        envelope = driver.run()
+    return driver, envelope

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
-from accelbench.execution.local_server import LocalServer, Pinning
+from accelbench.execution.local_server import LocalServer
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_command import Level, bench_args
 from accelbench.loadgen.driver import Driver, LevelFailed, read_result
@@ -104,22 +104,9 @@ vllm:kv_cache_usage_perc{engine="0",model_name="tiny"} 0.25
 
 
 @pytest.mark.vllm
-def test_driver_runs_every_level_and_repeat_with_server_evidence(
-    tiny_model: Path, vllm_python: Path, tmp_path: Path
-) -> None:
-    spec = spec_for(tiny_model)
-    with LocalServer(
-        spec.server, tmp_path / "server", python=vllm_python, pinning=Pinning.from_env()
-    ) as server:
-        driver = Driver(
-            spec,
-            server.url,
-            tmp_path / "raw",
-            vllm=str(vllm_python.parent / "vllm"),
-            server_pid=server.process.pid,
-            metrics_interval_s=0.5,
-        )
-        envelope = driver.run()
+def test_driver_runs_every_level_and_repeat_with_server_evidence(driven: tuple[Driver, dict]) -> None:
+    driver, envelope = driven
+    spec = driver.spec
     assert envelope["failure"] is None
     records = envelope["levels"]
     assert [(r["level_value"], r["repeat"]) for r in records] == [(1, 0), (1, 1), (4, 0), (4, 1)]

@@ -1,0 +1,1 @@
+"""The Parquet lake: raw loadgen output, `requests` and `runs` tables, reports; local or s3://."""

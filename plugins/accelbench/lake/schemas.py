@@ -1,0 +1,108 @@
+"""pyarrow schemas of the lake's tables; SCHEMA_VERSION changes whenever a column does."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
+METRICS = ("ttft", "tpot", "itl", "e2el")
+STATS = ("mean", "median", "std", "p50", "p90", "p95", "p99")
+
+REQUESTS = pa.schema(
+    [
+        ("schema_version", pa.int16()),
+        ("run_id", pa.string()),
+        ("campaign_id", pa.string()),
+        ("spec_id", pa.string()),
+        ("request_index", pa.int32()),
+        ("success", pa.bool_()),
+        ("error", pa.string()),
+        ("input_tokens", pa.int32()),
+        ("output_tokens", pa.int32()),
+        ("start_offset_s", pa.float64()),  # send time relative to the level's first request
+        ("queue_time_s", pa.float64()),  # time the client held the request before sending it
+        ("ttft_s", pa.float64()),
+        ("e2el_s", pa.float64()),
+        ("tpot_s", pa.float64()),  # (e2el - ttft) / (output tokens - 1), vLLM's definition
+        ("itl_mean_s", pa.float64()),
+        ("itl_p50_s", pa.float64()),
+        ("itl_p99_s", pa.float64()),
+        ("itl_max_s", pa.float64()),
+    ]
+)
+
+_RUN_AGGREGATES = [
+    ("duration_s", pa.float64()),
+    ("completed", pa.int32()),
+    ("failed", pa.int32()),
+    ("total_input_tokens", pa.int64()),
+    ("total_output_tokens", pa.int64()),
+    ("request_throughput", pa.float64()),
+    ("request_goodput", pa.float64()),
+    ("output_throughput", pa.float64()),
+    ("total_token_throughput", pa.float64()),
+    ("max_output_tokens_per_s", pa.float64()),
+    ("max_concurrent_requests", pa.int32()),
+    ("peak_concurrency", pa.int32()),
+] + [(f"{stat}_{metric}_ms", pa.float64()) for metric in METRICS for stat in STATS]
+
+RUNS = pa.schema(
+    [
+        ("schema_version", pa.int16()),
+        ("run_id", pa.string()),
+        ("campaign_id", pa.string()),
+        ("spec_id", pa.string()),
+        ("dag_run_id", pa.string()),
+        ("level_kind", pa.string()),
+        ("level_value", pa.float64()),
+        ("repeat", pa.int16()),
+        ("seed", pa.int64()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("started_at", pa.timestamp("us", tz="UTC")),
+        ("wall_s", pa.float64()),
+        *_RUN_AGGREGATES,
+        ("server_prompt_tokens", pa.float64()),
+        ("server_generation_tokens", pa.float64()),
+        ("server_preemptions", pa.float64()),
+        ("server_request_success", pa.float64()),
+        ("server_requests_running_max", pa.float64()),
+        ("server_requests_waiting_max", pa.float64()),
+        ("server_kv_cache_usage_max", pa.float64()),
+        ("server_rss_peak_bytes", pa.float64()),
+        ("server_rss_anon_peak_bytes", pa.float64()),
+        ("tokens_agree", pa.bool_()),
+        ("requested_rate", pa.float64()),
+        ("achieved_rate", pa.float64()),
+        ("client_limited", pa.bool_()),
+        ("client_queue_time_mean_s", pa.float64()),
+        # provenance
+        ("suite_version", pa.string()),
+        ("loadgen_version", pa.string()),
+        ("vllm_version", pa.string()),  # as the running server reports it
+        ("runtime", pa.string()),
+        ("image", pa.string()),
+        ("image_digest", pa.string()),
+        ("model", pa.string()),
+        ("model_revision", pa.string()),
+        ("served_model_name", pa.string()),
+        ("quantization", pa.string()),
+        ("dtype", pa.string()),
+        ("tensor_parallel_size", pa.int16()),
+        ("kv_cache_gib", pa.int32()),
+        ("instance_type", pa.string()),
+        ("accelerator_count", pa.int16()),
+        ("input_len", pa.int32()),
+        ("output_len", pa.int32()),
+        ("range_ratio", pa.float64()),
+        ("dataset", pa.string()),
+        ("execution_mode", pa.string()),
+        ("pinning", pa.string()),
+        ("node", pa.string()),
+        ("zone", pa.string()),
+        ("capacity_type", pa.string()),
+    ]
+)
+
+TABLES = {"requests": REQUESTS, "runs": RUNS}

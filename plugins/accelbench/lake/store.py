@@ -1,0 +1,106 @@
+"""Where the lake lives (a local directory or s3://bucket/prefix) and how files get there safely.
+
+Local writes go to a hidden temporary file and are renamed into place (atomic on POSIX), and readers
+skip hidden files, so nobody reads half a file. On S3 an object appears only once its upload
+completes. File names derive from deterministic ids, so a retried task replaces its own files.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from fsspec.core import url_to_fs
+from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+from accelbench.config import ENV_PREFIX, Settings
+from accelbench.errors import ConfigError
+from accelbench.lake.schemas import PARTITIONS, TABLES
+
+LAKE_SETTING = ENV_PREFIX + "LAKE_URI"
+
+
+def safe_name(text: str) -> str:
+    """A path segment from an id (Airflow run ids carry ':' and '+')."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_") or "_"
+
+
+def _storage_options(uri: str) -> dict[str, Any]:
+    if uri.startswith("s3://"):
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        return {"client_kwargs": {"endpoint_url": endpoint}} if endpoint else {}
+    return {}
+
+
+class Lake:
+    def __init__(self, uri: str) -> None:
+        if not uri:
+            raise ConfigError(LAKE_SETTING, uri, "empty lake location")
+        self.uri = uri.rstrip("/")
+        try:
+            self.fs, self.root = url_to_fs(self.uri, **_storage_options(self.uri))
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(LAKE_SETTING, uri, f"unsupported lake location ({exc})") from None
+        self.local = self.uri.startswith("/") or self.uri.startswith("file://")
+
+    @classmethod
+    def from_env(cls, settings: Settings | None = None) -> Lake:
+        settings = settings or Settings.from_env()
+        return cls(os.environ.get(LAKE_SETTING, "").strip() or str(settings.home / "lake"))
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    def _write_bytes(self, dest: str, data: bytes) -> None:
+        parent = dest.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        if not self.local:
+            self.fs.pipe_file(dest, data)
+            return
+        tmp = f"{parent}/.{dest.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+
+    def write_table(self, name: str, table: pa.Table, accelerator_type: str, date: str, stem: str) -> str:
+        """One Parquet file per (table, partition, stem): writing it again replaces it."""
+        schema = TABLES[name]
+        table = table.select(schema.names).cast(schema)
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        dest = self.path(name, f"accelerator_type={accelerator_type}", f"date={date}", f"{stem}.parquet")
+        self._write_bytes(dest, buf.getvalue())
+        return dest
+
+    def put_raw(self, local: Path, *parts: str) -> str:
+        dest = self.path("raw", *parts)
+        self._write_bytes(dest, local.read_bytes())
+        return dest
+
+    def read(self, name: str) -> pa.Table:
+        """The whole table with its partition columns; an empty table when nothing was written."""
+        base = self.path(name)
+        schema = TABLES[name]
+        full = pa.schema([*schema, *(pa.field(p, pa.string()) for p in PARTITIONS)])
+        if not self.fs.exists(base):
+            return full.empty_table()
+        dataset = ds.dataset(
+            base,
+            filesystem=PyFileSystem(FSSpecHandler(self.fs)),
+            format="parquet",
+            partitioning=ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive"),
+            schema=full,
+        )
+        return dataset.to_table()
+
+    def uri_of(self, path: str) -> str:
+        return path if self.local else f"s3://{path}"
