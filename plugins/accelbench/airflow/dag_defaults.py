@@ -24,3 +24,10 @@ def dag_kwargs(*tags: str) -> dict[str, Any]:
 def default_regions() -> list[str]:
     """ACCELBENCH_REGIONS, read from the environment only (safe at parse time)."""
     return list(Settings.from_env().regions)
+
+
+def cpu_instance_types() -> list[str]:
+    """The CPU rows of the shipped seed file (a package file: no database at parse time)."""
+    from accelbench.catalog.seed import load_seed
+
+    return sorted(s.instance_type for s in load_seed() if s.accelerator_type == "cpu")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -122,7 +123,9 @@ def refresh_prices(regions: list[str], instance_types: list[str], offline: bool 
 
 
 @_fail_on_library_error
-def plan_benchmarks(params: dict[str, Any], campaign_id: str) -> list[dict[str, Any]]:
+def plan_benchmarks(
+    params: dict[str, Any], campaign_id: str, as_of: datetime | None = None
+) -> list[dict[str, Any]]:
     """First task of a campaign: every problem fails it, with the text naming each field."""
     from accelbench.campaign.planner import parse_request, plan_campaign
     from accelbench.runtime.recipes import recipe_for
@@ -135,7 +138,7 @@ def plan_benchmarks(params: dict[str, Any], campaign_id: str) -> list[dict[str, 
         catalog = {s.instance_type: s for s in queries.instance_specs(engine)}
         version = request.version
         if version is None:
-            version, source = resolve_version(engine, recipe_for(request.runtime))
+            version, source = resolve_version(engine, recipe_for(request.runtime), as_of)
             log.info("%s version %s (%s)", request.runtime, version, source)
     finally:
         engine.dispose()

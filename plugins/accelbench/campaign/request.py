@@ -39,4 +39,6 @@ class CampaignRequest(BaseModel):
 
     @property
     def context_len(self) -> int:
-        return self.input_len + self.output_len
+        """--max-model-len: input + output, plus headroom because the random dataset's prompts can
+        re-tokenize a little longer than asked, and a prompt at the limit would cut the output short."""
+        return self.input_len + self.output_len + max(64, self.input_len // 10)

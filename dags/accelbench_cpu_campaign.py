@@ -1,0 +1,117 @@
+"""Benchmark vLLM CPU on Graviton: plan (guards + memory fit), one server per instance type driven
+through every load level, every measurement into the Parquet lake, a summary, and a watcher so
+that one failed benchmark fails the run. Execution: a local vLLM process (this DAG's local mode).
+"""
+
+from __future__ import annotations
+
+import os
+
+from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
+from accelbench.airflow.dag_defaults import cpu_instance_types, dag_kwargs
+from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk.exceptions import AirflowFailException
+
+INSTANCE_TYPES = cpu_instance_types()
+DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-Instruct")
+
+
+@dag(
+    dag_id="accelbench_cpu_campaign",
+    schedule="0 3 * * 1",  # weekly, Monday 03:00 UTC, over the default matrix
+    doc_md=__doc__,
+    params={
+        "instance_types": Param(
+            ["m8g.xlarge"],
+            type="array",
+            minItems=1,
+            uniqueItems=True,
+            items={"type": "string", "enum": INSTANCE_TYPES},
+            description="Graviton instance types (one server each)",
+        ),
+        "model": Param(
+            DEFAULT_MODEL,
+            type="string",
+            minLength=1,
+            maxLength=200,
+            pattern=r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$",
+            description="Model id in the model store, or a local path",
+        ),
+        "version": Param(
+            None,
+            type=["null", "string"],
+            pattern=r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$",
+            description="vLLM CPU version; empty = the newest in the catalog at the run's date",
+        ),
+        "dtype": Param("bfloat16", type="string", enum=["bfloat16"], description="Forced to bfloat16 on CPU"),
+        "quantization": Param(
+            "none",
+            type="string",
+            enum=["none", "int8", "int4"],
+            description="int8/int4 = a compressed-tensors W8A8/W4A8 checkpoint",
+        ),
+        "concurrency": Param(
+            [1, 4, 16],
+            type="array",
+            minItems=1,
+            items={"type": "integer", "minimum": 1},
+            description="Concurrency levels",
+        ),
+        "input_len": Param(512, type="integer", minimum=1, maximum=131072),
+        "output_len": Param(128, type="integer", minimum=1, maximum=32768),
+        "prompts_per_level": Param(200, type="integer", minimum=1, maximum=100000),
+        "repeats": Param(2, type="integer", minimum=1, maximum=20),
+        "extra_engine_args": Param(
+            [],
+            type="array",
+            items={"type": "string", "pattern": r"^[A-Za-z0-9_.,:=/+@-]+$"},
+            description="Extra `vllm serve` flags (checked by the planner; GPU-only flags are refused)",
+        ),
+        "slos": Param(
+            {"ttft_p99_ms": 2000, "tpot_p99_ms": 200},
+            type="object",
+            properties={
+                "ttft_p99_ms": {"type": "number", "exclusiveMinimum": 0},
+                "tpot_p99_ms": {"type": "number", "exclusiveMinimum": 0},
+            },
+            additionalProperties=False,
+            description="Latency SLOs for reports",
+        ),
+    },
+    **dag_kwargs("campaign"),
+)
+def accelbench_cpu_campaign() -> None:
+    @task(inlets=[CATALOG_ASSET])
+    def plan(params: dict | None = None, dag_run=None) -> list[dict]:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.campaign_tasks import campaign_id
+        from accelbench.airflow.tasks import plan_benchmarks
+
+        request = {k: v for k, v in params.items() if k != "slos"}
+        as_of = dag_run.logical_date or dag_run.run_after
+        return plan_benchmarks(request, campaign_id(dag_run.dag_id, dag_run.run_id), as_of)
+
+    @task(map_index_template="{{ instance_type }}", retries=0)
+    def benchmark(spec: dict, dag_run=None) -> dict:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.campaign_tasks import run_local
+
+        get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]
+        date = (dag_run.logical_date or dag_run.run_after).strftime("%Y-%m-%d")
+        return run_local(spec, dag_run.run_id, date)
+
+    @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
+    def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.campaign_tasks import campaign_id, summarize
+
+        return summarize(campaign_id(dag_run.dag_id, dag_run.run_id))
+
+    @task(trigger_rule="one_failed")
+    def watcher() -> None:
+        raise AirflowFailException("a task of this campaign failed: see the failed task's log")
+
+    results = benchmark.expand(spec=plan())
+    done = summary()
+    results >> done
+    [results, done] >> watcher()
+
+
+accelbench_cpu_campaign()
