@@ -79,7 +79,9 @@ def test_cpu_pod_spec_points(kubeconfig: Path) -> None:
     assert server["startupProbe"]["failureThreshold"] == startup_failure_threshold(0.0135) >= 18
     assert server["readinessProbe"]["httpGet"]["path"] == "/health"
     env = {e["name"]: e for e in server["env"]}
-    assert env["VLLM_CPU_KVCACHE_SPACE"]["value"].isdigit()
+    spec_json = json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])
+    planned_kv = spec_json["server"]["kv_cache_gib"]
+    assert int(env["VLLM_CPU_KVCACHE_SPACE"]["value"]) == max(1, -(-planned_kv // 2))  # per rank, 2 ranks
     assert env["VLLM_CPU_OMP_THREADS_BIND"]["value"] == "auto"
     assert "HF_TOKEN" not in env  # the token is a mounted Secret file, never an env value
     assert env["HF_TOKEN_PATH"]["value"] == "/var/run/secrets/huggingface/token"

@@ -67,3 +67,9 @@ def test_publish_is_idempotent_and_readable(driven, where, tmp_path, aws_on_moto
 
 def test_safe_names_for_airflow_run_ids() -> None:
     assert safe_name("manual__2026-11-30T10:00:00+00:00") == "manual__2026-11-30T10_00_00_00_00"
+
+
+def test_relative_lake_paths_are_local(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    lake = Lake("rel/lake")
+    assert lake.local and lake.uri_of(lake.path("runs")).startswith(str(tmp_path))

@@ -166,3 +166,12 @@ def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
     assert (driver.spec_dir / "c1-r0.json").is_file() and (driver.spec_dir / "c1-r1.json").is_file()
     saved = json.loads((driver.spec_dir / "envelope.json").read_text())
     assert saved["levels"][2]["error"]
+
+
+def test_arrival_rate_excludes_the_drain_tail() -> None:
+    from accelbench.loadgen.driver import arrival_rate
+
+    # 5 requests sent 0.5 s apart, the last finishing 10 s later: 2 req/s sent, not 5 / 12
+    result = {"start_times": [100.0, 100.5, 101.0, 101.5, 102.0], "completed": 5, "duration": 12.0}
+    assert arrival_rate(result) == pytest.approx(2.0)
+    assert arrival_rate({"completed": 4, "duration": 2.0}) == 2.0

@@ -157,3 +157,91 @@ def test_moe_counts_every_expert_for_memory_but_is_not_refused_as_dense() -> Non
     found = problems(instance_types=["m8g.4xlarge"], model="mistralai/Mixtral-8x7B-v0.1")
     assert "does not fit" in found["instance_types[0]"]
     assert plan(instance_types=["m8g.8xlarge"], model="Qwen/Qwen3-30B-A3B").specs
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "--tensor_parallel_size=4",
+        "-tp=4",
+        "--tensor-parallel=4",
+        "--config=/etc/x.yaml",
+        "--trust-remote-code",
+        "--gpu_memory_utilization=0.5",
+        "--hos=0.0.0.0",
+        "-q=awq",
+        "--kv-cache-dtype=fp8",
+    ],
+)
+def test_engine_arg_spellings_cannot_slip_past_the_guards(arg: str) -> None:
+    found = problems(instance_types=["r8g.4xlarge"], extra_engine_args=[arg])
+    assert "extra_engine_args[0]" in found, found
+
+
+def test_harmless_engine_args_pass() -> None:
+    result = plan(
+        instance_types=["r8g.4xlarge"], extra_engine_args=["--enable-prefix-caching", "--enforce-eager"]
+    )
+    assert result.specs[0].server.extra_engine_args == ("--enable-prefix-caching", "--enforce-eager")
+
+
+def test_fp8_and_w4a16_checkpoints_are_not_int_cpu_schemes() -> None:
+    from accelbench.sizing.model_config import parse_config
+
+    base = load_model_shape("local/tiny-llama", STORE)
+    raw = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 256,
+        "intermediate_size": 688,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 8192,
+    }
+
+    def with_quant(weights: dict, acts: dict | None) -> object:
+        group = {"weights": weights} | ({"input_activations": acts} if acts else {})
+        return parse_config(
+            raw
+            | {
+                "quantization_config": {
+                    "quant_method": "compressed-tensors",
+                    "config_groups": {"group_0": group},
+                }
+            },
+            "q",
+        )
+
+    fp8 = with_quant({"num_bits": 8, "type": "float"}, {"num_bits": 8, "type": "float"})
+    w4a16 = with_quant({"num_bits": 4, "type": "int"}, None)
+    req = dict(model="local/tiny-llama", instance_types=["r8g.4xlarge"])
+    with pytest.raises(PlanningError) as err:
+        plan_campaign(
+            CampaignRequest(**req, quantization="int8"), CATALOG, "0.19.1", "c", load_shape=lambda m: fp8
+        )
+    assert "FP8A8 checkpoints do not run on Arm CPU" in str(err.value)
+    with pytest.raises(PlanningError) as err:
+        plan_campaign(
+            CampaignRequest(**req, quantization="int4"), CATALOG, "0.19.1", "c", load_shape=lambda m: w4a16
+        )
+    assert "compressed-tensors W4A8 checkpoint; local/tiny-llama is compressed-tensors W4A16" in str(
+        err.value
+    )
+    assert base.quantization is None
+
+
+def test_context_longer_than_the_model_is_refused_in_planning() -> None:
+    found = problems(instance_types=["r8g.4xlarge"], input_len=4000, output_len=128)
+    assert "exceeds local/tiny-llama's context of 2048" in found["input_len"]
+
+
+def test_duplicate_levels_or_types_are_refused() -> None:
+    from accelbench.campaign.planner import parse_request
+
+    with pytest.raises(PlanningError) as err:
+        parse_request({"model": "m", "instance_types": ["r8g.4xlarge", "r8g.4xlarge"], "concurrency": [4, 4]})
+    found = {p.field: p.message for p in err.value.problems}
+    assert "more than once" in found["instance_types"] and "more than once" in found["concurrency"]
+    with pytest.raises(PlanningError) as err:
+        parse_request({"model": "m", "instance_types": ["r8g.4xlarge"], "concurrency": [4, 0]})
+    assert "greater than 0" in {p.field: p.message for p in err.value.problems}["concurrency[1]"]

@@ -61,7 +61,7 @@ def test_cpu_args_and_env() -> None:
     assert "--gpu-memory-utilization" not in args and "--kv-cache-dtype" not in args
     assert args[-1] == "--enable-prefix-caching"
     env = VllmCpu().env(spec)
-    assert env["VLLM_CPU_KVCACHE_SPACE"] == "12"
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "6"  # 12 GiB planned, applied per rank: 2 ranks x 6 GiB
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
     assert env["VLLM_NO_USAGE_STATS"] == "1" and env["DO_NOT_TRACK"] == "1"
     assert "HF_TOKEN" not in env  # only ever from a Secret
@@ -126,3 +126,25 @@ def test_cpu_version_comes_from_the_catalog_not_the_gpu_framework(engine) -> Non
     assert resolve_version(engine, cpu)[0] == "0.20.0"
     # a run for an earlier logical date uses the version that was current then
     assert resolve_version(engine, cpu, as_of=datetime(2026, 12, 1, tzinfo=UTC))[0] == "0.19.1"
+    with session_scope(engine) as s:  # found today, released long ago: counts for old dates too
+        s.add(
+            RuntimeVersion(
+                runtime="vllm-cpu",
+                version="0.19.5",
+                image=cpu.image("0.19.5"),
+                discovered_at=now,
+                released_at=datetime(2026, 1, 1, tzinfo=UTC),
+                status="discovered",
+            )
+        )
+        s.add(
+            RuntimeVersion(
+                runtime="vllm-cpu",
+                version="0.21.0rc1",
+                image=cpu.image("0.21.0rc1"),
+                discovered_at=now,
+                status="discovered",
+            )
+        )
+    assert resolve_version(engine, cpu, as_of=datetime(2026, 12, 1, tzinfo=UTC))[0] == "0.19.5"
+    assert resolve_version(engine, cpu)[0] == "0.20.0"  # pre-releases never become the default

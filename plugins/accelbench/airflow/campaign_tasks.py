@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import socket
 from typing import Any
 
@@ -41,6 +42,7 @@ def run_local(spec_json: dict[str, Any], dag_run_id: str, date: str) -> dict[str
                 work / "raw",
                 vllm=str(python.parent / "vllm"),
                 server_pid=server.process.pid if server.process else None,
+                client_cpus=pinning.client if pinning else None,
             )
             envelope = driver.run()
             startup_s = server.startup_s
@@ -53,6 +55,8 @@ def run_local(spec_json: dict[str, Any], dag_run_id: str, date: str) -> dict[str
         node=socket.gethostname(),
     )
     data = publish(lake, driver.spec_dir, prov, date)
+    # The raw files are in the lake now; the compile caches are not worth keeping per campaign.
+    shutil.rmtree(work / "server" / "cache", ignore_errors=True)
     result = summary(envelope) | {
         "server_startup_s": startup_s,
         "runs_rows": data.runs.num_rows,

@@ -30,6 +30,32 @@ INT_CAVEATS = {
 }
 
 
+# vLLM's short aliases of long flags, and flags no campaign may pass in any spelling.
+SHORT_ALIASES = {
+    "-tp": "--tensor-parallel-size",
+    "-pp": "--pipeline-parallel-size",
+    "-dp": "--data-parallel-size",
+    "-q": "--quantization",
+}
+DENIED_ARGS = {
+    "--config": "would let a file set any engine flag, bypassing these checks",
+    "--trust-remote-code": "runs code from the model repository inside the server",
+}
+
+
+def canonical_flag(arg: str) -> str:
+    """'--tensor_parallel_size=4' -> '--tensor-parallel-size'; '-tp' -> '--tensor-parallel-size'."""
+    flag = arg.split("=", 1)[0]
+    if flag in SHORT_ALIASES:
+        return SHORT_ALIASES[flag]
+    return "--" + flag.lstrip("-").replace("_", "-") if flag.startswith("--") else flag
+
+
+def _abbreviates(flag: str, known: set[str]) -> str | None:
+    """argparse accepts unambiguous prefixes: '--tensor-parallel' means '--tensor-parallel-size'."""
+    return next((k for k in sorted(known) if k != flag and k.startswith(flag)), None)
+
+
 def check_cpu_request(req: CampaignRequest) -> list[Problem]:
     problems = []
     if req.kv_cache_dtype.lower().startswith("fp8"):
@@ -50,28 +76,28 @@ def check_cpu_request(req: CampaignRequest) -> list[Problem]:
             )
         )
     for i, arg in enumerate(req.extra_engine_args):
-        flag = arg.split("=", 1)[0]
-        if flag in CPU_FORBIDDEN_ARGS:
-            problems.append(Problem(f"extra_engine_args[{i}]", arg, f"{flag} {CPU_FORBIDDEN_ARGS[flag]}"))
+        flag = canonical_flag(arg)
+        target = flag if flag in CPU_FORBIDDEN_ARGS else _abbreviates(flag, set(CPU_FORBIDDEN_ARGS))
+        if target:
+            problems.append(Problem(f"extra_engine_args[{i}]", arg, f"{target} {CPU_FORBIDDEN_ARGS[target]}"))
     return problems
 
 
 def check_engine_args(req: CampaignRequest) -> list[Problem]:
     problems = []
+    owned = set(MANAGED_ARGS)
     for i, arg in enumerate(req.extra_engine_args):
-        flag = arg.split("=", 1)[0]
+        flag = canonical_flag(arg)
+        where = f"extra_engine_args[{i}]"
         if not SAFE_ARG.match(arg):
-            problems.append(
-                Problem(
-                    f"extra_engine_args[{i}]", arg, "only letters, digits and _ . , : = / + @ - are allowed"
-                )
-            )
-        elif flag in MANAGED_ARGS:
-            problems.append(
-                Problem(
-                    f"extra_engine_args[{i}]", arg, f"{flag} is set by the planner from the campaign fields"
-                )
-            )
+            problems.append(Problem(where, arg, "only letters, digits and _ . , : = / + @ - are allowed"))
+        elif not flag.startswith("--"):
+            problems.append(Problem(where, arg, "use the long form of the flag (--name or --name=value)"))
+        elif flag in DENIED_ARGS:
+            problems.append(Problem(where, arg, f"{flag} is not allowed: it {DENIED_ARGS[flag]}"))
+        elif flag in owned or _abbreviates(flag, owned):
+            target = flag if flag in owned else _abbreviates(flag, owned)
+            problems.append(Problem(where, arg, f"{target} is set by the planner from the campaign fields"))
     return problems
 
 
@@ -79,18 +105,24 @@ def check_cpu_model(req: CampaignRequest, shape: ModelShape, warnings: list[str]
     """Quantization formats and model size rules for the CPU tier."""
     problems = []
     quant = shape.quantization
-    if quant and quant.method in NOT_ON_ARM_CPU:
+    if quant and (quant.method in NOT_ON_ARM_CPU or quant.weight_type == "float"):
         problems.append(
             Problem(
                 "model",
                 req.model,
-                f"{quant.method} checkpoints do not run on Arm CPU; "
+                f"{quant.method} {quant.scheme} checkpoints do not run on Arm CPU; "
                 "use a compressed-tensors W4A8 or W8A8 checkpoint",
             )
         )
     if req.quantization in INT_SCHEMES:
         bits, scheme = INT_SCHEMES[req.quantization]
-        if not (quant and quant.method == "compressed-tensors" and quant.weight_bits == bits):
+        if not (
+            quant
+            and quant.method == "compressed-tensors"
+            and quant.weight_type == "int"
+            and quant.weight_bits == bits
+            and quant.activation_bits == 8
+        ):
             have = f"{quant.method} {quant.scheme}" if quant else "unquantized"
             problems.append(
                 Problem(

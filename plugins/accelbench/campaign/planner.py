@@ -115,6 +115,16 @@ def plan_campaign(
         problems.append(Problem("model", req.model, str(exc).split(": ", 1)[-1]))
     if shape is not None and cpu:
         problems += guards.check_cpu_model(req, shape, plan.warnings)
+    if shape is not None and 0 < shape.max_position_embeddings < req.context_len:
+        problems.append(
+            Problem(
+                "input_len",
+                req.input_len,
+                f"input_len + output_len (+ headroom) = "
+                f"{req.context_len} tokens exceeds {req.model}'s context of "
+                f"{shape.max_position_embeddings}",
+            )
+        )
     load = LoadPlan(
         input_len=req.input_len,
         output_len=req.output_len,
@@ -191,6 +201,7 @@ def plan_campaign(
             served_model_name=served_name(req),
             dtype=CPU_DTYPE if cpu else req.dtype,
             quantization=shape.quantization.method if shape.quantization else None,
+            kv_cache_dtype=req.kv_cache_dtype,
             tensor_parallel_size=tp,
             kv_cache_gib=kv_gib,
             max_model_len=req.context_len,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from accelbench.campaign.spec import Runtime
 
@@ -25,17 +25,25 @@ class CampaignRequest(BaseModel):
     version: str | None = None
     dtype: str = "bfloat16"
     quantization: Quantization = "none"
-    kv_cache_dtype: str = "auto"
+    kv_cache_dtype: Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"] = "auto"
     deployment_mode: DeploymentMode = "single"
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     input_len: int = Field(default=512, ge=1)
     output_len: int = Field(default=128, ge=1)
-    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
-    request_rates: list[float] = Field(default_factory=list)
+    concurrency: list[PositiveInt] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
+    request_rates: list[PositiveFloat] = Field(default_factory=list)
     prompts_per_level: int = Field(default=200, ge=1)
     repeats: int = Field(default=1, ge=1)
     seed: int = 0
     extra_engine_args: list[str] = Field(default_factory=list)
+
+    @field_validator("instance_types", "concurrency", "request_rates")
+    @classmethod
+    def _unique(cls, values: list) -> list:  # type: ignore[type-arg]
+        """Duplicates would give two runs the same id (and the same lake files)."""
+        if len(set(values)) != len(values):
+            raise ValueError("lists each value more than once")
+        return values
 
     @property
     def context_len(self) -> int:

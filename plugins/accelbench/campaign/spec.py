@@ -26,6 +26,7 @@ class ServerSpec(_Frozen):
     served_model_name: str
     dtype: str
     quantization: str | None = None
+    kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = Field(ge=1)
     kv_cache_gib: int = Field(ge=0)
     max_model_len: int = Field(ge=1)

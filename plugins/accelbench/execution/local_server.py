@@ -81,7 +81,15 @@ class Pinning:
         """Explicit settings win; on a machine with 2-4 cores pin by default (FACTS.md section 7)."""
         server = parse_cpus(SERVER_CPUS_SETTING, os.environ.get(SERVER_CPUS_SETTING, ""))
         client = parse_cpus(CLIENT_CPUS_SETTING, os.environ.get(CLIENT_CPUS_SETTING, ""))
+        if bool(server) != bool(client):
+            raise ConfigError(
+                SERVER_CPUS_SETTING if not server else CLIENT_CPUS_SETTING,
+                None,
+                f"set both {SERVER_CPUS_SETTING} and {CLIENT_CPUS_SETTING}, or neither",
+            )
         if server and client:
+            if server & client:
+                raise ConfigError(CLIENT_CPUS_SETTING, sorted(client), f"overlaps {SERVER_CPUS_SETTING}")
             return cls(server, client)
         n = os.cpu_count() or 1
         if server or client or not 2 <= n <= 4:
@@ -116,6 +124,7 @@ class LocalServer:
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     startup_s: float | None = field(default=None, init=False)
     tmpdir: Path | None = field(default=None, init=False)
+    _stopped: bool = field(default=False, init=False)
 
     @property
     def url(self) -> str:
@@ -132,7 +141,13 @@ class LocalServer:
 
     def environment(self) -> dict[str, str]:
         cache = self.workdir / "cache"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+        # The server gets no cloud, Airflow or catalog credentials: only what a vLLM process needs.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("AIRFLOW", "AWS_", "ACCELBENCH_"))
+            and not any(word in k for word in ("SECRET", "PASSWORD"))
+        }
         env |= recipe_for(self.spec.runtime).env(self.spec)
         env |= {
             "VLLM_CACHE_ROOT": str(cache / "vllm"),
@@ -155,17 +170,17 @@ class LocalServer:
         cmd = self.command()
         log.info("starting vLLM server: %s", " ".join(cmd))
         started = time.monotonic()
-        with self.log_path.open("wb") as out:
-            self.process = subprocess.Popen(
-                cmd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.environment(),
-                cwd=self.workdir,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
         try:
+            with self.log_path.open("wb") as out:
+                self.process = subprocess.Popen(
+                    cmd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=self.environment(),
+                    cwd=self.workdir,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                )
             self._wait_healthy(started)
         except BaseException:
             self.stop()
@@ -237,9 +252,10 @@ class LocalServer:
 
     def _stop_processes(self, grace_s: float) -> None:
         # The group outlives its leader: killpg reaches engine/worker processes even after the API
-        # server itself has exited.
-        if self.process is None:
+        # server itself has exited. Once stopped, never signal the group again (its id may be reused).
+        if self.process is None or self._stopped:
             return
+        self._stopped = True
         pgid = self.process.pid
         leftovers = self.tree()
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
 from pyarrow.fs import FSSpecHandler, PyFileSystem
 
 from accelbench.config import ENV_PREFIX, Settings
@@ -48,7 +49,7 @@ class Lake:
             self.fs, self.root = url_to_fs(self.uri, **_storage_options(self.uri))
         except (ValueError, ImportError) as exc:
             raise ConfigError(LAKE_SETTING, uri, f"unsupported lake location ({exc})") from None
-        self.local = self.uri.startswith("/") or self.uri.startswith("file://")
+        self.local = isinstance(self.fs, LocalFileSystem)
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> Lake:
@@ -103,4 +104,4 @@ class Lake:
         return dataset.to_table()
 
     def uri_of(self, path: str) -> str:
-        return path if self.local else f"s3://{path}"
+        return path if self.local else self.fs.unstrip_protocol(path)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import shutil
 import subprocess
 import time
 import urllib.request
@@ -97,6 +99,14 @@ def peak_concurrency(starts: list[float], latencies: list[float]) -> int:
     return peak
 
 
+def arrival_rate(result: dict[str, Any]) -> float | None:
+    """Requests sent per second over the sending span (the drain tail after the last send excluded)."""
+    starts = result.get("start_times") or []
+    if len(starts) >= 2 and max(starts) > min(starts):
+        return (len(starts) - 1) / (max(starts) - min(starts))
+    return result["completed"] / result["duration"] if result.get("duration") else None
+
+
 def read_result(path: Path, spec: BenchmarkSpec, num_prompts: int) -> dict[str, Any]:
     """The bench JSON, checked for the fields the lake needs; a clear error otherwise."""
     try:
@@ -123,7 +133,11 @@ class Driver:
     metrics_interval_s: float = 1.0
     memory_interval_s: float = 0.25
     level_timeout_s: float = 3600.0
+    client_cpus: set[int] | None = None  # pin `vllm bench serve` beside the API server, off the engine
     records: list[LevelRecord] = field(default_factory=list)
+
+    def _pin_client(self) -> None:
+        os.sched_setaffinity(0, self.client_cpus or set())
 
     @property
     def spec_dir(self) -> Path:
@@ -148,6 +162,7 @@ class Driver:
                 stderr=subprocess.STDOUT,
                 timeout=self.level_timeout_s,
                 check=False,
+                preexec_fn=self._pin_client if self.client_cpus else None,
             )
         if proc.returncode != 0:
             tail = (self.spec_dir / f"{name}.log").read_text(errors="replace").splitlines()[-15:]
@@ -189,7 +204,7 @@ class Driver:
                 path = self._bench(name, level, prompts, seed, run_id)
             after = server_metrics.scrape(self.base_url)
             result = read_result(path, self.spec, prompts)
-        except (LevelFailed, OSError, subprocess.TimeoutExpired) as exc:
+        except (LevelFailed, OSError, ValueError, subprocess.TimeoutExpired) as exc:
             rec.status, rec.error = "failed", f"{type(exc).__name__}: {exc}"
             rec.wall_s = time.monotonic() - started
             return rec
@@ -208,7 +223,7 @@ class Driver:
         rec.max_concurrent_requests = result.get("max_concurrent_requests")
         if "start_times" in result and "latencies" in result:
             rec.peak_concurrency = peak_concurrency(result["start_times"], result["latencies"])
-        rec.achieved_rate = result["completed"] / result["duration"] if result["duration"] else None
+        rec.achieved_rate = arrival_rate(result)
         if level.kind == "rate":
             rec.requested_rate = level.value
             rec.client_limited = bool(
@@ -222,7 +237,9 @@ class Driver:
 
     def run(self) -> dict[str, Any]:
         """Every level x repeat in order; stops at the first failed level. Returns the envelope."""
-        self.spec_dir.mkdir(parents=True, exist_ok=True)
+        if self.spec_dir.exists():  # a retry: no evidence from an earlier attempt may be mixed in
+            shutil.rmtree(self.spec_dir)
+        self.spec_dir.mkdir(parents=True)
         started = datetime.now(UTC).isoformat()
         info = server_info(self.base_url)
         failure: str | None = None
@@ -238,8 +255,11 @@ class Driver:
                         break
                 if failure:
                     break
-        except LevelFailed as exc:
-            failure = f"warm-up: {exc}"
+        except (LevelFailed, OSError, subprocess.TimeoutExpired) as exc:
+            failure = f"warm-up: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # anything else: keep the levels measured so far, then say what broke
+            failure = f"driver error: {type(exc).__name__}: {exc}"
+            log.exception("driver error")
         envelope = {
             "spec": self.spec.model_dump(mode="json"),
             "spec_id": self.spec.spec_id,

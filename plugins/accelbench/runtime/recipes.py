@@ -6,6 +6,7 @@ The same ServerSpec yields the same arguments in a pod and in a local process.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass
 from typing import ClassVar
@@ -27,6 +28,8 @@ MANAGED_ARGS = (
     "--port",
     "--revision",
     "--quantization",
+    "--kv-cache-dtype",
+    "--model",
 )
 
 
@@ -72,6 +75,8 @@ class Recipe:
             "--port",
             str(port),
         ]
+        if spec.kv_cache_dtype != "auto":
+            args += ["--kv-cache-dtype", spec.kv_cache_dtype]
         if spec.model_revision:
             args += ["--revision", spec.model_revision]
         return [*args, *self.tier_args(spec), *spec.extra_engine_args]
@@ -95,9 +100,11 @@ class VllmCpu(Recipe):
         return f"{super().tag(version)}-arm64"  # the arm64-only tag; never the multi-arch one
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
-        # Always set: unset, some versions take half the host's RAM per NUMA node.
+        # Always set: unset, some versions take half the host's RAM per NUMA node. vLLM applies it to
+        # every tensor-parallel rank, so the planned total is split across the ranks.
+        per_rank = max(1, math.ceil(spec.kv_cache_gib / spec.tensor_parallel_size))
         return {
-            "VLLM_CPU_KVCACHE_SPACE": str(spec.kv_cache_gib),
+            "VLLM_CPU_KVCACHE_SPACE": str(per_rank),
             "VLLM_CPU_OMP_THREADS_BIND": self.omp_threads_bind,
         }
 

@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from accelbench.catalog.db import session_scope
 from accelbench.catalog.models import RuntimeVersion
@@ -30,10 +30,10 @@ def resolve_version(engine: Engine, recipe: Recipe, as_of: datetime | None = Non
     query = select(RuntimeVersion.version).where(
         RuntimeVersion.runtime == recipe.runtime, RuntimeVersion.status != "failed"
     )
-    if as_of is not None:
-        query = query.where(RuntimeVersion.discovered_at <= as_of)
+    if as_of is not None:  # released before the date (discovered, when the release date is unknown)
+        query = query.where(func.coalesce(RuntimeVersion.released_at, RuntimeVersion.discovered_at) <= as_of)
     with session_scope(engine) as session:
-        rows = session.scalars(query).all()
+        rows = [v for v in session.scalars(query).all() if not _key(v).is_prerelease]
     if rows:
         newest = max(rows, key=_key)
         return newest, f"catalog runtime_versions ({recipe.runtime})"

@@ -21,10 +21,12 @@ class Quantization:
     method: str
     weight_bits: int
     activation_bits: int | None
+    weight_type: str = "int"  # "float" for FP8 checkpoints stored as compressed-tensors
 
     @property
     def scheme(self) -> str:
-        return f"W{self.weight_bits}A{self.activation_bits or 16}"
+        prefix = "FP" if self.weight_type == "float" else "W"
+        return f"{prefix}{self.weight_bits}A{self.activation_bits or 16}"
 
 
 @dataclass(frozen=True)
@@ -104,9 +106,11 @@ def _quantization(cfg: dict[str, Any], where: str) -> Quantization | None:
             raise ConfigError(f"{where}.quantization_config.config_groups", None, "missing")
         weights = groups[0].get("weights") or {}
         acts = groups[0].get("input_activations") or {}
-        return Quantization(method, int(weights.get("num_bits", 16)), acts.get("num_bits"))
+        return Quantization(
+            method, int(weights.get("num_bits", 16)), acts.get("num_bits"), str(weights.get("type", "int"))
+        )
     if method == "fp8":
-        return Quantization(method, 8, 8)
+        return Quantization(method, 8, 8, "float")
     bits = q.get("bits") or q.get("w_bit") or q.get("weight_bits")
     if bits is None:
         raise ConfigError(f"{where}.quantization_config", method, "no bit width found")
