@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
+from tests.servers import missing
 
 CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 # Where each framework looks (checkov --framework names).
@@ -35,10 +36,7 @@ NO_REASON = {"", "No comment provided"}
 def checkov_or_skip() -> Path:
     """The checkov executable; missing is a failure in CI and a skip elsewhere."""
     if not CHECKOV.is_file():
-        reason = f"{CHECKOV.relative_to(REPO)} is missing: run scripts/checkov-env.sh"
-        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing(f"checkov in {CHECKOV.relative_to(REPO)} (scripts/checkov-env.sh)")
     return CHECKOV
 
 
