@@ -73,9 +73,10 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
             properties={
                 "ttft_p99_ms": {"type": "number", "exclusiveMinimum": 0},
                 "tpot_p99_ms": {"type": "number", "exclusiveMinimum": 0},
+                "e2el_p99_ms": {"type": "number", "exclusiveMinimum": 0},
             },
             additionalProperties=False,
-            description="Latency SLOs for reports",
+            description="Latency SLOs in ms: per-request goodput limits now, the p99 limits of reports",
         ),
     },
     **dag_kwargs("campaign"),
@@ -86,7 +87,7 @@ def accelbench_cpu_campaign() -> None:
         from accelbench.airflow.campaign_tasks import campaign_id
         from accelbench.airflow.tasks import plan_benchmarks
 
-        request = {k: v for k, v in params.items() if k != "slos"}
+        request = dict(params)
         as_of = dag_run.logical_date or dag_run.run_after
         return plan_benchmarks(request, campaign_id(dag_run.dag_id, dag_run.run_id), as_of)
 
@@ -102,7 +103,8 @@ def accelbench_cpu_campaign() -> None:
     def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
         from accelbench.airflow.campaign_tasks import campaign_id, summarize
 
-        return summarize(campaign_id(dag_run.dag_id, dag_run.run_id))
+        date = (dag_run.logical_date or dag_run.run_after).strftime("%Y-%m-%d")
+        return summarize(campaign_id(dag_run.dag_id, dag_run.run_id), date)
 
     @task(trigger_rule="one_failed")
     def watcher() -> None:

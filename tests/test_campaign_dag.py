@@ -39,6 +39,7 @@ def test_campaign_runs_locally_and_lands_in_the_lake(
         assert r["instance_type"] == "m8g.xlarge" and r["execution_mode"] == "local"
         assert r["dag_run_id"] == run.run_id and r["vllm_version"].startswith("0.32")
         assert r["mean_ttft_ms"] <= r["mean_e2el_ms"]
+        assert r["request_goodput"] is not None  # the form's default SLOs reach `vllm bench serve --goodput`
     requests = Lake(str(accelbench_env / "lake")).read("requests")
     assert requests.num_rows == 12
 

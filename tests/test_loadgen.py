@@ -70,6 +70,15 @@ def test_bench_args_always_carry_the_documented_flags() -> None:
         metadata={},
     )
     assert conc[conc.index("--max-concurrency") + 1] == "4"
+    assert "--goodput" not in conc
+    slo = spec_for("m", goodput_slos_ms={"ttft": 500.0, "tpot": 50.0})
+    with_slo = bench_args(
+        slo, "u", num_prompts=5, seed=3, result_dir=Path("/r"), result_file="x.json", level=None, metadata={}
+    )
+    assert with_slo[with_slo.index("--goodput") + 1 : with_slo.index("--goodput") + 3] == [
+        "tpot:50",
+        "ttft:500",
+    ]
 
 
 def test_malformed_bench_output_is_a_clear_error(tmp_path: Path) -> None:

@@ -40,6 +40,11 @@ def test_a_good_request_plans_one_spec_per_instance() -> None:
     assert [s.spec_id for s in again.specs] == [s.spec_id for s in result.specs]  # deterministic
 
 
+def test_slos_become_goodput_limits() -> None:
+    result = plan(instance_types=["r8g.4xlarge"], slos={"ttft_p99_ms": 800, "tpot_p99_ms": 60})
+    assert result.specs[0].load.goodput_slos_ms == {"ttft": 800, "tpot": 60}
+
+
 def test_every_problem_is_reported_at_once() -> None:
     found = problems(
         instance_types=["m6g.large", "r8g.colossal", "g6e.xlarge", "r8g.4xlarge"],

@@ -8,6 +8,7 @@ import shutil
 import socket
 from typing import Any
 
+import pyarrow.dataset as ds
 from airflow.sdk.exceptions import AirflowFailException
 
 from accelbench.campaign.spec import BenchmarkSpec
@@ -77,11 +78,11 @@ def run_local(spec_json: dict[str, Any], dag_run_id: str, date: str) -> dict[str
     return result
 
 
-def summarize(campaign: str) -> dict[str, Any]:
-    """Log one line per run of this campaign, read back from the lake."""
+def summarize(campaign: str, date: str) -> dict[str, Any]:
+    """Log one line per run of this campaign, read back from its date partition of the lake."""
     lake = Lake.from_env()
-    runs = lake.read("runs").to_pylist()
-    mine = sorted((r for r in runs if r["campaign_id"] == campaign), key=lambda r: r["run_id"])
+    where = (ds.field("date") == date) & (ds.field("campaign_id") == campaign)
+    mine = sorted(lake.read("runs", where).to_pylist(), key=lambda r: r["run_id"])
     header = f"{'run':<46}{'status':<8}{'req/s':>8}{'out tok/s':>11}{'TTFT p50 ms':>13}{'TPOT p50 ms':>13}"
     lines = [header]
     for r in mine:

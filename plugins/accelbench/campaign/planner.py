@@ -133,6 +133,7 @@ def plan_campaign(
         request_rates=tuple(req.request_rates),
         prompts_per_level=req.prompts_per_level,
         repeats=req.repeats,
+        goodput_slos_ms={k.split("_")[0]: v for k, v in req.slos.items()},
     )
     for i, name in enumerate(req.instance_types):
         inst, found = _instance_problems(req, recipe, i, name, catalog)

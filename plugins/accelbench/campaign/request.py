@@ -34,6 +34,11 @@ class CampaignRequest(BaseModel):
     request_rates: list[PositiveFloat] = Field(default_factory=list)
     prompts_per_level: int = Field(default=200, ge=1)
     repeats: int = Field(default=1, ge=1)
+    # Latency SLOs: reports pick the best level whose p99 holds them; the load generator counts
+    # requests within them as goodput.
+    slos: dict[Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"], PositiveFloat] = Field(
+        default_factory=dict
+    )
     seed: int = 0
     extra_engine_args: list[str] = Field(default_factory=list)
 

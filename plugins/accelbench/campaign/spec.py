@@ -52,6 +52,8 @@ class LoadPlan(_Frozen):
     prompts_per_level: int = Field(default=200, ge=1)
     warmups: int = Field(default=4, ge=0)
     repeats: int = Field(default=1, ge=1)
+    # Per-request latency limits in ms for vLLM's goodput (`--goodput ttft:500 tpot:50`).
+    goodput_slos_ms: dict[Literal["ttft", "tpot", "e2el"], float] = Field(default_factory=dict)
 
     @property
     def max_concurrency(self) -> int:

@@ -87,8 +87,8 @@ class Lake:
         self._write_bytes(dest, local.read_bytes())
         return dest
 
-    def read(self, name: str) -> pa.Table:
-        """The whole table with its partition columns; an empty table when nothing was written."""
+    def read(self, name: str, where: ds.Expression | None = None) -> pa.Table:
+        """The table with its partition columns (filtered: partitions are pruned), or an empty table."""
         base = self.path(name)
         schema = TABLES[name]
         full = pa.schema([*schema, *(pa.field(p, pa.string()) for p in PARTITIONS)])
@@ -101,7 +101,7 @@ class Lake:
             partitioning=ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive"),
             schema=full,
         )
-        return dataset.to_table()
+        return dataset.to_table(filter=where)
 
     def uri_of(self, path: str) -> str:
         return path if self.local else self.fs.unstrip_protocol(path)

@@ -95,6 +95,8 @@ def bench_args(
         args += ["--max-concurrency", f"{int(level.value) if level else 1}", "--request-rate", "inf"]
     else:
         args += ["--request-rate", f"{level.value:g}", "--burstiness", "1.0"]
+    if load.goodput_slos_ms:
+        args += ["--goodput", *(f"{k}:{v:g}" for k, v in sorted(load.goodput_slos_ms.items()))]
     if metadata:
         args += ["--metadata", *(f"{k}={v}" for k, v in sorted(metadata.items()))]
     return args
