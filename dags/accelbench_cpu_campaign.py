@@ -1,6 +1,7 @@
 """Benchmark vLLM CPU on Graviton: plan (guards + memory fit), one server per instance type driven
-through every load level, every measurement into the Parquet lake, a summary, and a watcher so
-that one failed benchmark fails the run. Execution: a local vLLM process (this DAG's local mode).
+through every load level, the raw evidence ingested into the Parquet lake (also what a failed
+benchmark measured before it failed), a summary, and a watcher so that one failed benchmark fails
+the run. Execution: a benchmark pod on the arm64 NodePool, or a local vLLM process (`execution_mode`).
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import os
 
 from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
+from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
 from accelbench.airflow.dag_defaults import cpu_instance_types, dag_kwargs
+from accelbench.execution.modes import MODES, default_mode
 from airflow.sdk import Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
@@ -78,6 +81,13 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
             additionalProperties=False,
             description="Latency SLOs in ms: per-request goodput limits now, the p99 limits of reports",
         ),
+        "execution_mode": Param(
+            default_mode(),
+            type="string",
+            enum=list(MODES),
+            description="kubernetes = a benchmark pod per server on the arm64 NodePool; local = a vLLM "
+            "process on the worker (default: ACCELBENCH_EXECUTION_MODE)",
+        ),
     },
     **dag_kwargs("campaign"),
 )
@@ -91,29 +101,33 @@ def accelbench_cpu_campaign() -> None:
         as_of = dag_run.logical_date or dag_run.run_after
         return plan_benchmarks(request, campaign_id(dag_run.dag_id, dag_run.run_id), as_of)
 
-    @task(map_index_template="{{ instance_type }}", retries=0)
-    def benchmark(spec: dict, dag_run=None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.campaign_tasks import run_local
+    @task(map_index_template="{{ instance_type }}", trigger_rule="all_done")
+    def ingest(spec: dict, dag_run=None, ti=None) -> dict:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.campaign_tasks import ingest_spec
 
         get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]
-        date = (dag_run.logical_date or dag_run.run_after).strftime("%Y-%m-%d")
-        return run_local(spec, dag_run.run_id, date)
+        hints = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index, key=NODE_XCOM) or {}
+        return ingest_spec(spec, dag_run.run_id, run_date(dag_run), hints)
 
     @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
     def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
         from accelbench.airflow.campaign_tasks import campaign_id, summarize
 
-        date = (dag_run.logical_date or dag_run.run_after).strftime("%Y-%m-%d")
-        return summarize(campaign_id(dag_run.dag_id, dag_run.run_id), date)
+        return summarize(campaign_id(dag_run.dag_id, dag_run.run_id), run_date(dag_run))
 
     @task(trigger_rule="one_failed")
     def watcher() -> None:
         raise AirflowFailException("a task of this campaign failed: see the failed task's log")
 
-    results = benchmark.expand(spec=plan())
+    specs = plan()
+    # retries=0: a failed level is a result, not a transient error; the pod is expensive to redo.
+    results = BenchmarkOperator.partial(
+        task_id="benchmark", map_index_template="{{ task.benchmark_spec.server.instance_type }}", retries=0
+    ).expand(spec=specs)
+    ingested = ingest.expand(spec=specs)
     done = summary()
-    results >> done
-    [results, done] >> watcher()
+    results >> ingested >> done
+    [results, ingested, done] >> watcher()
 
 
 accelbench_cpu_campaign()

@@ -39,13 +39,18 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def render(kubeconfig: Path, runtime: str, instance_type: str, model: str = "local/tiny-llama") -> dict:
-    from accelbench.airflow.benchmark_pod import BenchmarkPodOperator
+    from accelbench.airflow.benchmark_operator import BenchmarkOperator
 
     req = CampaignRequest(instance_types=[instance_type], model=model, runtime=runtime, dtype="bfloat16")
     plan = plan_campaign(
         req, CATALOG, "0.19.1", "campaign-1", load_shape=lambda m: load_model_shape(m, STORE)
     )
-    op = BenchmarkPodOperator(task_id="bench", spec=plan.specs[0], config_file=str(kubeconfig))
+    op = BenchmarkOperator(
+        task_id="bench",
+        spec=plan.specs[0],
+        config_file=str(kubeconfig),
+        lake_uri="s3://lake-bucket/accelbench",
+    )
     assert op.on_finish_action.value == "delete_pod"
     assert op.schedule_timeout_seconds >= 600 and op.startup_timeout_seconds >= 900
     manifest = ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
@@ -123,6 +128,24 @@ def test_cpu_pod_spec_points(kubeconfig: Path) -> None:
     assert pod["metadata"]["annotations"][placement.DO_NOT_DISRUPT] == "true"
     assert pod["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE
     assert spec["restartPolicy"] == "Never"
+
+
+def test_load_generator_gets_the_lake_its_node_and_a_writable_tokenizer_cache(kubeconfig: Path) -> None:
+    main = render(kubeconfig, "vllm-cpu", "m8g.xlarge")["spec"]["containers"][0]
+    env = {e["name"]: e for e in main["env"]}
+    assert env["ACCELBENCH_LAKE_URI"]["value"] == "s3://lake-bucket/accelbench"
+    assert env["ACCELBENCH_EXECUTION_MODE"]["value"] == "kubernetes"
+    assert env["ACCELBENCH_NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert env["HF_HOME"]["value"].startswith(
+        "/tmp/"
+    )  # the root filesystem is read-only; /tmp is an emptyDir
+    assert {"name": "tmp", "mountPath": "/tmp"} in main["volumeMounts"]
+    assert env["HF_TOKEN_PATH"]["value"] == "/var/run/secrets/huggingface/token"
+    assert {"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True} in main[
+        "volumeMounts"
+    ]
+    assert not any(k.startswith("AWS_") for k in env)  # S3 access comes from the pod's identity only
+    assert main["command"] == ["accelbench-loadgen"]
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)

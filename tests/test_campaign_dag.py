@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pendulum
 import pytest
 from accelbench.lake.store import Lake
+from airflow.models.asset import AssetEvent
+from airflow.utils.session import create_session
+from sqlalchemy import select
 
-from tests.test_dags import _run, _states
+from tests.conftest import REPO
+from tests.test_benchmark_pod import KUBECONFIG
+from tests.test_dags import _dagbag, _run, _states
 
 pytestmark = [pytest.mark.airflow, pytest.mark.vllm]
 
 
-def test_campaign_runs_locally_and_lands_in_the_lake(
+def _lake_state(lake: Lake) -> tuple[list[str], list[tuple], int]:
+    """What a rerun must leave unchanged: the file names, the run keys and the request count."""
+    files = sorted(
+        p.rsplit("/", 1)[-1] for name in ("runs", "requests") for p in lake.fs.find(lake.path(name))
+    )
+    keys = sorted((r["run_id"], r["status"], r["dag_run_id"]) for r in lake.read("runs").to_pylist())
+    return files, keys, lake.read("requests").num_rows
+
+
+def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothing(
     airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
@@ -28,11 +44,20 @@ def test_campaign_runs_locally_and_lands_in_the_lake(
         "output_len": 8,
         "extra_engine_args": ["--enforce-eager"],
     }
-    run = _run(airflow_db, "accelbench_cpu_campaign", conf)
+    dag = _dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
+    logical = pendulum.datetime(2026, 11, 30, 6, tz="UTC")
+    run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)
     states = _states(run)
     assert str(run.state) == "success", states
-    assert states == {"plan": "success", "benchmark": "success", "summary": "success", "watcher": "skipped"}
-    runs = Lake(str(accelbench_env / "lake")).read("runs").to_pylist()
+    assert states == {
+        "plan": "success",
+        "benchmark": "success",
+        "ingest": "success",
+        "summary": "success",
+        "watcher": "skipped",
+    }
+    lake = Lake(str(accelbench_env / "lake"))
+    runs = lake.read("runs").to_pylist()
     assert [(r["level_value"], r["status"]) for r in runs] == [(1.0, "ok"), (2.0, "ok")]
     for r in runs:
         assert r["tokens_agree"] and r["total_output_tokens"] == 6 * 8
@@ -40,8 +65,51 @@ def test_campaign_runs_locally_and_lands_in_the_lake(
         assert r["dag_run_id"] == run.run_id and r["vllm_version"].startswith("0.32")
         assert r["mean_ttft_ms"] <= r["mean_e2el_ms"]
         assert r["request_goodput"] is not None  # the form's default SLOs reach `vllm bench serve --goodput`
-    requests = Lake(str(accelbench_env / "lake")).read("requests")
+    requests = lake.read("requests")
     assert requests.num_rows == 12
+    assert {r["date"] for r in runs} == {"2026-11-30"} and runs[0]["pinning"] is not None
+    starts = list((accelbench_env / "work").glob("*/server-starts.jsonl"))
+    assert len(starts) == 1 and len(starts[0].read_text().splitlines()) == 1  # one server per spec
+
+    # Clear the whole DAG run and run it again (dag.test clears the TIs of the same logical date and
+    # replaces the run of the same run id):
+    # the same run id, the same lake files, the same rows, no duplicates.
+    before = _lake_state(lake)
+    again = dag.test(run_after=logical, logical_date=logical, run_conf=conf)
+    assert again.run_id == run.run_id and str(again.state) == "success", _states(again)
+    assert _lake_state(lake) == before
+    assert len(starts[0].read_text().splitlines()) == 2  # the rerun measured anew, with its own server
+
+
+def test_kubernetes_mode_without_a_cluster_fails_the_benchmark_and_emits_no_lake_event(
+    airflow_db, accelbench_env: Path, tmp_path: Path, monkeypatch, capfd, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    """The mode switch reaches KubernetesPodOperator: with an unreachable API server the benchmark
+    fails, ingest finds no evidence and skips, the summary skips (no asset event), the watcher fails."""
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG.replace("6443", "9"))  # port 9 (discard): connection refused
+    connection = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
+    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    capfd.readouterr()
+    conf = {"model": str(REPO / "tests" / "data" / "model_configs" / "local--tiny-llama")}
+    run = _run(airflow_db, "accelbench_cpu_campaign", conf | {"execution_mode": "kubernetes"})
+    states = _states(run)
+    assert str(run.state) == "failed"
+    assert states == {
+        "plan": "success",
+        "benchmark": "failed",
+        "ingest": "skipped",
+        "summary": "skipped",
+        "watcher": "failed",
+    }, states
+    text = "".join(capfd.readouterr()) + caplog.text
+    assert "kubernetes mode" in text and "no raw evidence for m8g-xlarge-" in text
+    assert not (accelbench_env / "work").exists()  # nothing ran locally
+    with create_session() as session:
+        events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()
+    assert events == []
 
 
 def test_bad_campaign_input_fails_planning_before_any_server_starts(

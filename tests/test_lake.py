@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import uuid
+
 import boto3
 import pyarrow.compute as pc
 import pytest
 from accelbench.lake.ddl import all_ddl
-from accelbench.lake.ingest import Provenance, ingest, publish
+from accelbench.lake.ingest import Provenance, ingest, ingest_raw
+from accelbench.lake.raw import RawEvidenceError, RawLocation, dir_reader, upload_raw, write_execution
 from accelbench.lake.schemas import REQUESTS, RUNS
 from accelbench.lake.store import Lake, safe_name
 
@@ -29,7 +34,7 @@ def test_ddl_covers_every_column_and_the_partitions() -> None:
 @pytest.mark.vllm
 def test_ingest_turns_raw_output_into_consistent_rows(driven) -> None:  # type: ignore[no-untyped-def]
     driver, envelope = driven
-    data = ingest(envelope, driver.spec_dir, PROV)
+    data = ingest(envelope, dir_reader(driver.spec_dir), PROV)
     assert data.runs.num_rows == 4 and data.requests.num_rows == 4 * 12
     runs = data.runs.to_pylist()
     for row in runs:
@@ -45,24 +50,56 @@ def test_ingest_turns_raw_output_into_consistent_rows(driven) -> None:  # type: 
     assert set(reqs["run_id"].to_pylist()) == {r["run_id"] for r in runs}
 
 
+def _lake(where: str, tmp_path) -> Lake:  # type: ignore[no-untyped-def]
+    if where == "local":
+        return Lake(str(tmp_path / "lake"))
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"  # the moto server lives for the session: a fresh bucket
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+    return Lake(f"s3://{bucket}/accelbench")
+
+
 @pytest.mark.vllm
 @pytest.mark.parametrize("where", ["local", "s3"])
-def test_publish_is_idempotent_and_readable(driven, where, tmp_path, aws_on_moto) -> None:  # type: ignore[no-untyped-def]
-    driver, _ = driven
-    if where == "local":
-        lake = Lake(str(tmp_path / "lake"))
-    else:
-        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="lake-bucket")
-        lake = Lake("s3://lake-bucket/accelbench")
-    publish(lake, driver.spec_dir, PROV, DATE)
-    publish(lake, driver.spec_dir, PROV, DATE)  # a retried task: same files, no duplicate rows
+def test_raw_upload_and_ingest_are_idempotent(driven, where, tmp_path, aws_on_moto) -> None:  # type: ignore[no-untyped-def]
+    driver, envelope = driven
+    spec_dir = tmp_path / "raw"
+    shutil.copytree(driver.spec_dir, spec_dir)
+    write_execution(spec_dir, execution_mode="local", node="host-1", pinning='{"server": [1]}')
+    lake = _lake(where, tmp_path)
+    loc = RawLocation("cpu", DATE, envelope["spec"]["campaign_id"], envelope["spec_id"])
+    for _ in range(2):  # a retried or cleared task: same files, no duplicate rows
+        upload_raw(lake, spec_dir, loc)
+        ingest_raw(lake, loc, PROV.dag_run_id, zone="us-east-1a", node=None)
     runs, requests = lake.read("runs"), lake.read("requests")
     assert runs.num_rows == 4 and requests.num_rows == 48
     assert set(runs["accelerator_type"].to_pylist()) == {"cpu"} and set(runs["date"].to_pylist()) == {DATE}
-    raw = lake.fs.find(lake.path("raw"))
+    row = runs.to_pylist()[0]
+    assert (row["execution_mode"], row["node"], row["zone"]) == ("local", "host-1", "us-east-1a")
+    assert row["pinning"] == '{"server": [1]}' and row["dag_run_id"] == PROV.dag_run_id
+    raw = lake.fs.find(lake.path(*loc.parts))
     assert any(p.endswith("envelope.json") for p in raw) and any(p.endswith("c4-r1.json") for p in raw)
+    assert any(p.endswith("c4-r1.log") for p in raw)  # the bench logs are evidence too
     files = lake.fs.find(lake.path("runs"))
     assert len(files) == 1 and not any("/." in f for f in files)  # no temporary files left behind
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_missing_or_malformed_raw_evidence(where, tmp_path, aws_on_moto) -> None:  # type: ignore[no-untyped-def]
+    lake = _lake(where, tmp_path)
+    loc = RawLocation("cpu", DATE, "campaign-x", "m8g-xlarge-0123456789ab")
+    assert ingest_raw(lake, loc, "run-1") is None  # nothing there: nothing written
+    assert not lake.fs.exists(lake.path("runs"))
+    spec_dir = tmp_path / "bad"
+    spec_dir.mkdir()
+    (spec_dir / "envelope.json").write_text("{truncated")
+    upload_raw(lake, spec_dir, loc)
+    with pytest.raises(RawEvidenceError, match=r"raw/accelerator_type=cpu/.*/envelope.json: not JSON"):
+        ingest_raw(lake, loc, "run-1")
+    (spec_dir / "envelope.json").write_text(json.dumps({"spec": {}, "levels": []}))
+    upload_raw(lake, spec_dir, loc)
+    with pytest.raises(RawEvidenceError, match="lacks spec_id, loadgen_version"):
+        ingest_raw(lake, loc, "run-1")
+    assert not lake.fs.exists(lake.path("runs"))
 
 
 def test_safe_names_for_airflow_run_ids() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from accelbench.errors import ConfigError
 
 ENV_PREFIX = "ACCELBENCH_"
+LAKE_SETTING = ENV_PREFIX + "LAKE_URI"  # a directory or s3://bucket/prefix; default: $ACCELBENCH_HOME/lake
 DEFAULT_REGIONS = ("us-east-1",)
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}

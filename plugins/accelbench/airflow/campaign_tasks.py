@@ -1,23 +1,18 @@
-"""Task bodies of the campaign DAG in local mode: run one spec, publish it, summarise, watch."""
+"""Task bodies of the campaign DAG besides the benchmark itself: ingest one spec, summarise the run."""
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
-import socket
 from typing import Any
 
 import pyarrow.dataset as ds
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from accelbench.campaign.spec import BenchmarkSpec
-from accelbench.config import Settings
 from accelbench.errors import AccelbenchError
-from accelbench.execution.local_server import LocalServer, Pinning, vllm_python
-from accelbench.lake.ingest import Provenance, publish
+from accelbench.lake.ingest import ingest_raw
+from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake, safe_name
-from accelbench.loadgen.driver import Driver, summary
 
 log = logging.getLogger(__name__)
 
@@ -27,62 +22,51 @@ def campaign_id(dag_id: str, run_id: str) -> str:
     return safe_name(f"{dag_id}.{run_id}")
 
 
-def run_local(spec_json: dict[str, Any], dag_run_id: str, date: str) -> dict[str, Any]:
-    """Start the server, drive every level, publish to the lake (also after a failed level), stop."""
+def ingest_spec(
+    spec_json: dict[str, Any], dag_run_id: str, date: str, hints: dict[str, Any]
+) -> dict[str, Any]:
+    """The spec's raw evidence (whatever the benchmark left, also after a failed level) -> Parquet."""
     spec = BenchmarkSpec.model_validate(spec_json)
-    settings = Settings.from_env()
-    work = settings.home / "work" / spec.campaign_id / spec.spec_id
-    pinning = Pinning.from_env()
-    lake = Lake.from_env(settings)
+    lake = Lake.from_env()
+    where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
     try:
-        python = vllm_python()
-        with LocalServer(spec.server, work / "server", pinning=pinning, python=python) as server:
-            driver = Driver(
-                spec,
-                server.url,
-                work / "raw",
-                vllm=str(python.parent / "vllm"),
-                server_pid=server.process.pid if server.process else None,
-                client_cpus=pinning.client if pinning else None,
-            )
-            envelope = driver.run()
-            startup_s = server.startup_s
+        data = ingest_raw(lake, where, dag_run_id, **hints)
     except AccelbenchError as exc:
         raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
-    prov = Provenance(
-        dag_run_id=dag_run_id,
-        execution_mode="local",
-        pinning=json.dumps(pinning.describe()) if pinning else None,
-        node=socket.gethostname(),
-    )
-    data = publish(lake, driver.spec_dir, prov, date)
-    # The raw files are in the lake now; the compile caches are not worth keeping per campaign.
-    shutil.rmtree(work / "server" / "cache", ignore_errors=True)
-    result = summary(envelope) | {
-        "server_startup_s": startup_s,
-        "runs_rows": data.runs.num_rows,
-        "requests_rows": data.requests.num_rows,
-        "lake": lake.uri,
-    }
+    if data is None:
+        raise AirflowSkipException(
+            f"no raw evidence for {spec.spec_id} at {lake.uri_of(lake.path(*where.parts))}: "
+            "the benchmark produced none (its log says why)"
+        )
+    ok = sum(s == "ok" for s in data.runs["status"].to_pylist())
     log.info(
-        "published %d runs rows and %d requests rows to %s",
+        "%s: %d runs rows (%d ok) and %d requests rows into %s",
+        spec.spec_id,
         data.runs.num_rows,
+        ok,
         data.requests.num_rows,
         lake.uri,
     )
-    if envelope["failure"]:
-        raise AirflowFailException(
-            f"benchmark {spec.spec_id} failed at {envelope['failure']}; the levels "
-            "measured before it are in the lake"
-        )
-    return result
+    return {
+        "spec_id": spec.spec_id,
+        "runs_rows": data.runs.num_rows,
+        "ok": ok,
+        "requests_rows": data.requests.num_rows,
+    }
 
 
 def summarize(campaign: str, date: str) -> dict[str, Any]:
-    """Log one line per run of this campaign, read back from its date partition of the lake."""
+    """Log one line per run of this campaign, read back from its date partition of the lake.
+
+    Skips (so no lake asset event is emitted) when the campaign landed no row at all.
+    """
     lake = Lake.from_env()
     where = (ds.field("date") == date) & (ds.field("campaign_id") == campaign)
     mine = sorted(lake.read("runs", where).to_pylist(), key=lambda r: r["run_id"])
+    if not mine:
+        raise AirflowSkipException(
+            f"campaign {campaign} landed no rows in {lake.uri}: nothing new in the lake"
+        )
     header = f"{'run':<46}{'status':<8}{'req/s':>8}{'out tok/s':>11}{'TTFT p50 ms':>13}{'TPOT p50 ms':>13}"
     lines = [header]
     for r in mine:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from accelbench.campaign.spec import Runtime
+from accelbench.execution.modes import ExecutionMode
 
 Quantization = Literal["none", "int8", "int4"]
 DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
@@ -41,6 +42,8 @@ class CampaignRequest(BaseModel):
     )
     seed: int = 0
     extra_engine_args: list[str] = Field(default_factory=list)
+    # Where the benchmarks run; None = ACCELBENCH_EXECUTION_MODE (checked here, used by the operator).
+    execution_mode: ExecutionMode | None = None
 
     @field_validator("instance_types", "concurrency", "request_rates")
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import logging
 import os
 import shutil
@@ -36,6 +37,8 @@ VLLM_PYTHON_SETTING = "ACCELBENCH_VLLM_PYTHON"
 SERVER_CPUS_SETTING = "ACCELBENCH_LOCAL_SERVER_CPUS"
 CLIENT_CPUS_SETTING = "ACCELBENCH_LOCAL_CLIENT_CPUS"
 PR_SET_PDEATHSIG = 1
+PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bind it before vLLM does
+PORT_TAKEN = "Address already in use"
 
 
 class ServerStartError(AccelbenchError):
@@ -121,6 +124,7 @@ class LocalServer:
     pinning: Pinning | None = None
     python: Path | None = None
     port: int = 0
+    journal: Path | None = None  # a JSON-lines file that gets one line per launch
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     startup_s: float | None = field(default=None, init=False)
     tmpdir: Path | None = field(default=None, init=False)
@@ -165,8 +169,24 @@ class LocalServer:
         return self.tmpdir
 
     def start(self) -> LocalServer:
+        """Launch and wait for /health; an auto-chosen port taken meanwhile is retried on a new one."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or free_port()
+        auto_port = not self.port
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self.port = free_port() if auto_port else self.port
+            try:
+                self._launch()
+                break
+            except ServerStartError:
+                if not (auto_port and attempt < PORT_ATTEMPTS and PORT_TAKEN in self.log_tail()):
+                    raise
+                log.warning("port %d was taken before vLLM bound it; retrying on another", self.port)
+                self._stopped = False
+        if self.pinning:
+            self.pin()
+        return self
+
+    def _launch(self) -> None:
         cmd = self.command()
         log.info("starting vLLM server: %s", " ".join(cmd))
         started = time.monotonic()
@@ -181,15 +201,22 @@ class LocalServer:
                     start_new_session=True,
                     preexec_fn=_die_with_parent,
                 )
+            if self.journal:
+                self._record_start()
             self._wait_healthy(started)
         except BaseException:
             self.stop()
             raise
         self.startup_s = time.monotonic() - started
         log.info("vLLM server healthy at %s after %.1f s", self.url, self.startup_s)
-        if self.pinning:
-            self.pin()
-        return self
+
+    def _record_start(self) -> None:
+        """One line per server process launched: what the campaign-overhead benchmark counts."""
+        assert self.journal is not None and self.process is not None
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        line = {"at": time.time(), "pid": self.process.pid, "port": self.port, "workdir": str(self.workdir)}
+        with self.journal.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
 
     def log_tail(self, lines: int = 40) -> str:
         try:

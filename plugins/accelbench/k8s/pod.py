@@ -1,6 +1,6 @@
 """The benchmark pod, as Kubernetes client objects: vLLM server sidecar + load-generator main container.
 
-Kept free of Airflow: accelbench.airflow.benchmark_pod hands these parts to KubernetesPodOperator.
+Kept free of Airflow: accelbench.airflow.benchmark_operator hands these parts to KubernetesPodOperator.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from kubernetes.client import models as k8s
 
 from accelbench import __version__
 from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.config import LAKE_SETTING
+from accelbench.execution.modes import MODE_SETTING
 from accelbench.k8s import placement
 from accelbench.runtime.recipes import SERVER_PORT, recipe_for
 from accelbench.sizing.fit import LOADGEN_CPU, LOADGEN_MEMORY_GIB
@@ -23,6 +25,10 @@ DEFAULT_LOADGEN_IMAGE = f"accelbench/loadgen:{__version__}"
 HF_SECRET_SETTING = "ACCELBENCH_HF_TOKEN_SECRET"
 DEFAULT_HF_SECRET = "accelbench-hf-token"
 SPEC_ENV = "ACCELBENCH_BENCHMARK_SPEC"
+SERVER_URL_ENV = "ACCELBENCH_SERVER_URL"
+LAKE_DATE_ENV = "ACCELBENCH_LAKE_DATE"  # the date partition of the raw evidence (the run's date)
+NODE_NAME_ENV = "ACCELBENCH_NODE_NAME"
+LOADGEN_HF_HOME = "/tmp/hf"  # the tokenizer of `vllm bench serve` is fetched here (read-only root fs)
 PROBE_PERIOD_S = 10
 # Start-up budget: process start + engine init, plus model load at a conservative 10 s per GiB
 # (weights read from the image/volume and repacked for the CPU kernels).
@@ -139,7 +145,27 @@ def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
     )
 
 
-def build_pod_parts(spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NAMESPACE) -> PodParts:
+def loadgen_env(spec: BenchmarkSpec, lake_uri: str | None) -> list[k8s.V1EnvVar]:
+    """The spec, where the server is, where the raw evidence goes, and the tokenizer's cache and token."""
+    env = [
+        k8s.V1EnvVar(name=SPEC_ENV, value=spec.model_dump_json()),
+        k8s.V1EnvVar(name=SERVER_URL_ENV, value=f"http://127.0.0.1:{SERVER_PORT}"),
+        k8s.V1EnvVar(name=MODE_SETTING, value="kubernetes"),
+        k8s.V1EnvVar(
+            name=NODE_NAME_ENV,
+            value_from=k8s.V1EnvVarSource(field_ref=k8s.V1ObjectFieldSelector(field_path="spec.nodeName")),
+        ),
+        k8s.V1EnvVar(name="HF_HOME", value=LOADGEN_HF_HOME),
+        k8s.V1EnvVar(name="HF_TOKEN_PATH", value=f"{HF_TOKEN_DIR}/token"),
+    ]
+    if lake_uri:
+        env.append(k8s.V1EnvVar(name=LAKE_SETTING, value=lake_uri))
+    return env
+
+
+def build_pod_parts(
+    spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NAMESPACE, lake_uri: str | None = None
+) -> PodParts:
     s = spec.server
     pool = {
         "cpu": placement.CPU_NODEPOOL,
@@ -154,10 +180,7 @@ def build_pod_parts(spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NA
         server=server_container(spec),
         loadgen_image=os.environ.get(LOADGEN_IMAGE_SETTING, "").strip() or DEFAULT_LOADGEN_IMAGE,
         loadgen_cmds=["accelbench-loadgen"],
-        loadgen_env=[
-            k8s.V1EnvVar(name=SPEC_ENV, value=spec.model_dump_json()),
-            k8s.V1EnvVar(name="ACCELBENCH_SERVER_URL", value=f"http://127.0.0.1:{SERVER_PORT}"),
-        ],
+        loadgen_env=loadgen_env(spec, lake_uri),
         loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{LOADGEN_MEMORY_GIB}Gi"),
         loadgen_security_context=k8s.V1SecurityContext(
             capabilities=k8s.V1Capabilities(drop=["ALL"]),
@@ -181,7 +204,10 @@ def build_pod_parts(spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NA
                 ),
             ),
         ],
-        volume_mounts=[k8s.V1VolumeMount(name="tmp", mount_path="/tmp")],
+        volume_mounts=[
+            k8s.V1VolumeMount(name="tmp", mount_path="/tmp"),
+            k8s.V1VolumeMount(name="hf-token", mount_path=HF_TOKEN_DIR, read_only=True),
+        ],
         node_selector={
             placement.ARCH_LABEL: "arm64" if s.accelerator_type == "cpu" else "amd64",
             placement.INSTANCE_TYPE_LABEL: s.instance_type,

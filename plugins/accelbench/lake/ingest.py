@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from accelbench import __version__
+from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.schemas import METRICS, REQUESTS, RUNS, SCHEMA_VERSION, STATS
-from accelbench.lake.store import Lake, safe_name
+from accelbench.lake.store import Lake
 
 
 @dataclass(frozen=True)
@@ -26,6 +25,9 @@ class Provenance:
     node: str | None = None
     zone: str | None = None
     capacity_type: str | None = None
+
+
+PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance) if f.name != "dag_run_id")
 
 
 def _quantile(values: list[float], q: float) -> float | None:
@@ -168,12 +170,12 @@ class Ingested:
     requests: pa.Table
 
 
-def ingest(envelope: dict[str, Any], spec_dir: Path, prov: Provenance) -> Ingested:
+def ingest(envelope: dict[str, Any], read: Reader, prov: Provenance) -> Ingested:
+    """Rows from an envelope; `read(name)` returns a raw result file's JSON, or None when it is absent."""
     runs, requests = [], []
     for level in envelope["levels"]:
-        result = None
-        if level.get("result_file") and (spec_dir / level["result_file"]).is_file():
-            result = json.loads((spec_dir / level["result_file"]).read_text())
+        result = read(level["result_file"]) if level.get("result_file") else None
+        if result is not None:
             requests += request_rows(
                 result, level["run_id"], envelope["spec"]["campaign_id"], envelope["spec_id"]
             )
@@ -181,14 +183,24 @@ def ingest(envelope: dict[str, Any], spec_dir: Path, prov: Provenance) -> Ingest
     return Ingested(pa.Table.from_pylist(runs, schema=RUNS), pa.Table.from_pylist(requests, schema=REQUESTS))
 
 
-def publish(lake: Lake, spec_dir: Path, prov: Provenance, date: str) -> Ingested:
-    """Raw files first (immutable evidence), then the tables; one file per spec and table."""
-    envelope = json.loads((spec_dir / "envelope.json").read_text())
-    campaign, spec_id = safe_name(envelope["spec"]["campaign_id"]), envelope["spec_id"]
-    accel = envelope["spec"]["server"]["accelerator_type"]
-    for path in sorted(spec_dir.glob("*.json")):
-        lake.put_raw(path, f"accelerator_type={accel}", f"date={date}", campaign, spec_id, path.name)
-    data = ingest(envelope, spec_dir, prov)
-    lake.write_table("runs", data.runs, accel, date, f"{campaign}--{spec_id}")
-    lake.write_table("requests", data.requests, accel, date, f"{campaign}--{spec_id}")
+def ingest_raw(lake: Lake, where: RawLocation, dag_run_id: str, **hints: Any) -> Ingested | None:
+    """Rows from the lake's raw area (any execution mode) into `runs`/`requests`; None if no envelope.
+
+    `hints` are provenance facts only the orchestrator knows (zone, capacity type of the node); they
+    fill what the executor did not record.
+    """
+    read = where.reader(lake)
+    envelope = read(ENVELOPE)
+    if envelope is None:
+        return None
+    missing = [k for k in ("spec", "spec_id", "levels", "loadgen_version") if k not in envelope]
+    if missing:
+        raise RawEvidenceError(f"{lake.uri_of(lake.path(*where.parts, ENVELOPE))} lacks {', '.join(missing)}")
+    execution = read(EXECUTION) or {}
+    facts = {k: execution[k] for k in PROVENANCE_FIELDS if execution.get(k) is not None}
+    facts |= {k: v for k, v in hints.items() if k in PROVENANCE_FIELDS and v is not None}
+    prov = Provenance(dag_run_id=dag_run_id, **({"execution_mode": "unknown"} | facts))
+    data = ingest(envelope, read, prov)
+    lake.write_table("runs", data.runs, where.accelerator_type, where.date, where.stem)
+    lake.write_table("requests", data.requests, where.accelerator_type, where.date, where.stem)
     return data

@@ -21,11 +21,9 @@ from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 from pyarrow.fs import FSSpecHandler, PyFileSystem
 
-from accelbench.config import ENV_PREFIX, Settings
+from accelbench.config import LAKE_SETTING, Settings
 from accelbench.errors import ConfigError
 from accelbench.lake.schemas import PARTITIONS, TABLES
-
-LAKE_SETTING = ENV_PREFIX + "LAKE_URI"
 
 
 def safe_name(text: str) -> str:
@@ -61,10 +59,10 @@ class Lake:
 
     def _write_bytes(self, dest: str, data: bytes) -> None:
         parent = dest.rsplit("/", 1)[0]
-        self.fs.makedirs(parent, exist_ok=True)
-        if not self.local:
+        if not self.local:  # no makedirs: s3fs would create a missing bucket instead of failing
             self.fs.pipe_file(dest, data)
             return
+        self.fs.makedirs(parent, exist_ok=True)
         tmp = f"{parent}/.{dest.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
         with open(tmp, "wb") as fh:
             fh.write(data)

@@ -1,4 +1,9 @@
-"""`accelbench-loadgen`: the benchmark pod's main container (and local mode's driver process)."""
+"""`accelbench-loadgen`: the benchmark pod's main container (and a stand-alone driver).
+
+Drives the server through every level of the spec, writes the raw evidence to --out, copies it to
+the lake's raw/ area when a lake is configured (the pod's case), and prints a compact summary, also
+to /airflow/xcom/return.json when that directory exists.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +11,46 @@ import argparse
 import json
 import logging
 import os
+import socket
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.campaign.spec import BenchmarkSpec
-from accelbench.k8s.pod import SPEC_ENV
+from accelbench.config import LAKE_SETTING
+from accelbench.errors import AccelbenchError
+from accelbench.execution.modes import MODE_SETTING
+from accelbench.k8s.pod import LAKE_DATE_ENV, NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
+from accelbench.lake.raw import RawLocation, upload_raw, write_execution
+from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver, summary
 from accelbench.loadgen.sampling import find_server_pid
 
 XCOM_RETURN = Path("/airflow/xcom/return.json")
+log = logging.getLogger("accelbench.loadgen")
 
 
 def main(argv: list[str] | None = None) -> int:
+    env = os.environ
     parser = argparse.ArgumentParser(prog="accelbench-loadgen", description=__doc__)
     parser.add_argument("--spec", type=Path, help=f"BenchmarkSpec JSON file (default: ${SPEC_ENV})")
+    parser.add_argument("--server-url", default=env.get(SERVER_URL_ENV, "http://127.0.0.1:8000"))
     parser.add_argument(
-        "--server-url", default=os.environ.get("ACCELBENCH_SERVER_URL", "http://127.0.0.1:8000")
+        "--out", type=Path, default=Path(env.get("ACCELBENCH_RAW_DIR", "/tmp/accelbench-raw"))
     )
-    parser.add_argument(
-        "--out", type=Path, default=Path(os.environ.get("ACCELBENCH_RAW_DIR", "/tmp/accelbench-raw"))
-    )
-    parser.add_argument("--vllm", default=os.environ.get("ACCELBENCH_VLLM_BIN", "vllm"))
+    parser.add_argument("--vllm", default=env.get("ACCELBENCH_VLLM_BIN", "vllm"))
     parser.add_argument("--server-pid", type=int, help="server process to sample (default: found by name)")
+    parser.add_argument(
+        "--lake", default=env.get(LAKE_SETTING, ""), help=f"lake URI (default: ${LAKE_SETTING})"
+    )
+    parser.add_argument(
+        "--date",
+        default=env.get(LAKE_DATE_ENV, ""),
+        help=f"raw partition date (default: ${LAKE_DATE_ENV}, today)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    raw = args.spec.read_text() if args.spec else os.environ.get(SPEC_ENV, "")
+    raw = args.spec.read_text() if args.spec else env.get(SPEC_ENV, "")
     if not raw:
         parser.error(f"no spec: pass --spec or set {SPEC_ENV}")
     spec = BenchmarkSpec.model_validate_json(raw)
@@ -38,6 +58,22 @@ def main(argv: list[str] | None = None) -> int:
         spec, args.server_url, args.out, vllm=args.vllm, server_pid=args.server_pid or find_server_pid()
     )
     result = summary(driver.run())
+    write_execution(
+        driver.spec_dir,
+        execution_mode=env.get(MODE_SETTING) or "standalone",
+        node=env.get(NODE_NAME_ENV) or socket.gethostname(),
+    )
+    if args.lake:
+        date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
+        lake = Lake(args.lake)
+        where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
+        try:
+            upload_raw(lake, driver.spec_dir, where)
+        except (OSError, AccelbenchError) as exc:
+            log.error("could not copy the raw evidence to %s: %s", lake.uri, exc)
+            return 2
+        result["raw"] = lake.uri_of(lake.path(*where.parts))
+        log.info("raw evidence in %s", result["raw"])
     text = json.dumps(result)
     print(text)
     if XCOM_RETURN.parent.is_dir():

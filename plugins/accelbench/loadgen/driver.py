@@ -24,12 +24,12 @@ from typing import Any
 from accelbench import __version__
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
+from accelbench.lake.raw import ENVELOPE
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_command import Level, bench_args, levels, repeat_seed
 from accelbench.loadgen.sampling import Sampler, memory_probe
 
 log = logging.getLogger(__name__)
-ENVELOPE = "envelope.json"
 REQUIRED_RESULT_KEYS = (
     "completed",
     "failed",

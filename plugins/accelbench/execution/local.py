@@ -1,0 +1,60 @@
+"""The local executor: one `vllm serve` child process per spec, the driver in-process, raw to the lake."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.config import Settings
+from accelbench.execution.local_server import LocalServer, Pinning, vllm_python
+from accelbench.lake.raw import RawLocation, upload_raw, write_execution
+from accelbench.lake.store import Lake, safe_name
+from accelbench.loadgen.driver import Driver, summary
+
+log = logging.getLogger(__name__)
+SERVER_STARTS = "server-starts.jsonl"
+
+
+def campaign_workdir(settings: Settings, campaign_id: str) -> Path:
+    return settings.home / "work" / safe_name(campaign_id)
+
+
+def run_local(spec: BenchmarkSpec, lake: Lake, date: str, settings: Settings | None = None) -> dict[str, Any]:
+    """Start the server, drive every level, copy the evidence to the lake's raw/ area, stop the server.
+
+    Returns the driver's summary (with `failure` set when a level failed); raises ServerStartError
+    when the server never became healthy, in which case there is no evidence to keep.
+    """
+    settings = settings or Settings.from_env()
+    work = campaign_workdir(settings, spec.campaign_id) / spec.spec_id
+    pinning = Pinning.from_env()
+    python = vllm_python()
+    journal = campaign_workdir(settings, spec.campaign_id) / SERVER_STARTS
+    with LocalServer(spec.server, work / "server", pinning=pinning, python=python, journal=journal) as server:
+        driver = Driver(
+            spec,
+            server.url,
+            work / "raw",
+            vllm=str(python.parent / "vllm"),
+            server_pid=server.process.pid if server.process else None,
+            client_cpus=pinning.client if pinning else None,
+        )
+        envelope = driver.run()
+    write_execution(
+        driver.spec_dir,
+        execution_mode="local",
+        node=socket.gethostname(),
+        pinning=json.dumps(pinning.describe()) if pinning else None,
+        server_startup_s=server.startup_s,
+    )
+    where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
+    paths = upload_raw(lake, driver.spec_dir, where)
+    log.info("raw evidence: %d files under %s", len(paths), lake.uri_of(lake.path(*where.parts)))
+    # The evidence is in the lake now; the compile caches are not worth keeping per campaign.
+    shutil.rmtree(work / "server" / "cache", ignore_errors=True)
+    return summary(envelope) | {"server_startup_s": server.startup_s}
