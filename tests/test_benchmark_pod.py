@@ -10,7 +10,7 @@ import pytest
 import yaml
 from accelbench.campaign.planner import plan_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.catalog.seed import load_seed
+from accelbench.catalog.seed_file import load_seed
 from accelbench.k8s import placement
 from accelbench.k8s.pod import CHECKOV_SKIPS, SPEC_ENV, startup_failure_threshold
 from accelbench.sizing.model_config import load_model_shape
@@ -39,13 +39,13 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def render(kubeconfig: Path, runtime: str, instance_type: str, model: str = "local/tiny-llama") -> dict:
-    from accelbench.airflow.benchmark_operator import BenchmarkOperator
+    from accelbench.airflow.benchmark_pod import BenchmarkPod
 
     req = CampaignRequest(instance_types=[instance_type], model=model, runtime=runtime, dtype="bfloat16")
     plan = plan_campaign(
         req, CATALOG, "0.19.1", "campaign-1", load_shape=lambda m: load_model_shape(m, STORE)
     )
-    op = BenchmarkOperator(
+    op = BenchmarkPod(
         task_id="bench",
         spec=plan.specs[0],
         config_file=str(kubeconfig),

@@ -8,7 +8,7 @@ from dataclasses import replace
 import boto3
 from accelbench.aws.clients import make_client
 from accelbench.aws.ec2 import describe_instance_types
-from accelbench.catalog.seed import load_seed
+from accelbench.catalog.seed_file import load_seed
 from accelbench.catalog.verify import verify
 
 SPECS = load_seed()

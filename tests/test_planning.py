@@ -8,7 +8,7 @@ import pytest
 from accelbench.campaign.planner import plan_campaign
 from accelbench.campaign.problems import PlanningError
 from accelbench.campaign.request import CampaignRequest
-from accelbench.catalog.seed import load_seed
+from accelbench.catalog.seed_file import load_seed
 from accelbench.sizing.model_config import load_model_shape
 
 from tests.conftest import REPO

@@ -14,7 +14,8 @@ from accelbench.aws.pricing import ParseStats, PriceLookupError, fetch_on_demand
 from accelbench.catalog.models import InstancePrice
 from accelbench.catalog.price_refresh import refresh_offline, refresh_online
 from accelbench.catalog.queries import latest_prices
-from accelbench.catalog.seed import load_seed, upsert_instance_types
+from accelbench.catalog.seed import upsert_instance_types
+from accelbench.catalog.seed_file import load_seed
 from accelbench.errors import UnknownRegion
 from botocore.stub import ANY, Stubber
 from sqlalchemy import func, select

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from accelbench.aws.offline import load_snapshot
 from accelbench.catalog.queries import instance_specs
-from accelbench.catalog.seed import default_seed_path, load_seed, upsert_instance_types
+from accelbench.catalog.seed import upsert_instance_types
+from accelbench.catalog.seed_file import default_seed_path, load_seed
 from accelbench.errors import ConfigError, UnknownInstanceType, UnsupportedInstanceType
 
 SPECS = load_seed()

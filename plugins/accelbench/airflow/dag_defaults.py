@@ -27,7 +27,10 @@ def default_regions() -> list[str]:
 
 
 def cpu_instance_types() -> list[str]:
-    """The CPU rows of the shipped seed file (a package file: no database at parse time)."""
-    from accelbench.catalog.seed import load_seed
+    """The CPU rows of the seed file the catalog DAG seeds from (ACCELBENCH_SEED_FILE or the shipped
+    one): a file read, no database at parse time."""
+    from accelbench.catalog.seed_file import load_seed
 
-    return sorted(s.instance_type for s in load_seed() if s.accelerator_type == "cpu")
+    return sorted(
+        s.instance_type for s in load_seed(Settings.from_env().seed_file) if s.accelerator_type == "cpu"
+    )

@@ -15,7 +15,8 @@ from accelbench.aws.ec2 import describe_instance_types
 from accelbench.catalog import queries
 from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.price_refresh import refresh_offline, refresh_online
-from accelbench.catalog.seed import load_seed, upsert_instance_types
+from accelbench.catalog.seed import upsert_instance_types
+from accelbench.catalog.seed_file import load_seed
 from accelbench.catalog.verify import verify
 from accelbench.config import Settings
 from accelbench.errors import AccelbenchError

@@ -14,7 +14,7 @@ from accelbench.campaign.problems import PlanningError, Problem, problems_from_v
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.catalog.families import refuse_graviton2
-from accelbench.catalog.seed import InstanceSpec
+from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
 from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, plan_fit

@@ -6,6 +6,8 @@ import re
 
 from accelbench.errors import UnsupportedInstanceType
 
+ACCELERATOR_TYPES = ("gpu", "neuron", "cpu")
+ARCHITECTURES = ("arm64", "x86_64")
 # Graviton generation by the digit in an r/m/c/x family name (r8g -> 8).
 GRAVITON_GENERATIONS = {"6": "graviton2", "7": "graviton3", "8": "graviton4", "9": "graviton5"}
 GRAVITON2_FAMILIES = frozenset(

@@ -18,8 +18,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-ACCELERATOR_TYPES = ("gpu", "neuron", "cpu")
-ARCHITECTURES = ("arm64", "x86_64")
+from accelbench.catalog.families import ACCELERATOR_TYPES, ARCHITECTURES
+
 PRICING_MODELS = ("on_demand", "spot")
 RUNTIME_STATUSES = ("discovered", "benchmarked", "failed", "skipped")
 

@@ -16,7 +16,7 @@ from accelbench.aws.offline import load_snapshot
 from accelbench.aws.pricing import ParseStats, Price, PriceLookupError, fetch_on_demand
 from accelbench.aws.spot import fetch_spot
 from accelbench.catalog.queries import store_prices
-from accelbench.catalog.seed import InstanceSpec
+from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from accelbench.aws.pricing import Price
 from accelbench.catalog.db import session_scope
 from accelbench.catalog.models import InstancePrice, InstanceType
-from accelbench.catalog.seed import InstanceSpec, spec_of
+from accelbench.catalog.seed import spec_of
+from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.errors import UnknownInstanceType
 
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from accelbench.aws.ec2 import Ec2Facts
-from accelbench.catalog.seed import InstanceSpec
+from accelbench.catalog.seed_file import InstanceSpec
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The benchmark pod, as Kubernetes client objects: vLLM server sidecar + load-generator main container.
 
-Kept free of Airflow: accelbench.airflow.benchmark_operator hands these parts to KubernetesPodOperator.
+Kept free of Airflow: accelbench.airflow.benchmark_pod hands these parts to KubernetesPodOperator.
 """
 
 from __future__ import annotations

@@ -1,0 +1,115 @@
+"""The benchmark pod as a KubernetesPodOperator: the library's pod parts, Guaranteed QoS end to end.
+
+Imported only when a benchmark runs in kubernetes mode (the kubernetes client takes seconds to
+import, too slow for DAG parsing); BenchmarkOperator drives it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any
+
+from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import PodDefaults
+from kubernetes.client import models as k8s
+
+from accelbench.airflow.benchmark_operator import NODE_XCOM
+from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.k8s import placement
+from accelbench.k8s.pod import LAKE_DATE_ENV, build_pod_parts, guaranteed
+from accelbench.lake.store import Lake
+
+XCOM_SIDECAR_RESOURCES = guaranteed("10m", "32Mi")
+ZONE_LABEL = "topology.kubernetes.io/zone"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+log = logging.getLogger(__name__)
+
+
+class BenchmarkPod(KubernetesPodOperator):
+    """One server per spec: the vLLM server as a native sidecar, the load generator as main container."""
+
+    def __init__(
+        self,
+        *,
+        spec: BenchmarkSpec | dict[str, Any],
+        namespace: str | None = None,
+        lake_uri: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        spec = spec if isinstance(spec, BenchmarkSpec) else BenchmarkSpec.model_validate(spec)
+        self.benchmark_spec = spec
+        self.lake_uri = lake_uri or Lake.from_env().uri
+        parts = build_pod_parts(
+            spec, **({"namespace": namespace} if namespace else {}), lake_uri=self.lake_uri
+        )
+        defaults: dict[str, Any] = {
+            "name": parts.name,
+            "namespace": parts.namespace,
+            "image": parts.loadgen_image,
+            "image_pull_policy": "Always",
+            "cmds": parts.loadgen_cmds,
+            "env_vars": parts.loadgen_env,
+            "container_resources": parts.loadgen_resources,
+            "container_security_context": parts.loadgen_security_context,
+            "init_containers": [parts.server],
+            "volumes": parts.volumes,
+            "volume_mounts": parts.volume_mounts,
+            "node_selector": parts.node_selector,
+            "tolerations": parts.tolerations,
+            "labels": parts.labels,
+            "annotations": parts.annotations,
+            "full_pod_spec": parts.pod_spec,
+            "schedule_timeout_seconds": parts.schedule_timeout_s,
+            "startup_timeout_seconds": parts.startup_timeout_s,
+            "on_finish_action": "delete_pod",
+            "durable": True,  # a retry reconnects to the running pod instead of starting a second one
+            "do_xcom_push": True,
+            "get_logs": True,
+            "init_container_logs": False,
+            "log_events_on_failure": True,
+            "service_account_name": placement.BENCHMARK_SERVICE_ACCOUNT,
+            "automount_service_account_token": False,
+            "random_name_suffix": True,
+            "xcom_sidecar_container_security_context": parts.loadgen_security_context,
+        }
+        super().__init__(**(defaults | kwargs))
+
+    def build_pod_request_obj(self, context: Any = None) -> k8s.V1Pod:
+        """The provider's pod; the xcom sidecar gets requests == limits (Guaranteed QoS), pull Always."""
+        pod = super().build_pod_request_obj(context)
+        for container in pod.spec.containers:
+            if container.name == PodDefaults.SIDECAR_CONTAINER_NAME:
+                container.resources = XCOM_SIDECAR_RESOURCES
+                container.image_pull_policy = "Always"
+        return pod
+
+    def run(self, context: Any, date: str) -> dict[str, Any]:
+        """Run the pod inside the calling task (its context, its XCom); the load generator's summary."""
+        self.env_vars = [*self.env_vars, k8s.V1EnvVar(name=LAKE_DATE_ENV, value=date)]
+        # unwrap: Airflow's ExecutorSafeguard would log that execute() runs outside the task runner,
+        # which is by design here: BenchmarkOperator is the task, this operator its kubernetes engine.
+        execute = inspect.unwrap(KubernetesPodOperator.execute)
+        try:
+            return execute(self, context) or {}
+        finally:
+            facts = self._node_facts()
+            if facts:
+                context["ti"].xcom_push(key=NODE_XCOM, value=facts)
+
+    def _node_facts(self) -> dict[str, str]:
+        """Zone and capacity type of the pod's node (provenance and spot-vs-on-demand cost); best effort."""
+        pod = self.remote_pod or getattr(self, "pod", None)  # the API's copy knows the node
+        node = pod.spec.node_name if pod is not None and pod.spec is not None else None
+        if not node:
+            return {}
+        facts = {"node": node}
+        try:
+            labels = self.client.read_node(node).metadata.labels or {}
+        except Exception as exc:  # the RBAC may not grant `get nodes`: keep the node name, say why
+            log.warning("cannot read node %s (%s); zone and capacity type stay empty", node, exc)
+            return facts
+        for key, label in (("zone", ZONE_LABEL), ("capacity_type", CAPACITY_TYPE_LABEL)):
+            if labels.get(label):
+                facts[key] = labels[label]
+        return facts

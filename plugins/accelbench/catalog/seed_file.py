@@ -1,0 +1,114 @@
+"""The shipped instance-type data file (or ACCELBENCH_SEED_FILE): parsed and validated, no database.
+
+Kept apart from the catalog's SQL code so that DAG files can read it at parse time cheaply.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+
+from accelbench.catalog.families import (
+    ACCELERATOR_TYPES,
+    ARCHITECTURES,
+    CPU_FAMILIES,
+    refuse_graviton2,
+    split_instance_type,
+)
+from accelbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """The facts about an instance type that the seed file carries and EC2 can confirm."""
+
+    instance_type: str
+    family: str
+    size: str
+    generation: str
+    architecture: str
+    vcpu: int
+    memory_gib: float
+    numa_nodes: int
+    accelerator_type: str
+    accelerator_name: str | None
+    accelerator_count: int
+    accelerator_memory_gib: float
+
+
+SPEC_FIELDS = tuple(f.name for f in fields(InstanceSpec))
+
+
+def default_seed_path() -> Path:
+    return Path(str(resources.files("accelbench.catalog") / "data" / "instance_types.csv"))
+
+
+def _parse_row(row: dict[str, str], where: str) -> InstanceSpec:
+    def num(name: str, kind: type[int] | type[float]) -> int | float:
+        raw = row.get(name, "")
+        try:
+            return kind(raw)
+        except ValueError:
+            raise ConfigError(f"{where}.{name}", raw, f"not a{' n' if kind is int else ''} number") from None
+
+    name = row.get("instance_type", "").strip()
+    refuse_graviton2(name, field=f"{where}.instance_type")
+    family, size = split_instance_type(name)
+    if family != row.get("family") or size != row.get("size"):
+        raise ConfigError(
+            f"{where}.family/size",
+            (row.get("family"), row.get("size")),
+            f"do not match instance_type {name!r}",
+        )
+    spec = InstanceSpec(
+        instance_type=name,
+        family=family,
+        size=size,
+        generation=row["generation"],
+        architecture=row["architecture"],
+        vcpu=int(num("vcpu", int)),
+        memory_gib=float(num("memory_gib", float)),
+        numa_nodes=int(num("numa_nodes", int)),
+        accelerator_type=row["accelerator_type"],
+        accelerator_name=row.get("accelerator_name") or None,
+        accelerator_count=int(num("accelerator_count", int)),
+        accelerator_memory_gib=float(num("accelerator_memory_gib", float)),
+    )
+    if spec.accelerator_type not in ACCELERATOR_TYPES:
+        raise ConfigError(
+            f"{where}.accelerator_type",
+            spec.accelerator_type,
+            f"expected one of {', '.join(ACCELERATOR_TYPES)}",
+        )
+    if spec.architecture not in ARCHITECTURES:
+        raise ConfigError(
+            f"{where}.architecture",
+            spec.architecture,
+            f"expected one of {', '.join(ARCHITECTURES)}",
+        )
+    if spec.accelerator_type == "cpu" and spec.family not in CPU_FAMILIES:
+        raise ConfigError(
+            f"{where}.family",
+            spec.family,
+            f"not a CPU family this suite benchmarks ({', '.join(sorted(CPU_FAMILIES))})",
+        )
+    return spec
+
+
+def load_seed(path: Path | None = None) -> list[InstanceSpec]:
+    """Parse and validate the whole file before anything is written."""
+    path = path or default_seed_path()
+    try:
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as exc:
+        raise ConfigError("seed_file", str(path), f"cannot be read ({exc.strerror})") from None
+    specs = [_parse_row(row, f"{path.name}:{n}") for n, row in enumerate(rows, start=2)]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.instance_type in seen:
+            raise ConfigError("seed_file", str(path), f"lists {spec.instance_type} twice")
+        seen.add(spec.instance_type)
+    return specs
