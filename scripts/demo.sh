@@ -44,7 +44,7 @@ run_dag accelbench_pricing_refresh
 .venv/bin/accelbench show >"$logs/catalog.txt"
 head -n 4 "$logs/catalog.txt"
 echo "  (the newest price of every type: $logs/catalog.txt)"
-campaign_conf=$(printf '{"model": "%s", "instance_types": ["m8g.xlarge"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 20, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"]}' "$model")
+campaign_conf=$(printf '{"model": "%s", "instance_types": ["m8g.xlarge"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 20, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"}' "$model")
 run_dag accelbench_cpu_campaign "$campaign_conf"
 echo
 echo "demo: campaign summary (from the lake):"

@@ -58,7 +58,15 @@ def worker_service_account() -> str:
 
 def test_there_are_manifests() -> None:
     kinds = sorted(doc["kind"] for _, doc in manifests())
-    assert kinds == ["Namespace", "NetworkPolicy", "Role", "RoleBinding", "ServiceAccount"]
+    assert kinds == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Namespace",
+        "NetworkPolicy",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+    ]
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)
@@ -72,7 +80,7 @@ def test_manifests_validate_strictly_against_kubernetes(version: str) -> None:
 
 def test_every_namespaced_object_lives_in_the_benchmark_namespace() -> None:
     for path, doc in manifests():
-        if doc["kind"] != "Namespace":
+        if doc["kind"] not in {"Namespace", "ClusterRole", "ClusterRoleBinding"}:  # cluster-scoped kinds
             assert doc["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE, (path.name, doc["kind"])
 
 
@@ -98,11 +106,25 @@ def test_benchmark_service_account_mounts_no_api_token() -> None:
 # ---- RBAC ------------------------------------------------------------------------------------
 
 
-def test_rbac_is_namespaced_only() -> None:
-    kinds = {doc["kind"] for _, doc in manifests()}
-    assert not kinds & {"ClusterRole", "ClusterRoleBinding"}, kinds
-    for path in INFRA.rglob("*.yaml"):
-        assert not re.search(r"^kind:\s*Cluster", path.read_text(), re.M), path
+def test_the_only_cluster_scoped_grant_is_reading_nodes() -> None:
+    """Zone and capacity type of a benchmark's node come from the node's labels (provenance, spot cost)."""
+    (cluster_role,) = of_kind("ClusterRole")
+    assert cluster_role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    (binding,) = of_kind("ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": worker_service_account(),
+            "namespace": helm_values()["config"]["kubernetes_executor"]["namespace"],
+        }
+    ]
+    cluster_kinds = [
+        m.group(1)
+        for path in INFRA.rglob("*.yaml")
+        for m in re.finditer(r"^kind:\s*(Cluster\w+)", path.read_text(), re.M)
+    ]
+    assert sorted(cluster_kinds) == ["ClusterRole", "ClusterRoleBinding"]
 
 
 def test_role_grants_exactly_what_the_pod_operator_needs() -> None:
