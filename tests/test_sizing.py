@@ -133,3 +133,29 @@ def test_real_config_kv_and_moe_facts() -> None:
     mixtral = load_model_shape("mistralai/Mixtral-8x7B-v0.1", STORE)
     assert mixtral.active_params() == pytest.approx(12.9e9, rel=0.01)  # top-2 of 8 experts
     assert mixtral.weight_bytes() == mixtral.total_params() * 2  # memory counts every expert
+
+
+def test_deepseek_style_moe_counts_shared_experts_and_leading_dense_layers() -> None:
+    cfg = {
+        "architectures": ["DeepseekV2ForCausalLM"],
+        "hidden_size": 4,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "intermediate_size": 32,
+        "moe_intermediate_size": 8,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 2,
+        "first_k_dense_replace": 1,
+        "vocab_size": 10,
+        "tie_word_embeddings": False,
+    }
+    shape = parse_config(cfg, "deepseek-toy")
+    attention = 4 * 4 + 2 * 4 * 4 + 4 * 4  # q, k+v, o with head_dim 2 x 2 heads
+    dense_mlp = 3 * 4 * 32
+    shared = 3 * 4 * (2 * 8)  # two shared experts of the routed width
+    moe_all = 4 * 3 * 4 * 8 + shared + 4 * 4  # four routed experts, the shared ones, the router
+    moe_active = 2 * 3 * 4 * 8 + shared + 4 * 4
+    assert shape.linear_params() == 3 * attention + dense_mlp + 2 * moe_all
+    assert shape.linear_params(active=True) == 3 * attention + dense_mlp + 2 * moe_active

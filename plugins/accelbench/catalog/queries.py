@@ -51,11 +51,10 @@ def store_prices(engine: Engine, prices: list[Price], fetched_at: datetime) -> i
     stmt = insert(InstancePrice).on_conflict_do_nothing(
         index_elements=["instance_type", "region", "pricing_model", "effective_at"]
     )
+    # RETURNING yields only the rows this statement inserted (a conflict returns nothing), which
+    # stays right when another writer inserts at the same time, unlike counting the table twice.
     with session_scope(engine) as session:
-        before = session.scalar(select(func.count()).select_from(InstancePrice)) or 0
-        session.execute(stmt, values)
-        after = session.scalar(select(func.count()).select_from(InstancePrice)) or 0
-    return after - before
+        return len(session.execute(stmt.returning(InstancePrice.id), values).all())
 
 
 def latest_prices(engine: Engine) -> list[InstancePrice]:

@@ -47,6 +47,9 @@ class ModelShape:
     experts_per_token: int = 0
     moe_intermediate_size: int = 0
     shared_expert_intermediate_size: int = 0
+    dense_layers: int = (
+        0  # leading layers with a dense MLP in an MoE model (DeepSeek's first_k_dense_replace)
+    )
     quantization: Quantization | None = None
 
     @property
@@ -59,9 +62,10 @@ class ModelShape:
         o = self.num_heads * self.head_dim * self.hidden_size
         return q + kv + o
 
-    def _mlp_params(self, *, active: bool) -> int:
-        if not self.is_moe:
-            return 3 * self.hidden_size * self.intermediate_size  # gate, up, down
+    def _dense_mlp_params(self) -> int:
+        return 3 * self.hidden_size * self.intermediate_size  # gate, up, down
+
+    def _moe_mlp_params(self, *, active: bool) -> int:
         experts = self.experts_per_token if active else self.num_experts
         routed = experts * 3 * self.hidden_size * self.moe_intermediate_size
         shared = 3 * self.hidden_size * self.shared_expert_intermediate_size
@@ -69,7 +73,14 @@ class ModelShape:
 
     def linear_params(self, *, active: bool = False) -> int:
         """Parameters in the transformer blocks' linear layers (what quantization compresses)."""
-        return self.num_layers * (self._attention_params() + self._mlp_params(active=active))
+        if not self.is_moe:
+            return self.num_layers * (self._attention_params() + self._dense_mlp_params())
+        dense = min(self.dense_layers, self.num_layers)
+        return (
+            self.num_layers * self._attention_params()
+            + dense * self._dense_mlp_params()
+            + (self.num_layers - dense) * self._moe_mlp_params(active=active)
+        )
 
     def embedding_params(self) -> int:
         return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
@@ -145,7 +156,12 @@ def parse_config(cfg: dict[str, Any], name: str) -> ModelShape:
             moe_intermediate_size=int(text.get("moe_intermediate_size") or text.get("intermediate_size") or 0)
             if experts
             else 0,
-            shared_expert_intermediate_size=int(text.get("shared_expert_intermediate_size") or 0),
+            # Qwen-MoE names the shared expert's width; DeepSeek counts shared experts of the routed width.
+            shared_expert_intermediate_size=int(
+                text.get("shared_expert_intermediate_size")
+                or int(text.get("n_shared_experts") or 0) * int(text.get("moe_intermediate_size") or 0)
+            ),
+            dense_layers=int(text.get("first_k_dense_replace") or 0) if experts else 0,
             quantization=_quantization(cfg, where),
         )
     except KeyError as exc:
