@@ -7,6 +7,7 @@ the run. Execution: a benchmark pod on the arm64 NodePool, or a local vLLM proce
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
 from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
@@ -107,7 +108,8 @@ def accelbench_cpu_campaign() -> None:
 
         get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]
         hints = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index, key=NODE_XCOM) or {}
-        return ingest_spec(spec, dag_run.run_id, run_date(dag_run), hints)
+        result = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index)
+        return ingest_spec(spec, dag_run.run_id, run_date(dag_run), result, hints)
 
     @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
     def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
@@ -120,9 +122,13 @@ def accelbench_cpu_campaign() -> None:
         raise AirflowFailException("a task of this campaign failed: see the failed task's log")
 
     specs = plan()
-    # retries=0: a failed level is a result, not a transient error; the pod is expensive to redo.
+    # One retry, for a worker that died: kubernetes mode reconnects to the running pod, local mode
+    # measures again. A failed level or a server that cannot start fails without retry.
     results = BenchmarkOperator.partial(
-        task_id="benchmark", map_index_template="{{ task.benchmark_spec.server.instance_type }}", retries=0
+        task_id="benchmark",
+        map_index_template="{{ task.benchmark_spec.server.instance_type }}",
+        retries=1,
+        retry_delay=timedelta(seconds=30),
     ).expand(spec=specs)
     ingested = ingest.expand(spec=specs)
     done = summary()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
+import boto3
 import pendulum
 import pytest
 from accelbench.lake.store import Lake
@@ -82,19 +84,31 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
 
 
 def test_kubernetes_mode_without_a_cluster_fails_the_benchmark_and_emits_no_lake_event(
-    airflow_db, accelbench_env: Path, tmp_path: Path, monkeypatch, capfd, caplog
+    airflow_db, accelbench_env: Path, tmp_path: Path, monkeypatch, capfd, caplog, aws_on_moto
 ) -> None:  # type: ignore[no-untyped-def]
     """The mode switch reaches KubernetesPodOperator: with an unreachable API server the benchmark
-    fails, ingest finds no evidence and skips, the summary skips (no asset event), the watcher fails."""
+    fails (after its one retry), ingest finds no evidence and skips, the summary skips (no asset
+    event), the watcher fails. A local lake is refused first: pods could not write it."""
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG.replace("6443", "9"))  # port 9 (discard): connection refused
     connection = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
     assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    conf = {
+        "model": str(REPO / "tests" / "data" / "model_configs" / "local--tiny-llama"),
+        "execution_mode": "kubernetes",
+    }
     capfd.readouterr()
-    conf = {"model": str(REPO / "tests" / "data" / "model_configs" / "local--tiny-llama")}
-    run = _run(airflow_db, "accelbench_cpu_campaign", conf | {"execution_mode": "kubernetes"})
+    run = _run(airflow_db, "accelbench_cpu_campaign", conf)  # the default lake: a local directory
+    assert _states(run)["benchmark"] == "failed"
+    assert "kubernetes mode needs an s3:// lake" in "".join(capfd.readouterr()) + caplog.text
+
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+    monkeypatch.setenv("ACCELBENCH_LAKE_URI", f"s3://{bucket}")
+    caplog.clear()
+    run = _run(airflow_db, "accelbench_cpu_campaign", conf)
     states = _states(run)
     assert str(run.state) == "failed"
     assert states == {
@@ -106,6 +120,7 @@ def test_kubernetes_mode_without_a_cluster_fails_the_benchmark_and_emits_no_lake
     }, states
     text = "".join(capfd.readouterr()) + caplog.text
     assert "kubernetes mode" in text and "no raw evidence for m8g-xlarge-" in text
+    assert "127.0.0.1', port=9" in text  # the provider really tried the API server
     assert not (accelbench_env / "work").exists()  # nothing ran locally
     with create_session() as session:
         events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()
@@ -128,3 +143,35 @@ def test_bad_campaign_input_fails_planning_before_any_server_starts(
     assert "model='org/not-in-any-store': no config.json found" in text
     assert "instance_types[0]='r8g.large': too small for a benchmark pod" in text
     assert not (accelbench_env / "work").exists()
+
+
+def test_a_server_that_cannot_start_fails_its_benchmark_and_records_nothing(
+    airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch, capfd, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
+    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    capfd.readouterr()
+    conf = {
+        "model": str(tiny_model),
+        "concurrency": [1],
+        "repeats": 1,
+        "prompts_per_level": 2,
+        "input_len": 16,
+        "output_len": 4,
+        "extra_engine_args": ["--enforce-eager", "--block-size=0"],  # vLLM refuses it at start-up
+        "execution_mode": "local",
+    }
+    run = _run(airflow_db, "accelbench_cpu_campaign", conf)
+    assert _states(run) == {
+        "plan": "success",
+        "benchmark": "failed",
+        "ingest": "skipped",
+        "summary": "skipped",
+        "watcher": "failed",
+    }
+    text = "".join(capfd.readouterr()) + caplog.text
+    assert "ServerStartError: vLLM server exited with code" in text and "last lines of" in text
+    assert "block_size" in text or "block-size" in text  # the server's own complaint, from its log tail
+    lake = Lake(str(accelbench_env / "lake"))
+    assert lake.read("runs").num_rows == 0 and lake.read("requests").num_rows == 0

@@ -110,3 +110,33 @@ def test_relative_lake_paths_are_local(tmp_path, monkeypatch) -> None:  # type: 
     monkeypatch.chdir(tmp_path)
     lake = Lake("rel/lake")
     assert lake.local and lake.uri_of(lake.path("runs")).startswith(str(tmp_path))
+
+
+@pytest.mark.vllm
+def test_ingest_takes_only_its_own_attempts_evidence_and_drops_an_earlier_attempts_rows(
+    driven, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A cleared rerun whose server never started must not pass the previous attempt's rows off as its
+    own: the raw folder (same place for every attempt) still holds them."""
+    from accelbench.airflow.campaign_tasks import ingest_spec
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    driver, envelope = driven
+    spec_dir = tmp_path / "raw"
+    shutil.copytree(driver.spec_dir, spec_dir)
+    saved = json.loads((spec_dir / "envelope.json").read_text()) | {"attempt": "attempt-a"}
+    (spec_dir / "envelope.json").write_text(json.dumps(saved))
+    lake = Lake(str(tmp_path / "lake"))
+    monkeypatch.setenv("ACCELBENCH_LAKE_URI", lake.uri)
+    loc = RawLocation("cpu", DATE, envelope["spec"]["campaign_id"], envelope["spec_id"])
+    upload_raw(lake, spec_dir, loc)
+    done = ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {"attempt": "attempt-a"}, {})
+    assert done["runs_rows"] == 4 and lake.read("runs").num_rows == 4
+    with pytest.raises(AirflowSkipException, match="is from attempt attempt-a, not attempt-b"):
+        ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {"attempt": "attempt-b"}, {})
+    assert lake.read("runs").num_rows == 0 and lake.read("requests").num_rows == 0
+    upload_raw(lake, spec_dir, loc)
+    ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {"attempt": "attempt-a"}, {})
+    with pytest.raises(AirflowSkipException, match=r"no raw evidence for .* from this attempt"):
+        ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {}, {})  # the benchmark reported nothing
+    assert lake.read("runs").num_rows == 0

@@ -38,6 +38,7 @@ def _loadgen(spec: BenchmarkSpec, server: LocalServer, vllm_python: Path, lake: 
         "ACCELBENCH_LAKE_URI": lake,
         "ACCELBENCH_LAKE_DATE": DATE,
         "ACCELBENCH_RAW_DIR": str(out),
+        "ACCELBENCH_ATTEMPT": "attempt-1",
     }
     args = ["--vllm", str(vllm_python.parent / "vllm"), "--server-pid", str(server.process.pid)]
     return subprocess.run(
@@ -65,7 +66,10 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
     where = RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id)
     assert result["failure"] is None and result["raw"] == f"s3://{bucket}/lake/" + "/".join(where.parts)
     lake = Lake(f"s3://{bucket}/lake")
-    data = ingest_raw(lake, where, "manual__2026-11-30", zone="us-west-2b", capacity_type="on-demand")
+    assert result["attempt"] == "attempt-1"
+    data = ingest_raw(
+        lake, where, "manual__2026-11-30", "attempt-1", zone="us-west-2b", capacity_type="on-demand"
+    )
     assert data is not None
     runs = lake.read("runs").to_pylist()
     assert [(r["level_value"], r["status"]) for r in runs] == [(1.0, "ok"), (2.0, "ok")]
@@ -78,6 +82,9 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
         )
         assert r["tokens_agree"] and r["total_output_tokens"] == 6 * 8 and r["date"] == DATE
     assert lake.read("requests").num_rows == 12
-    # The lake cannot take the evidence: a failed container (exit 2) that says where it tried to write.
-    assert missing_bucket.returncode == 2
-    assert "could not copy the raw evidence to s3://no-such-bucket/lake" in missing_bucket.stderr
+    # The lake cannot take the evidence: a failed container (exit 3) whose summary says where it tried
+    # to write, and still reports what it measured.
+    assert missing_bucket.returncode == 3
+    summary = json.loads(missing_bucket.stdout.strip().splitlines()[-1])
+    assert summary["lake_error"].startswith("could not copy the raw evidence to s3://no-such-bucket/lake")
+    assert summary["failure"] is None and len(summary["levels"]) == 2

@@ -9,6 +9,7 @@ from pathlib import Path
 from accelbench.errors import ConfigError
 
 ENV_PREFIX = "ACCELBENCH_"
+S3_ENDPOINT_SETTINGS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")  # an S3-compatible lake, first wins
 LAKE_SETTING = ENV_PREFIX + "LAKE_URI"  # a directory or s3://bucket/prefix; default: $ACCELBENCH_HOME/lake
 DEFAULT_REGIONS = ("us-east-1",)
 TRUE = {"1", "true", "yes", "on"}

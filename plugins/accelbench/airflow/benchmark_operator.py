@@ -9,6 +9,7 @@ is loaded only when a pod is run.
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -16,10 +17,11 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from accelbench.campaign.spec import BenchmarkSpec
-from accelbench.errors import AccelbenchError
+from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.execution.modes import check_mode, default_mode
 
 NODE_XCOM = "node"  # XCom key: facts about the node the benchmark ran on (node, zone, capacity type)
+RESULT_XCOM = "return_value"  # Airflow's key of a task's return value; pushed by hand on failure
 log = logging.getLogger(__name__)
 
 
@@ -47,28 +49,44 @@ class BenchmarkOperator(BaseOperator):
         self._pod: Any = None
 
     def execute(self, context: Any) -> Any:
-        spec, date = self.benchmark_spec, run_date(context["dag_run"])
-        context["ti"].xcom_push(key=NODE_XCOM, value={})  # so that ingest always finds the key
+        spec, date, ti = self.benchmark_spec, run_date(context["dag_run"]), context["ti"]
+        for key in (NODE_XCOM, RESULT_XCOM):  # so that ingest always finds both keys of this attempt
+            ti.xcom_push(key=key, value={})
+        attempt = uuid.uuid4().hex  # ingest accepts only the evidence this attempt wrote
         try:
+            from accelbench.config import LAKE_SETTING
             from accelbench.lake.store import Lake  # pyarrow: too slow to import at DAG parse time
 
             mode = check_mode(context["params"].get("execution_mode") or default_mode())
             lake = Lake(self.lake_uri) if self.lake_uri else Lake.from_env()
-            log.info("benchmark %s on %s, %s mode", spec.spec_id, spec.server.instance_type, mode)
+            log.info(
+                "benchmark %s on %s, %s mode, attempt %s",
+                spec.spec_id,
+                spec.server.instance_type,
+                mode,
+                attempt,
+            )
             if mode == "local":
                 from accelbench.execution.local import run_local
 
-                result = run_local(spec, lake, date)
+                result = run_local(spec, lake, date, attempt)
             else:
+                if lake.local:
+                    raise ConfigError(
+                        LAKE_SETTING, lake.uri, "kubernetes mode needs an s3:// lake the pods can write"
+                    )
                 from accelbench.airflow.benchmark_pod import BenchmarkPod
 
                 self._pod = BenchmarkPod(
                     task_id=self.task_id, spec=spec, lake_uri=lake.uri, **self.pod_kwargs
                 )
-                result = self._pod.run(context, date)
+                result = self._pod.run(context, date, attempt)
         except AccelbenchError as exc:
             raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
+        if result.get("lake_error"):
+            raise AirflowFailException(f"benchmark {spec.spec_id}: {result['lake_error']}")
         if result.get("failure"):
+            ti.xcom_push(key=RESULT_XCOM, value=result)  # ingest reads the attempt from it
             raise AirflowFailException(
                 f"benchmark {spec.spec_id} failed at {result['failure']}; the levels measured before it "
                 "are kept and ingested"

@@ -17,7 +17,7 @@ from kubernetes.client import models as k8s
 from accelbench.airflow.benchmark_operator import NODE_XCOM
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.k8s import placement
-from accelbench.k8s.pod import LAKE_DATE_ENV, build_pod_parts, guaranteed
+from accelbench.k8s.pod import ATTEMPT_ENV, LAKE_DATE_ENV, build_pod_parts, guaranteed
 from accelbench.lake.store import Lake
 
 XCOM_SIDECAR_RESOURCES = guaranteed("10m", "32Mi")
@@ -37,6 +37,8 @@ class BenchmarkPod(KubernetesPodOperator):
         lake_uri: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if kwargs.get("deferrable"):
+            raise ValueError("BenchmarkPod cannot defer: BenchmarkOperator runs it inside its own task")
         spec = spec if isinstance(spec, BenchmarkSpec) else BenchmarkSpec.model_validate(spec)
         self.benchmark_spec = spec
         self.lake_uri = lake_uri or Lake.from_env().uri
@@ -64,6 +66,7 @@ class BenchmarkPod(KubernetesPodOperator):
             "startup_timeout_seconds": parts.startup_timeout_s,
             "on_finish_action": "delete_pod",
             "durable": True,  # a retry reconnects to the running pod instead of starting a second one
+            "deferrable": False,  # run() drives execute() directly; a deferral would resume the wrong task
             "do_xcom_push": True,
             "get_logs": True,
             "init_container_logs": False,
@@ -75,23 +78,42 @@ class BenchmarkPod(KubernetesPodOperator):
         }
         super().__init__(**(defaults | kwargs))
 
-    def build_pod_request_obj(self, context: Any = None) -> k8s.V1Pod:
+    def build_pod_request_obj(self, context: Any = None, *, dry_run: bool = False) -> k8s.V1Pod:
         """The provider's pod; the xcom sidecar gets requests == limits (Guaranteed QoS), pull Always."""
-        pod = super().build_pod_request_obj(context)
+        pod = super().build_pod_request_obj(context, dry_run=dry_run)
         for container in pod.spec.containers:
             if container.name == PodDefaults.SIDECAR_CONTAINER_NAME:
                 container.resources = XCOM_SIDECAR_RESOURCES
                 container.image_pull_policy = "Always"
         return pod
 
-    def run(self, context: Any, date: str) -> dict[str, Any]:
-        """Run the pod inside the calling task (its context, its XCom); the load generator's summary."""
-        self.env_vars = [*self.env_vars, k8s.V1EnvVar(name=LAKE_DATE_ENV, value=date)]
+    def extract_xcom(self, pod: k8s.V1Pod, *, ignore_kill_failure: bool = True) -> dict[Any, Any] | None:
+        """Keep the load generator's summary: the provider raises on a failed pod after reading it."""
+        self.loadgen_result = super().extract_xcom(pod, ignore_kill_failure=ignore_kill_failure)
+        return self.loadgen_result
+
+    def run(self, context: Any, date: str, attempt: str) -> dict[str, Any]:
+        """Run the pod inside the calling task (its context, its XCom); the load generator's summary.
+
+        A pod whose load generator reported (a failed level, an unreachable lake) returns that
+        summary, for the caller to fail on without retry; a pod that never reported raises the
+        provider's error (retryable: the next try reconnects to a still-running pod).
+        """
+        self.env_vars = [
+            *self.env_vars,
+            k8s.V1EnvVar(name=LAKE_DATE_ENV, value=date),
+            k8s.V1EnvVar(name=ATTEMPT_ENV, value=attempt),
+        ]
+        self.loadgen_result: dict[str, Any] | None = None
         # unwrap: Airflow's ExecutorSafeguard would log that execute() runs outside the task runner,
         # which is by design here: BenchmarkOperator is the task, this operator its kubernetes engine.
         execute = inspect.unwrap(KubernetesPodOperator.execute)
         try:
             return execute(self, context) or {}
+        except Exception:
+            if isinstance(self.loadgen_result, dict) and "spec_id" in self.loadgen_result:
+                return self.loadgen_result
+            raise
         finally:
             facts = self._node_facts()
             if facts:

@@ -10,7 +10,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
-from accelbench.lake.ingest import ingest_raw
+from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake, safe_name
 
@@ -23,29 +23,45 @@ def campaign_id(dag_id: str, run_id: str) -> str:
 
 
 def ingest_spec(
-    spec_json: dict[str, Any], dag_run_id: str, date: str, hints: dict[str, Any]
+    spec_json: dict[str, Any],
+    dag_run_id: str,
+    date: str,
+    benchmark: dict[str, Any] | None,
+    hints: dict[str, Any],
 ) -> dict[str, Any]:
-    """The spec's raw evidence (whatever the benchmark left, also after a failed level) -> Parquet."""
+    """The raw evidence this attempt of the spec's benchmark left (also after a failed level) -> Parquet.
+
+    `benchmark` is the benchmark task's result (its attempt id); without one, or when the raw folder
+    holds another attempt's files, this spec's table files are removed (an earlier attempt's rows
+    must not pass for this run's) and the task skips, saying why.
+    """
     spec = BenchmarkSpec.model_validate(spec_json)
     lake = Lake.from_env()
     where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
+    raw_uri = lake.uri_of(lake.path(*where.parts))
+    attempt = (benchmark or {}).get("attempt")
     try:
-        data = ingest_raw(lake, where, dag_run_id, **hints)
+        data = ingest_raw(lake, where, dag_run_id, attempt, **hints) if attempt else None
+    except StaleEvidence as exc:
+        _forget(lake, where)
+        raise AirflowSkipException(f"{exc}; the benchmark's log says why") from exc
     except AccelbenchError as exc:
         raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
     if data is None:
+        _forget(lake, where)
         raise AirflowSkipException(
-            f"no raw evidence for {spec.spec_id} at {lake.uri_of(lake.path(*where.parts))}: "
-            "the benchmark produced none (its log says why)"
+            f"no raw evidence for {spec.spec_id} from this attempt at {raw_uri}: the benchmark produced "
+            "none (its log says why)"
         )
     ok = sum(s == "ok" for s in data.runs["status"].to_pylist())
     log.info(
-        "%s: %d runs rows (%d ok) and %d requests rows into %s",
+        "%s: %d runs rows (%d ok) and %d requests rows into %s, from %s",
         spec.spec_id,
         data.runs.num_rows,
         ok,
         data.requests.num_rows,
         lake.uri,
+        raw_uri,
     )
     return {
         "spec_id": spec.spec_id,
@@ -53,6 +69,11 @@ def ingest_spec(
         "ok": ok,
         "requests_rows": data.requests.num_rows,
     }
+
+
+def _forget(lake: Lake, where: RawLocation) -> None:
+    for path in lake.remove_tables(where.accelerator_type, where.date, where.stem):
+        log.warning("removed %s: rows of an earlier attempt, not of this one", lake.uri_of(path))
 
 
 def summarize(campaign: str, date: str) -> dict[str, Any]:

@@ -24,7 +24,9 @@ def campaign_workdir(settings: Settings, campaign_id: str) -> Path:
     return settings.home / "work" / safe_name(campaign_id)
 
 
-def run_local(spec: BenchmarkSpec, lake: Lake, date: str, settings: Settings | None = None) -> dict[str, Any]:
+def run_local(
+    spec: BenchmarkSpec, lake: Lake, date: str, attempt: str | None = None, settings: Settings | None = None
+) -> dict[str, Any]:
     """Start the server, drive every level, copy the evidence to the lake's raw/ area, stop the server.
 
     Returns the driver's summary (with `failure` set when a level failed); raises ServerStartError
@@ -43,6 +45,7 @@ def run_local(spec: BenchmarkSpec, lake: Lake, date: str, settings: Settings | N
             vllm=str(python.parent / "vllm"),
             server_pid=server.process.pid if server.process else None,
             client_cpus=pinning.client if pinning else None,
+            attempt=attempt,
         )
         envelope = driver.run()
     write_execution(

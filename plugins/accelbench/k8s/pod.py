@@ -13,7 +13,7 @@ from kubernetes.client import models as k8s
 
 from accelbench import __version__
 from accelbench.campaign.spec import BenchmarkSpec
-from accelbench.config import LAKE_SETTING
+from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS
 from accelbench.execution.modes import MODE_SETTING
 from accelbench.k8s import placement
 from accelbench.runtime.recipes import SERVER_PORT, recipe_for
@@ -28,6 +28,7 @@ SPEC_ENV = "ACCELBENCH_BENCHMARK_SPEC"
 SERVER_URL_ENV = "ACCELBENCH_SERVER_URL"
 LAKE_DATE_ENV = "ACCELBENCH_LAKE_DATE"  # the date partition of the raw evidence (the run's date)
 NODE_NAME_ENV = "ACCELBENCH_NODE_NAME"
+ATTEMPT_ENV = "ACCELBENCH_ATTEMPT"  # the benchmark task's attempt id, set at run time, kept in the envelope
 LOADGEN_HF_HOME = "/tmp/hf"  # the tokenizer of `vllm bench serve` is fetched here (read-only root fs)
 PROBE_PERIOD_S = 10
 # Start-up budget: process start + engine init, plus model load at a conservative 10 s per GiB
@@ -160,6 +161,12 @@ def loadgen_env(spec: BenchmarkSpec, lake_uri: str | None) -> list[k8s.V1EnvVar]
     ]
     if lake_uri:
         env.append(k8s.V1EnvVar(name=LAKE_SETTING, value=lake_uri))
+        # An S3-compatible lake outside AWS: the pod needs the same endpoint as the workers.
+        env += [
+            k8s.V1EnvVar(name=name, value=os.environ[name])
+            for name in S3_ENDPOINT_SETTINGS
+            if os.environ.get(name)
+        ]
     return env
 
 
@@ -227,7 +234,13 @@ def build_pod_parts(
             },
         },
         pod_spec=k8s.V1Pod(
-            spec=k8s.V1PodSpec(containers=[], share_process_namespace=True, enable_service_links=False)
+            spec=k8s.V1PodSpec(
+                containers=[],
+                share_process_namespace=True,
+                enable_service_links=False,
+                # Volumes (the HF token Secret at 0440, /tmp) belong to the load generator's group too.
+                security_context=k8s.V1PodSecurityContext(fs_group=LOADGEN_UID),
+            )
         ),
         schedule_timeout_s=NODE_LAUNCH_S,
         startup_timeout_s=IMAGE_PULL_S + startup_failure_threshold(weights_gib) * PROBE_PERIOD_S,

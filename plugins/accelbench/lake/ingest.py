@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from accelbench import __version__
+from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.schemas import METRICS, REQUESTS, RUNS, SCHEMA_VERSION, STATS
 from accelbench.lake.store import Lake
@@ -183,16 +184,29 @@ def ingest(envelope: dict[str, Any], read: Reader, prov: Provenance) -> Ingested
     return Ingested(pa.Table.from_pylist(runs, schema=RUNS), pa.Table.from_pylist(requests, schema=REQUESTS))
 
 
-def ingest_raw(lake: Lake, where: RawLocation, dag_run_id: str, **hints: Any) -> Ingested | None:
+class StaleEvidence(AccelbenchError):
+    """The raw folder holds another attempt's evidence (an earlier run of a cleared task)."""
+
+
+def ingest_raw(
+    lake: Lake, where: RawLocation, dag_run_id: str, attempt: str | None = None, **hints: Any
+) -> Ingested | None:
     """Rows from the lake's raw area (any execution mode) into `runs`/`requests`; None if no envelope.
 
-    `hints` are provenance facts only the orchestrator knows (zone, capacity type of the node); they
-    fill what the executor did not record.
+    With `attempt`, only an envelope of that attempt is accepted (StaleEvidence otherwise): the raw
+    folder of a spec is the same for every attempt, and an attempt whose server never started leaves
+    the previous one's files in place. `hints` are provenance facts only the orchestrator knows
+    (zone, capacity type of the node); they fill what the executor did not record.
     """
     read = where.reader(lake)
     envelope = read(ENVELOPE)
     if envelope is None:
         return None
+    if attempt is not None and envelope.get("attempt") != attempt:
+        raise StaleEvidence(
+            f"{lake.uri_of(lake.path(*where.parts, ENVELOPE))} is from attempt {envelope.get('attempt')}, "
+            f"not {attempt}: this attempt left no complete evidence"
+        )
     missing = [k for k in ("spec", "spec_id", "levels", "loadgen_version") if k not in envelope]
     if missing:
         raise RawEvidenceError(f"{lake.uri_of(lake.path(*where.parts, ENVELOPE))} lacks {', '.join(missing)}")

@@ -21,7 +21,7 @@ from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 from pyarrow.fs import FSSpecHandler, PyFileSystem
 
-from accelbench.config import LAKE_SETTING, Settings
+from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS, Settings
 from accelbench.errors import ConfigError
 from accelbench.lake.schemas import PARTITIONS, TABLES
 
@@ -33,7 +33,7 @@ def safe_name(text: str) -> str:
 
 def _storage_options(uri: str) -> dict[str, Any]:
     if uri.startswith("s3://"):
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        endpoint = next((os.environ[k] for k in S3_ENDPOINT_SETTINGS if os.environ.get(k)), None)
         return {"client_kwargs": {"endpoint_url": endpoint}} if endpoint else {}
     return {}
 
@@ -79,6 +79,16 @@ class Lake:
         dest = self.path(name, f"accelerator_type={accelerator_type}", f"date={date}", f"{stem}.parquet")
         self._write_bytes(dest, buf.getvalue())
         return dest
+
+    def remove_tables(self, accelerator_type: str, date: str, stem: str) -> list[str]:
+        """Delete every table's file of one stem (a spec that produced nothing in its latest attempt)."""
+        gone = []
+        for name in TABLES:
+            dest = self.path(name, f"accelerator_type={accelerator_type}", f"date={date}", f"{stem}.parquet")
+            if self.fs.exists(dest):
+                self.fs.rm_file(dest)
+                gone.append(dest)
+        return gone
 
     def put_raw(self, local: Path, *parts: str) -> str:
         dest = self.path("raw", *parts)

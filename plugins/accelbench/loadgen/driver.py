@@ -134,6 +134,8 @@ class Driver:
     memory_interval_s: float = 0.25
     level_timeout_s: float = 3600.0
     client_cpus: set[int] | None = None  # pin `vllm bench serve` beside the API server, off the engine
+    # Who asked for this run (the benchmark task's try): ingest accepts only evidence of its own attempt.
+    attempt: str | None = None
     records: list[LevelRecord] = field(default_factory=list)
 
     def _pin_client(self) -> None:
@@ -263,6 +265,7 @@ class Driver:
         envelope = {
             "spec": self.spec.model_dump(mode="json"),
             "spec_id": self.spec.spec_id,
+            "attempt": self.attempt,
             "server": info,
             "loadgen_version": __version__,
             "started_at": started,
@@ -280,6 +283,7 @@ def summary(envelope: dict[str, Any]) -> dict[str, Any]:
     """The compact result for stdout and /airflow/xcom/return.json."""
     return {
         "spec_id": envelope["spec_id"],
+        "attempt": envelope.get("attempt"),
         "failure": envelope["failure"],
         "levels": [
             {
