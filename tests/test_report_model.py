@@ -1,0 +1,115 @@
+"""The report model against numbers worked out by hand on a small runs table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from accelbench.report.model import Price, best_under_slos, cost_per_million, frontier, level_points, price_at
+
+
+def _run(
+    instance: str,
+    tier: str,
+    level: int,
+    repeat: int,
+    out: float,
+    total: float,
+    ttft: float,
+    tpot: float,
+    **kw,
+):  # type: ignore[no-untyped-def]
+    return {
+        "accelerator_type": tier,
+        "instance_type": instance,
+        "model": "org/model",
+        "quantization": None,
+        "vllm_version": "0.32.0",
+        "level_kind": "concurrency",
+        "level_value": float(level),
+        "repeat": repeat,
+        "status": "ok",
+        "request_throughput": out / 100,
+        "output_throughput": out,
+        "total_token_throughput": total,
+        "p99_ttft_ms": ttft,
+        "p99_tpot_ms": tpot,
+        "completed": 200,
+        "accelerator_count": 1 if tier == "gpu" else 0,
+        "server_rss_peak_bytes": 1000 + repeat,
+        "started_at": datetime(2026, 11, 10 + repeat, tzinfo=UTC),
+    } | kw
+
+
+RUNS = [
+    _run("m8g.xlarge", "cpu", 1, 0, 100, 150, 100, 20),
+    _run("m8g.xlarge", "cpu", 1, 1, 120, 170, 200, 30),
+    _run("m8g.xlarge", "cpu", 2, 0, 200, 260, 500, 35),
+    _run("m8g.xlarge", "cpu", 2, 1, 999, 999, 1, 1, status="failed"),  # never counted
+    _run("m8g.xlarge", "cpu", 4, 0, 300, 380, 2500, 40),  # beyond the TTFT SLO
+    _run("g6e.xlarge", "gpu", 16, 0, 3600, 4000, 300, 15, completed=1200),
+    _run("r8g.large", "cpu", 1, 0, 50, 70, 90, 10),
+]
+JULY = datetime(2026, 7, 20, tzinfo=UTC)
+PRICES = [
+    Price("m8g.xlarge", "us-east-1", "on_demand", 0.18, JULY, "snapshot"),
+    Price("m8g.xlarge", "us-east-1", "on_demand", 0.20, datetime(2026, 11, 12, tzinfo=UTC), "api"),  # later
+    Price("m8g.xlarge", "us-east-1", "spot", 0.07, datetime(2026, 11, 1, tzinfo=UTC), "spot history"),
+    Price("m8g.xlarge", "eu-west-1", "on_demand", 9.99, JULY, "other region"),
+    Price("g6e.xlarge", "us-east-1", "on_demand", 1.861, JULY, "snapshot"),
+    Price("r8g.large", "us-east-1", "on_demand", 0.05, JULY, "snapshot"),
+]
+
+
+def _point(points, instance: str, level: int):  # type: ignore[no-untyped-def]
+    return next(p for p in points if p["instance_type"] == instance and p["level_value"] == level)
+
+
+def test_cost_per_million_tokens_by_hand() -> None:
+    # 0.18 USD/h = 0.00005 USD/s; at 110 tokens/s a token costs 4.545e-7 USD: 0.4545 USD per 1M.
+    assert cost_per_million(0.18, 110) == pytest.approx(0.454545, rel=1e-5)
+    assert cost_per_million(0.18, 0) is None and cost_per_million(None, 10) is None
+
+
+def test_price_in_force_at_the_run_date() -> None:
+    when = datetime(2026, 11, 11, tzinfo=UTC)
+    assert price_at(PRICES, "m8g.xlarge", "us-east-1", "on_demand", when).usd_per_hour == 0.18
+    assert (
+        price_at(
+            PRICES, "m8g.xlarge", "us-east-1", "on_demand", datetime(2026, 11, 13, tzinfo=UTC)
+        ).usd_per_hour
+        == 0.20
+    )
+    assert price_at(PRICES, "m8g.xlarge", "us-east-1", "spot", JULY) is None  # no spot price yet
+
+
+def test_level_points_take_medians_over_ok_repeats_and_price_them() -> None:
+    points = level_points(RUNS, PRICES, "us-east-1")
+    c1 = _point(points, "m8g.xlarge", 1)
+    assert c1["repeats"] == 2 and c1["output_throughput"] == 110 and c1["total_token_throughput"] == 160
+    assert c1["p99_ttft_ms"] == 150 and c1["p99_tpot_ms"] == 25
+    assert c1["output_throughput_cv"] == pytest.approx(14.1421356 / 110)  # stdev(100, 120) / mean
+    assert c1["on_demand_usd_per_hour"] == 0.18  # the 0.20 price took effect after the runs
+    assert c1["on_demand_price_source"] == "snapshot, 2026-07-20"
+    assert c1["on_demand_usd_per_1m_output_tokens"] == pytest.approx(0.454545, rel=1e-5)
+    assert c1["on_demand_usd_per_1m_total_tokens"] == pytest.approx(0.3125)
+    assert c1["spot_usd_per_1m_output_tokens"] == pytest.approx(0.07 / 3600 / 110 * 1e6)
+    assert c1["output_throughput_per_accelerator"] is None  # blank for CPU, never zero
+    assert c1["sample_warning"] == "p99 from 200 requests (< 1000)"
+    assert c1["server_rss_peak_bytes"] == 1001
+    c2 = _point(points, "m8g.xlarge", 2)
+    assert c2["repeats"] == 1 and c2["output_throughput"] == 200  # the failed repeat is left out
+    gpu = _point(points, "g6e.xlarge", 16)
+    assert gpu["output_throughput_per_accelerator"] == 3600 and gpu["sample_warning"] is None
+    assert gpu["on_demand_usd_per_1m_output_tokens"] == pytest.approx(1.861 / 3600 / 3600 * 1e6)
+    assert gpu["spot_usd_per_hour"] is None and gpu["spot_usd_per_1m_output_tokens"] is None
+
+
+def test_best_point_under_slos_and_the_frontier() -> None:
+    points = level_points(RUNS, PRICES, "us-east-1")
+    best = best_under_slos(points, ttft_p99_ms=2000, tpot_p99_ms=50)
+    chosen = {p["instance_type"]: p["level_value"] for p in best}
+    assert chosen == {"m8g.xlarge": 2.0, "g6e.xlarge": 16.0, "r8g.large": 1.0}  # c4 breaks the TTFT SLO
+    assert {p["instance_type"] for p in best_under_slos(points, tpot_p99_ms=12)} == {"r8g.large"}
+    # m8g c2: 0.25 USD/1M at 35 ms; g6e: 0.1436 at 15 ms (beats m8g on both); r8g: 0.2778 at 10 ms.
+    assert [p["instance_type"] for p in frontier(best)] == ["g6e.xlarge", "r8g.large"]
