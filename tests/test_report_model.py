@@ -5,7 +5,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from accelbench.report.model import Price, best_under_slos, cost_per_million, frontier, level_points, price_at
+from accelbench.report.model import (
+    Price,
+    Retraction,
+    best_under_slos,
+    cost_per_million,
+    frontier,
+    level_points,
+    price_at,
+    split_retracted,
+    version_deltas,
+)
 
 
 def _run(
@@ -113,3 +123,52 @@ def test_best_point_under_slos_and_the_frontier() -> None:
     assert {p["instance_type"] for p in best_under_slos(points, tpot_p99_ms=12)} == {"r8g.large"}
     # m8g c2: 0.25 USD/1M at 35 ms; g6e: 0.1436 at 15 ms (beats m8g on both); r8g: 0.2778 at 10 ms.
     assert [p["instance_type"] for p in frontier(best)] == ["g6e.xlarge", "r8g.large"]
+
+
+def _version_runs(
+    version: str, outs: tuple[float, float], ttft: float, tpot: float, instance: str = "m8g.xlarge"
+):  # type: ignore[no-untyped-def]
+    return [
+        _run(
+            instance,
+            "cpu",
+            1,
+            i,
+            out,
+            out + 50,
+            ttft,
+            tpot,
+            vllm_version=version,
+            run_id=f"{version}-{instance}-{i}",
+        )
+        for i, out in enumerate(outs)
+    ]
+
+
+def test_version_deltas_call_a_clear_regression_and_leave_noise_alone() -> None:
+    runs = [
+        *_version_runs("0.31.0", (100, 104), 100, 20),
+        *_version_runs("0.32.0", (80, 82), 103, 15),
+        *_version_runs("0.10.0", (50, 50), 100, 10, "r8g.large"),
+        *_version_runs("0.9.0", (40, 40), 100, 10, "r8g.large"),
+    ]
+    deltas = {d["instance_type"]: d for d in version_deltas(level_points(runs, PRICES, "us-east-1"))}
+    m8g = deltas["m8g.xlarge"]
+    assert (m8g["from_version"], m8g["to_version"]) == ("0.31.0", "0.32.0")
+    # Throughput 102 -> 81 (-20.6%); noise limit = max(5%, 2 x CV 2.77%) = 5.5%: a regression.
+    assert m8g["output_throughput_change"] == pytest.approx((81 - 102) / 102)
+    assert m8g["output_throughput_noise_limit"] == pytest.approx(2 * 2.8284271 / 102)
+    assert m8g["output_throughput_verdict"] == "regression"
+    assert m8g["p99_ttft_ms_verdict"] == "within noise"  # +3%, under the 5% floor
+    assert m8g["p99_tpot_ms_verdict"] == "improvement"  # 20 -> 15 ms
+    r8g = deltas["r8g.large"]
+    assert (r8g["from_version"], r8g["to_version"]) == ("0.9.0", "0.10.0")  # semantic, not string order
+    assert r8g["output_throughput_verdict"] == "improvement"
+
+
+def test_retracted_runs_leave_the_report_and_are_listed_with_why() -> None:
+    runs = _version_runs("0.32.0", (80, 82), 103, 15)
+    kept, gone = split_retracted(runs, [Retraction("0.32.0-m8g.xlarge-1", "noisy neighbour", "run-9")])
+    assert [r["run_id"] for r in kept] == ["0.32.0-m8g.xlarge-0"]
+    assert gone[0]["retraction_reason"] == "noisy neighbour" and gone[0]["superseded_by"] == "run-9"
+    assert level_points(kept, PRICES, "us-east-1")[0]["output_throughput"] == 80

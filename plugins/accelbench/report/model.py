@@ -12,7 +12,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 # One matrix point: what a user compares across tiers, instance types and versions.
 POINT_KEY = (
@@ -31,6 +34,12 @@ MEDIAN_METRICS = (
     "total_token_throughput",
     *(f"{stat}_{metric}_ms" for metric in ("ttft", "tpot", "itl", "e2el") for stat in ("p50", "p90", "p99")),
 )
+CV_METRICS = ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")  # the ones version deltas judge
+# Version deltas: a change is beyond run-to-run noise when it exceeds NOISE_CV_FACTOR times the larger
+# coefficient of variation of the two points' repeats, and at least NOISE_FLOOR (points with one
+# repeat have no CV of their own).
+NOISE_CV_FACTOR = 2.0
+NOISE_FLOOR = 0.05
 SAMPLE_WARNING_REQUESTS = 1000  # below this per repeat, a p99 rests on fewer than 10 requests beyond it
 SECONDS_PER_HOUR = 3600
 
@@ -93,7 +102,10 @@ def level_points(
         point: dict[str, Any] = dict(zip(POINT_KEY, key, strict=True))
         point |= {m: _median(rows, m) for m in MEDIAN_METRICS}
         point["repeats"] = len(rows)
-        point["output_throughput_cv"] = coefficient_of_variation([r["output_throughput"] for r in rows])
+        for metric in CV_METRICS:
+            point[f"{metric}_cv"] = coefficient_of_variation(
+                [r[metric] for r in rows if r.get(metric) is not None]
+            )
         fewest = min(r["completed"] or 0 for r in rows)
         point["requests_per_repeat_min"] = fewest
         point["sample_warning"] = (
@@ -155,3 +167,68 @@ def frontier(
         )
 
     return sorted((p for p in priced if not dominated(p)), key=lambda p: p[cost])
+
+
+@dataclass(frozen=True)
+class Retraction:
+    run_id: str
+    reason: str
+    superseded_by: str | None
+
+
+def split_retracted(
+    runs: Iterable[dict[str, Any]], retractions: Iterable[Retraction]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(kept, retracted): retracted runs leave the default report and are listed with why."""
+    by_id = {r.run_id: r for r in retractions}
+    kept, gone = [], []
+    for run in runs:
+        r = by_id.get(run["run_id"])
+        if r is None:
+            kept.append(run)
+        else:
+            gone.append(run | {"retraction_reason": r.reason, "superseded_by": r.superseded_by})
+    return kept, gone
+
+
+def _version_key(version: str | None) -> tuple[int, Version | str]:
+    try:
+        return (1, Version(version or ""))
+    except InvalidVersion:
+        return (0, version or "")
+
+
+def noise_threshold(cv_a: float | None, cv_b: float | None) -> float:
+    """The relative change within which two points are the same (see NOISE_CV_FACTOR)."""
+    return max(NOISE_FLOOR, NOISE_CV_FACTOR * max(cv_a or 0.0, cv_b or 0.0))
+
+
+def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each matrix point, the change from the previous vLLM version (semantic order) that has it.
+
+    Regressions: a throughput drop or a p99 TTFT/TPOT rise beyond noise; improvements the reverse.
+    """
+    series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        series[tuple(p[k] for k in POINT_KEY if k != "vllm_version")].append(p)
+    deltas = []
+    for key in sorted(series, key=lambda k: tuple(str(v) for v in k)):
+        ordered = sorted(series[key], key=lambda p: _version_key(p["vllm_version"]))
+        for prev, cur in pairwise(ordered):
+            row: dict[str, Any] = {k: cur[k] for k in POINT_KEY if k != "vllm_version"}
+            row |= {"from_version": prev["vllm_version"], "to_version": cur["vllm_version"]}
+            for metric, worse_when in (("output_throughput", -1), ("p99_ttft_ms", 1), ("p99_tpot_ms", 1)):
+                before, after = prev.get(metric), cur.get(metric)
+                if not before or after is None:
+                    row[f"{metric}_change"], row[f"{metric}_verdict"] = None, None
+                    continue
+                change = (after - before) / before
+                limit = noise_threshold(prev.get(f"{metric}_cv"), cur.get(f"{metric}_cv"))
+                row[f"{metric}_change"] = change
+                row[f"{metric}_noise_limit"] = limit
+                if abs(change) <= limit:
+                    row[f"{metric}_verdict"] = "within noise"
+                else:
+                    row[f"{metric}_verdict"] = "regression" if change * worse_when > 0 else "improvement"
+            deltas.append(row)
+    return deltas
