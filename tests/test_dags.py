@@ -16,7 +16,12 @@ from sqlalchemy import func, select
 
 from tests.conftest import DAGS, REPO
 
-EXPECTED = {"accelbench_instance_catalog", "accelbench_pricing_refresh"}
+EXPECTED = {
+    "accelbench_instance_catalog",
+    "accelbench_pricing_refresh",
+    "accelbench_cpu_campaign",
+    "accelbench_cross_tier_report",
+}
 pytestmark = pytest.mark.airflow
 
 

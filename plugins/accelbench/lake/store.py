@@ -90,6 +90,12 @@ class Lake:
                 gone.append(dest)
         return gone
 
+    def put_bytes(self, data: bytes, *parts: str) -> str:
+        """A whole file at lake path `parts` (atomic locally, one object on S3)."""
+        dest = self.path(*parts)
+        self._write_bytes(dest, data)
+        return dest
+
     def put_raw(self, local: Path, *parts: str) -> str:
         dest = self.path("raw", *parts)
         self._write_bytes(dest, local.read_bytes())

@@ -1,0 +1,55 @@
+"""Cross-tier report: every run in the lake joined with the catalog's prices at its date; medians
+over repeats, cost per 1M output and total tokens (on-demand and spot), the best level under the
+SLOs, the price-performance frontier, version-over-version deltas against run-to-run noise.
+Written as Parquet and CSV under the lake's reports/ area. Runs when a campaign lands rows.
+"""
+
+from __future__ import annotations
+
+from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET
+from accelbench.airflow.dag_defaults import dag_kwargs
+from airflow.sdk import Param, dag, task
+
+VERSION_PATTERN = r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$"
+
+
+@dag(
+    dag_id="accelbench_cross_tier_report",
+    schedule=[LAKE_ASSET],
+    doc_md=__doc__,
+    params={
+        "models": Param(
+            [], type="array", items={"type": "string", "maxLength": 200}, description="empty = all"
+        ),
+        "tiers": Param(
+            [], type="array", uniqueItems=True, items={"type": "string", "enum": ["cpu", "gpu", "neuron"]}
+        ),
+        "versions": Param([], type="array", items={"type": "string", "pattern": VERSION_PATTERN}),
+        "date_from": Param(None, type=["null", "string"], format="date"),
+        "date_to": Param(None, type=["null", "string"], format="date"),
+        "region": Param(
+            None, type=["null", "string"], description="price region; empty = ACCELBENCH_REGIONS' first"
+        ),
+        "slos": Param(
+            {"ttft_p99_ms": 2000, "tpot_p99_ms": 200},
+            type="object",
+            properties={
+                "ttft_p99_ms": {"type": "number", "exclusiveMinimum": 0},
+                "tpot_p99_ms": {"type": "number", "exclusiveMinimum": 0},
+            },
+            additionalProperties=False,
+        ),
+    },
+    **dag_kwargs("report"),
+)
+def accelbench_cross_tier_report() -> None:
+    @task(inlets=[LAKE_ASSET, PRICES_ASSET])
+    def report(params: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.report_tasks import cross_tier_report
+
+        return cross_tier_report(dict(params))
+
+    report()
+
+
+accelbench_cross_tier_report()

@@ -1,0 +1,66 @@
+"""Task body of the cross-tier report DAG: read the lake and the catalog, build, write, log."""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from typing import Any
+
+from accelbench.airflow.tasks import _engine, _fail_on_library_error
+from accelbench.config import Settings
+from accelbench.lake.store import Lake
+from accelbench.report.build import ReportFilter, build_report, report_id, write_report
+from accelbench.report.sources import price_history, retractions
+
+log = logging.getLogger(__name__)
+
+
+def _day(value: str | None) -> date | None:
+    return date.fromisoformat(value) if value else None
+
+
+@_fail_on_library_error
+def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
+    slos = params.get("slos") or {}
+    flt = ReportFilter(
+        models=list(params.get("models") or []),
+        tiers=list(params.get("tiers") or []),
+        versions=list(params.get("versions") or []),
+        date_from=_day(params.get("date_from")),
+        date_to=_day(params.get("date_to")),
+        region=params.get("region") or Settings.from_env().regions[0],
+        ttft_p99_ms=slos.get("ttft_p99_ms"),
+        tpot_p99_ms=slos.get("tpot_p99_ms"),
+    )
+    lake = Lake.from_env()
+    runs = lake.read("runs").to_pylist()
+    engine = _engine(Settings.from_env())
+    try:
+        prices = price_history(engine, {r["instance_type"] for r in runs})
+        retracted = retractions(engine)
+    finally:
+        engine.dispose()
+    tables = build_report(runs, prices, retracted, flt)
+    rid = report_id()
+    written = write_report(lake, rid, tables)
+    lines = [f"{'tier':<7}{'instance':<16}{'version':<10}{'level':>7}{'out tok/s':>11}{'$/1M out (od)':>15}"]
+    for p in tables["best_under_slo"]:
+        cost = p["on_demand_usd_per_1m_output_tokens"]
+        shown = f"{cost:.4f}" if cost else "-"
+        lines.append(
+            f"{p['accelerator_type']:<7}{p['instance_type']:<16}{p['vllm_version'] or '-':<10}"
+            f"{p['level_value']:>7g}{p['output_throughput'] or 0:>11.1f}{shown:>15}"
+        )
+    log.info(
+        "report %s: %d points, %d best under SLOs, %d on the frontier, %d version deltas, "
+        "%d retracted runs\n%s",
+        rid,
+        len(tables["points"]),
+        len(tables["best_under_slo"]),
+        len(tables["frontier"]),
+        len(tables["version_deltas"]),
+        len(tables["retracted"]),
+        "\n".join(lines),
+    )
+    log.info("report files: %s", ", ".join(sorted(written.values())))
+    return {"report_id": rid, "files": written} | {name: len(rows) for name, rows in tables.items()}

@@ -1,0 +1,89 @@
+"""One report: filter the lake's runs, drop retracted ones, price them, pick, compare, write out."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from accelbench.lake.store import Lake
+from accelbench.report.model import (
+    Price,
+    Retraction,
+    best_under_slos,
+    frontier,
+    level_points,
+    split_retracted,
+    version_deltas,
+)
+
+TABLE_NAMES = ("points", "best_under_slo", "frontier", "version_deltas", "retracted")
+
+
+@dataclass(frozen=True)
+class ReportFilter:
+    """The report DAG's params; empty lists mean everything."""
+
+    models: list[str] = field(default_factory=list)
+    tiers: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    date_from: date | None = None
+    date_to: date | None = None
+    region: str = "us-east-1"
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+
+    def keeps(self, run: dict[str, Any]) -> bool:
+        day = date.fromisoformat(run["date"]) if run.get("date") else run["started_at"].date()
+        return (
+            (not self.models or run["model"] in self.models)
+            and (not self.tiers or run["accelerator_type"] in self.tiers)
+            and (not self.versions or run["vllm_version"] in self.versions)
+            and (self.date_from is None or day >= self.date_from)
+            and (self.date_to is None or day <= self.date_to)
+        )
+
+
+def build_report(
+    runs: list[dict[str, Any]], prices: list[Price], retracted: list[Retraction], flt: ReportFilter
+) -> dict[str, list[dict[str, Any]]]:
+    chosen = [r for r in runs if flt.keeps(r)]
+    kept, gone = split_retracted(chosen, retracted)
+    points = level_points(kept, prices, flt.region)
+    best = best_under_slos(points, flt.ttft_p99_ms, flt.tpot_p99_ms)
+    return {
+        "points": points,
+        "best_under_slo": best,
+        "frontier": frontier(best),
+        "version_deltas": version_deltas(points),
+        "retracted": [
+            {
+                k: r.get(k)
+                for k in ("run_id", "instance_type", "vllm_version", "retraction_reason", "superseded_by")
+            }
+            for r in gone
+        ],
+    }
+
+
+def report_id(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def write_report(lake: Lake, rid: str, tables: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Each table as Parquet and as CSV under reports/<id>/; returns the written URIs by file name."""
+    written = {}
+    for name in TABLE_NAMES:
+        table = pa.Table.from_pylist(tables[name]) if tables[name] else pa.table({})
+        parquet, csv = io.BytesIO(), io.BytesIO()
+        pq.write_table(table, parquet, compression="zstd")
+        pacsv.write_csv(table, csv)
+        for suffix, buf in (("parquet", parquet), ("csv", csv)):
+            path = lake.put_bytes(buf.getvalue(), "reports", rid, f"{name}.{suffix}")
+            written[f"{name}.{suffix}"] = lake.uri_of(path)
+    return written

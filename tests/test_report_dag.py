@@ -1,0 +1,50 @@
+"""The cross-tier report DAG with dag.test(): runs in a local lake, offline prices in the catalog."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from accelbench.catalog.db import make_engine
+from accelbench.catalog.queries import latest_prices
+from accelbench.lake.schemas import RUNS
+from accelbench.lake.store import Lake
+
+from tests.test_dags import _run, _states
+from tests.test_report_model import RUNS as MODEL_RUNS
+
+pytestmark = pytest.mark.airflow
+
+
+def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
+    airflow_db, accelbench_env: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(_run(airflow_db, "accelbench_pricing_refresh").state) == "success"
+    lake = Lake(str(accelbench_env / "lake"))
+    rows = [r | {"run_id": f"c/s/{i}", "campaign_id": "c", "spec_id": "s"} for i, r in enumerate(MODEL_RUNS)]
+    for tier in ("cpu", "gpu"):
+        mine = [r for r in rows if r["accelerator_type"] == tier]
+        lake.write_table("runs", pa.Table.from_pylist(mine, schema=RUNS), tier, "2026-11-10", "c--s")
+    run = _run(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 2000, "tpot_p99_ms": 50}})
+    assert _states(run) == {"report": "success"}, _states(run)
+    (folder,) = lake.fs.ls(lake.path("reports"))
+    with open(f"{folder}/best_under_slo.csv", newline="") as fh:
+        best = {r["instance_type"]: r for r in csv.DictReader(fh)}
+    assert set(best) == {"m8g.xlarge", "g6e.xlarge", "r8g.large"}
+    assert float(best["m8g.xlarge"]["level_value"]) == 2  # c4 breaks the TTFT SLO
+    engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
+    price = next(
+        p.usd_per_hour
+        for p in latest_prices(engine)
+        if (p.instance_type, p.region, p.pricing_model) == ("m8g.xlarge", "us-east-1", "on_demand")
+    )
+    engine.dispose()
+    expected = price / 3600 / 200 * 1e6  # 200 output tokens/s at the snapshot's hourly price
+    assert float(best["m8g.xlarge"]["on_demand_usd_per_1m_output_tokens"]) == pytest.approx(expected)
+    assert best["m8g.xlarge"]["output_throughput_per_accelerator"] == ""  # blank for CPU in the CSV
+    assert best["g6e.xlarge"]["on_demand_usd_per_1m_output_tokens"] == ""  # no GPU price offline
+    assert lake.fs.exists(f"{folder}/points.parquet") and lake.fs.exists(f"{folder}/version_deltas.csv")
