@@ -11,7 +11,13 @@ from datetime import timedelta
 
 from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
 from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
-from accelbench.airflow.dag_defaults import cpu_instance_types, dag_kwargs
+from accelbench.airflow.dag_defaults import (
+    DEFAULT_SLOS,
+    VERSION_PATTERN,
+    cpu_instance_types,
+    dag_kwargs,
+    slos_schema,
+)
 from accelbench.execution.modes import MODES, default_mode
 from airflow.sdk import Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
@@ -44,7 +50,7 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
         "version": Param(
             None,
             type=["null", "string"],
-            pattern=r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$",
+            pattern=VERSION_PATTERN,
             description="vLLM CPU version; empty = the newest in the catalog at the run's date",
         ),
         "dtype": Param("bfloat16", type="string", enum=["bfloat16"], description="Forced to bfloat16 on CPU"),
@@ -72,14 +78,8 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
             description="Extra `vllm serve` flags (checked by the planner; GPU-only flags are refused)",
         ),
         "slos": Param(
-            {"ttft_p99_ms": 2000, "tpot_p99_ms": 200},
-            type="object",
-            properties={
-                "ttft_p99_ms": {"type": "number", "exclusiveMinimum": 0},
-                "tpot_p99_ms": {"type": "number", "exclusiveMinimum": 0},
-                "e2el_p99_ms": {"type": "number", "exclusiveMinimum": 0},
-            },
-            additionalProperties=False,
+            dict(DEFAULT_SLOS),
+            **slos_schema("ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"),
             description="Latency SLOs in ms: per-request goodput limits now, the p99 limits of reports",
         ),
         "execution_mode": Param(

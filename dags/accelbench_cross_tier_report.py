@@ -7,10 +7,8 @@ Written as Parquet and CSV under the lake's reports/ area. Runs when a campaign 
 from __future__ import annotations
 
 from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET
-from accelbench.airflow.dag_defaults import dag_kwargs
+from accelbench.airflow.dag_defaults import DEFAULT_SLOS, VERSION_PATTERN, dag_kwargs, slos_schema
 from airflow.sdk import Param, dag, task
-
-VERSION_PATTERN = r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$"
 
 
 @dag(
@@ -30,15 +28,7 @@ VERSION_PATTERN = r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$"
         "region": Param(
             None, type=["null", "string"], description="price region; empty = ACCELBENCH_REGIONS' first"
         ),
-        "slos": Param(
-            {"ttft_p99_ms": 2000, "tpot_p99_ms": 200},
-            type="object",
-            properties={
-                "ttft_p99_ms": {"type": "number", "exclusiveMinimum": 0},
-                "tpot_p99_ms": {"type": "number", "exclusiveMinimum": 0},
-            },
-            additionalProperties=False,
-        ),
+        "slos": Param(dict(DEFAULT_SLOS), **slos_schema("ttft_p99_ms", "tpot_p99_ms")),
     },
     **dag_kwargs("report"),
 )

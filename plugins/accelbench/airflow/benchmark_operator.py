@@ -17,6 +17,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.config import LAKE_SETTING
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.execution.modes import check_mode, default_mode
 
@@ -54,7 +55,6 @@ class BenchmarkOperator(BaseOperator):
             ti.xcom_push(key=key, value={})
         attempt = uuid.uuid4().hex  # ingest accepts only the evidence this attempt wrote
         try:
-            from accelbench.config import LAKE_SETTING
             from accelbench.lake.store import Lake  # pyarrow: too slow to import at DAG parse time
 
             mode = check_mode(context["params"].get("execution_mode") or default_mode())

@@ -10,6 +10,17 @@ from accelbench.config import Settings
 
 REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
 INSTANCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
+VERSION_PATTERN = r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$"
+DEFAULT_SLOS = {"ttft_p99_ms": 2000, "tpot_p99_ms": 200}
+
+
+def slos_schema(*names: str) -> dict[str, Any]:
+    """JSON schema of an `slos` param: positive milliseconds for the named p99 limits, nothing else."""
+    return {
+        "type": "object",
+        "properties": {name: {"type": "number", "exclusiveMinimum": 0} for name in names},
+        "additionalProperties": False,
+    }
 
 
 def dag_kwargs(*tags: str) -> dict[str, Any]:

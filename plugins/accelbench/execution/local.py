@@ -33,10 +33,11 @@ def run_local(
     when the server never became healthy, in which case there is no evidence to keep.
     """
     settings = settings or Settings.from_env()
-    work = campaign_workdir(settings, spec.campaign_id) / spec.spec_id
+    campaign_dir = campaign_workdir(settings, spec.campaign_id)
+    work = campaign_dir / spec.spec_id
     pinning = Pinning.from_env()
     python = vllm_python()
-    journal = campaign_workdir(settings, spec.campaign_id) / SERVER_STARTS
+    journal = campaign_dir / SERVER_STARTS
     with LocalServer(spec.server, work / "server", pinning=pinning, python=python, journal=journal) as server:
         driver = Driver(
             spec,
