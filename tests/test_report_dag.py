@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,11 +12,13 @@ from accelbench.catalog.db import make_engine
 from accelbench.catalog.queries import latest_prices
 from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
+from accelbench.report.columns import label
 
 from tests.test_dags import _run, _states
 from tests.test_report_model import RUNS as MODEL_RUNS
 
 pytestmark = pytest.mark.airflow
+NAMES = ("level_value", "on_demand_usd_per_1m_output_tokens", "output_throughput_per_accelerator")
 
 
 def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
@@ -33,7 +36,7 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
     assert _states(run) == {"report": "success"}, _states(run)
     (folder,) = lake.fs.ls(lake.path("reports"))
     with open(f"{folder}/best_under_slo.csv", newline="") as fh:
-        best = {r["instance_type"]: r for r in csv.DictReader(fh)}
+        best = {r["Instance type"]: {name: r[label(name)] for name in NAMES} for r in csv.DictReader(fh)}
     assert set(best) == {"m8g.xlarge", "g6e.xlarge", "r8g.large"}
     assert float(best["m8g.xlarge"]["level_value"]) == 2  # c4 breaks the TTFT SLO
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
@@ -48,3 +51,7 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
     assert best["m8g.xlarge"]["output_throughput_per_accelerator"] == ""  # blank for CPU in the CSV
     assert best["g6e.xlarge"]["on_demand_usd_per_1m_output_tokens"] == ""  # no GPU price offline
     assert lake.fs.exists(f"{folder}/points.parquet") and lake.fs.exists(f"{folder}/version_deltas.csv")
+    html = Path(folder, "report.html").read_text()
+    assert html.count("<svg") == 3 and "g6e.xlarge" in html
+    summary = json.loads(Path(folder, "summary.json").read_text())
+    assert summary["rows"]["best_under_slo"] == 3 and summary["filter"]["tpot_p99_ms"] == 50

@@ -9,7 +9,7 @@ from typing import Any
 from accelbench.airflow.tasks import _engine, _fail_on_library_error
 from accelbench.config import Settings
 from accelbench.lake.store import Lake
-from accelbench.report.build import ReportFilter, build_report, report_id, write_report
+from accelbench.report.build import HTML_NAME, ReportFilter, build_report, report_id, write_report
 from accelbench.report.sources import price_history, retractions
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
         engine.dispose()
     tables = build_report(runs, prices, retracted, flt)
     rid = report_id()
-    written = write_report(lake, rid, tables)
+    written = write_report(lake, rid, tables, flt, len(runs))
     lines = [f"{'tier':<7}{'instance':<16}{'version':<10}{'level':>7}{'out tok/s':>11}{'$/1M out (od)':>15}"]
     for p in tables["best_under_slo"]:
         cost = p["on_demand_usd_per_1m_output_tokens"]
@@ -63,4 +63,7 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
         "\n".join(lines),
     )
     log.info("report files: %s", ", ".join(sorted(written.values())))
-    return {"report_id": rid, "files": written} | {name: len(rows) for name, rows in tables.items()}
+    log.info("HTML report: %s", written[HTML_NAME])
+    return {"report_id": rid, "html": written[HTML_NAME], "files": written} | {
+        name: len(rows) for name, rows in tables.items()
+    }

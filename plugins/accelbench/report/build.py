@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from accelbench.lake.store import Lake
+from accelbench.report.columns import label
 from accelbench.report.model import (
     Price,
     Retraction,
@@ -23,6 +25,8 @@ from accelbench.report.model import (
 )
 
 TABLE_NAMES = ("points", "best_under_slo", "frontier", "version_deltas", "retracted")
+HTML_NAME = "report.html"
+SUMMARY_NAME = "summary.json"
 
 
 @dataclass(frozen=True)
@@ -75,15 +79,40 @@ def report_id(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
-def write_report(lake: Lake, rid: str, tables: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
-    """Each table as Parquet and as CSV under reports/<id>/; returns the written URIs by file name."""
+def write_report(
+    lake: Lake,
+    rid: str,
+    tables: dict[str, list[dict[str, Any]]],
+    flt: ReportFilter,
+    runs_read: int,
+    generated_at: datetime | None = None,
+) -> dict[str, str]:
+    """Under reports/<id>/: each table as Parquet (machine column names) and CSV (human headers), the
+    HTML report, and summary.json (what the Benchmarks view lists). The HTML and the summary come
+    last, so a listed report has all its files. Returns the written URIs by file name.
+    """
+    from accelbench.report.html import render_html  # matplotlib and jinja2 only when HTML is made
+
+    generated_at = generated_at or datetime.now(UTC)
     written = {}
     for name in TABLE_NAMES:
         table = pa.Table.from_pylist(tables[name]) if tables[name] else pa.table({})
         parquet, csv = io.BytesIO(), io.BytesIO()
         pq.write_table(table, parquet, compression="zstd")
-        pacsv.write_csv(table, csv)
+        pacsv.write_csv(table.rename_columns([label(c) for c in table.column_names]), csv)
         for suffix, buf in (("parquet", parquet), ("csv", csv)):
             path = lake.put_bytes(buf.getvalue(), "reports", rid, f"{name}.{suffix}")
             written[f"{name}.{suffix}"] = lake.uri_of(path)
+    html = render_html(rid, tables, flt, runs_read, generated_at)
+    written[HTML_NAME] = lake.uri_of(lake.put_bytes(html.encode(), "reports", rid, HTML_NAME))
+    summary = {
+        "report_id": rid,
+        "generated_at": generated_at.isoformat(),
+        "filter": {k: (str(v) if isinstance(v, date) else v) for k, v in asdict(flt).items()},
+        "runs_read": runs_read,
+        "rows": {name: len(tables[name]) for name in TABLE_NAMES},
+    }
+    written[SUMMARY_NAME] = lake.uri_of(
+        lake.put_bytes(json.dumps(summary, indent=1).encode(), "reports", rid, SUMMARY_NAME)
+    )
     return written

@@ -191,7 +191,7 @@ def split_retracted(
     return kept, gone
 
 
-def _version_key(version: str | None) -> tuple[int, Version | str]:
+def version_key(version: str | None) -> tuple[int, Version | str]:
     try:
         return (1, Version(version or ""))
     except InvalidVersion:
@@ -213,7 +213,7 @@ def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         series[tuple(p[k] for k in POINT_KEY if k != "vllm_version")].append(p)
     deltas = []
     for key in sorted(series, key=lambda k: tuple(str(v) for v in k)):
-        ordered = sorted(series[key], key=lambda p: _version_key(p["vllm_version"]))
+        ordered = sorted(series[key], key=lambda p: version_key(p["vllm_version"]))
         for prev, cur in pairwise(ordered):
             row: dict[str, Any] = {k: cur[k] for k in POINT_KEY if k != "vllm_version"}
             row |= {"from_version": prev["vllm_version"], "to_version": cur["vllm_version"]}

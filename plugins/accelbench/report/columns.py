@@ -1,0 +1,61 @@
+"""Human names for the report's columns: CSV headers and HTML table headings come from here.
+
+Parquet keeps the machine names (snake_case, units in the suffix) for queries; people read the CSV in
+a spreadsheet and the HTML in a browser, so both say what a column is and in which unit.
+"""
+
+from __future__ import annotations
+
+import re
+
+LABELS: dict[str, str] = {
+    "accelerator_type": "Tier",
+    "instance_type": "Instance type",
+    "model": "Model",
+    "quantization": "Quantization",
+    "vllm_version": "vLLM version",
+    "level_kind": "Load level kind",
+    "level_value": "Load level (concurrency or req/s)",
+    "repeats": "Repeats (successful)",
+    "request_throughput": "Requests per s (median)",
+    "output_throughput": "Output tokens per s (median)",
+    "total_token_throughput": "Total tokens per s (median)",
+    "output_throughput_per_accelerator": "Output tokens per s per accelerator (blank on CPU)",
+    "output_throughput_cv": "Output tokens per s, CV over repeats",
+    "p99_ttft_ms_cv": "p99 TTFT, CV over repeats",
+    "p99_tpot_ms_cv": "p99 TPOT, CV over repeats",
+    "requests_per_repeat_min": "Requests per repeat (fewest)",
+    "sample_warning": "Sample-size warning",
+    "server_rss_peak_bytes": "Peak server memory (bytes)",
+    "on_demand_usd_per_hour": "On-demand USD per hour",
+    "on_demand_price_source": "On-demand price source",
+    "on_demand_usd_per_1m_output_tokens": "On-demand USD per 1M output tokens",
+    "on_demand_usd_per_1m_total_tokens": "On-demand USD per 1M total tokens",
+    "spot_usd_per_hour": "Spot USD per hour",
+    "spot_price_source": "Spot price source",
+    "spot_usd_per_1m_output_tokens": "Spot USD per 1M output tokens",
+    "spot_usd_per_1m_total_tokens": "Spot USD per 1M total tokens",
+    "from_version": "From vLLM version",
+    "to_version": "To vLLM version",
+    "run_id": "Run id",
+    "retraction_reason": "Retraction reason",
+    "superseded_by": "Superseded by run",
+    "ttft_p99_ms": "SLO: p99 TTFT at most (ms)",
+    "tpot_p99_ms": "SLO: p99 TPOT at most (ms)",
+    "region": "Price region",
+}
+_METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
+_PERCENTILE = re.compile(r"^p(\d+)_(ttft|tpot|itl|e2el)_ms$")
+_DELTA = re.compile(r"^(.+)_(change|noise_limit|verdict)$")
+
+
+def label(column: str) -> str:
+    """The heading for `column`; percentile and delta columns are named by rule, not listed."""
+    if column in LABELS:
+        return LABELS[column]
+    if m := _PERCENTILE.match(column):
+        return f"p{m[1]} {_METRIC_NAMES[m[2]]}, ms (median)"
+    if m := _DELTA.match(column):
+        what = {"change": "change", "noise_limit": "noise limit", "verdict": "verdict"}
+        return f"{label(m[1]).removesuffix(' (median)')}: {what[m[2]]}"
+    return column.replace("_", " ").capitalize()

@@ -1,0 +1,134 @@
+"""The report as one self-contained HTML file: tables, inline SVG plots, inline CSS, no external link.
+
+It opens offline from the lake, a laptop or the Airflow "Benchmarks" view alike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from accelbench.report.columns import label
+from accelbench.report.model import (
+    CV_METRICS,
+    NOISE_CV_FACTOR,
+    NOISE_FLOOR,
+    POINT_KEY,
+    SAMPLE_WARNING_REQUESTS,
+)
+from accelbench.report.plots import PLOTS
+
+_COSTS = (
+    "on_demand_usd_per_1m_output_tokens",
+    "spot_usd_per_1m_output_tokens",
+    "on_demand_usd_per_1m_total_tokens",
+)
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "best": (
+        *POINT_KEY,
+        "output_throughput",
+        "request_throughput",
+        "p99_ttft_ms",
+        "p99_tpot_ms",
+        *_COSTS,
+        "output_throughput_per_accelerator",
+        "server_rss_peak_bytes",
+        "repeats",
+        "sample_warning",
+        "on_demand_price_source",
+        "spot_price_source",
+    ),
+    "frontier": (*POINT_KEY, "on_demand_usd_per_1m_output_tokens", "p99_tpot_ms", "output_throughput"),
+    "points": (
+        *POINT_KEY,
+        "repeats",
+        "output_throughput",
+        "output_throughput_cv",
+        "request_throughput",
+        *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("p50", "p99")),
+        *_COSTS,
+        "output_throughput_per_accelerator",
+        "server_rss_peak_bytes",
+        "sample_warning",
+    ),
+    "version_deltas": (
+        *(k for k in POINT_KEY if k != "vllm_version"),
+        "from_version",
+        "to_version",
+        *(f"{m}_{s}" for m in CV_METRICS for s in ("change", "verdict")),
+    ),
+    "retracted": ("run_id", "instance_type", "vllm_version", "retraction_reason", "superseded_by"),
+}
+
+
+_FRACTIONS = ("_change", "_cv", "_noise_limit")
+
+
+def _cell(value: Any, column: str = "") -> str:
+    """Blank for missing values (never 0 or 'None'); fractions as percentages; sensible precision."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if column.endswith(_FRACTIONS) and isinstance(value, int | float):
+        return f"{value:+.1%}" if column.endswith("_change") else f"{value:.1%}"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{value:.0f}"
+        return f"{value:.4g}" if abs(value) < 1 else f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    return str(value)
+
+
+def _cell_class(value: Any, column: str) -> str:
+    if column.endswith("_verdict") and value in ("regression", "improvement"):
+        return str(value)
+    if column == "sample_warning" and value:
+        return "text warn"
+    return "" if isinstance(value, int | float) and not isinstance(value, bool) else "text"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("accelbench.report", "templates"), autoescape=select_autoescape(["j2"])
+    )
+    env.filters |= {"cell": _cell, "cell_class": _cell_class, "label": label}
+    return env
+
+
+def render_html(
+    rid: str,
+    tables: dict[str, list[dict[str, Any]]],
+    report_filter: Any,
+    runs_read: int,
+    generated_at: datetime,
+) -> str:
+    """`report_filter` is a ReportFilter (dataclass): its fields are listed at the top of the page."""
+    shown_filters = []
+    for f in fields(report_filter):
+        value = getattr(report_filter, f.name)
+        if isinstance(value, list):
+            value = ", ".join(value) or "all"
+        shown_filters.append((label(f.name), "none" if value is None else value))
+    plots = [(pid, title, fn(tables[source])) for pid, (title, fn, source) in PLOTS.items()]
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            report_id=rid,
+            generated_at=f"{generated_at:%Y-%m-%d %H:%M:%S %Z}",
+            filters=shown_filters,
+            counts={"runs": runs_read, "retracted": len(tables["retracted"])},
+            tables=tables,
+            columns=COLUMNS,
+            plots=plots,
+            noise_floor=f"{NOISE_FLOOR:.0%}",
+            noise_factor=f"{NOISE_CV_FACTOR:g}",
+            sample_warning_requests=SAMPLE_WARNING_REQUESTS,
+        )
+    )
