@@ -13,6 +13,7 @@ from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
 from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
 from accelbench.airflow.dag_defaults import (
     DEFAULT_SLOS,
+    MODEL_PATTERN,
     VERSION_PATTERN,
     cpu_instance_types,
     dag_kwargs,
@@ -44,7 +45,7 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
             type="string",
             minLength=1,
             maxLength=200,
-            pattern=r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$",
+            pattern=MODEL_PATTERN,
             description="Model id in the model store, or a local path",
         ),
         "version": Param(

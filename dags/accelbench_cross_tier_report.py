@@ -1,19 +1,21 @@
 """Cross-tier report: every run in the lake joined with the catalog's prices at its date; medians
 over repeats, cost per 1M output and total tokens (on-demand and spot), the best level under the
 SLOs, the price-performance frontier, version-over-version deltas against run-to-run noise.
-Written as Parquet and CSV under the lake's reports/ area. Runs when a campaign lands rows.
+Written as Parquet, CSV and one self-contained HTML page with plots under the lake's reports/
+area (the Benchmarks view in the Airflow UI lists them). Runs when a campaign or an import lands
+rows, and when runs are retracted.
 """
 
 from __future__ import annotations
 
-from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET
+from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET, RETRACTIONS_ASSET
 from accelbench.airflow.dag_defaults import DEFAULT_SLOS, VERSION_PATTERN, dag_kwargs, slos_schema
 from airflow.sdk import Param, dag, task
 
 
 @dag(
     dag_id="accelbench_cross_tier_report",
-    schedule=[LAKE_ASSET],
+    schedule=LAKE_ASSET | RETRACTIONS_ASSET,
     doc_md=__doc__,
     params={
         "models": Param(

@@ -21,6 +21,8 @@ EXPECTED = {
     "accelbench_pricing_refresh",
     "accelbench_cpu_campaign",
     "accelbench_cross_tier_report",
+    "accelbench_import_results",
+    "accelbench_retract_runs",
 }
 pytestmark = pytest.mark.airflow
 

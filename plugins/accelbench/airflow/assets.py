@@ -5,3 +5,4 @@ from airflow.sdk import Asset
 CATALOG_ASSET = Asset(name="accelbench.catalog.instance_types", group="accelbench")
 PRICES_ASSET = Asset(name="accelbench.catalog.instance_prices", group="accelbench")
 LAKE_ASSET = Asset(name="accelbench.lake.runs", group="accelbench")
+RETRACTIONS_ASSET = Asset(name="accelbench.catalog.retractions", group="accelbench")

@@ -26,6 +26,7 @@ class Provenance:
     node: str | None = None
     zone: str | None = None
     capacity_type: str | None = None
+    source_uri: str | None = None  # the raw evidence the rows were made from
 
 
 PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance) if f.name != "dag_run_id")
@@ -138,30 +139,37 @@ def run_row(
         "node": prov.node,
         "zone": prov.zone,
         "capacity_type": prov.capacity_type,
+        "source_uri": prov.source_uri,
     }
     if result is not None:
-        row |= {
-            "duration_s": result["duration"],
-            "completed": result["completed"],
-            "failed": result["failed"],
-            "total_input_tokens": result["total_input_tokens"],
-            "total_output_tokens": result["total_output_tokens"],
-            "max_concurrent_requests": result.get("max_concurrent_requests"),
-            "client_queue_time_mean_s": statistics.fmean(result["queue_times"])
-            if result.get("queue_times")
-            else None,
-        }
-        for key in (
-            "request_throughput",
-            "request_goodput",
-            "output_throughput",
-            "total_token_throughput",
-            "max_output_tokens_per_s",
-        ):
-            row[key] = result.get(key)
-        for metric in METRICS:
-            for stat in STATS:
-                row[f"{stat}_{metric}_ms"] = result.get(f"{stat}_{metric}_ms")
+        row |= result_columns(result)
+    return row
+
+
+def result_columns(result: dict[str, Any]) -> dict[str, Any]:
+    """The `runs` columns that one `vllm bench serve` result JSON gives (aggregates, percentiles)."""
+    row: dict[str, Any] = {
+        "duration_s": result["duration"],
+        "completed": result["completed"],
+        "failed": result["failed"],
+        "total_input_tokens": result["total_input_tokens"],
+        "total_output_tokens": result["total_output_tokens"],
+        "max_concurrent_requests": result.get("max_concurrent_requests"),
+        "client_queue_time_mean_s": statistics.fmean(result["queue_times"])
+        if result.get("queue_times")
+        else None,
+    }
+    for key in (
+        "request_throughput",
+        "request_goodput",
+        "output_throughput",
+        "total_token_throughput",
+        "max_output_tokens_per_s",
+    ):
+        row[key] = result.get(key)
+    for metric in METRICS:
+        for stat in STATS:
+            row[f"{stat}_{metric}_ms"] = result.get(f"{stat}_{metric}_ms")
     return row
 
 
@@ -213,6 +221,7 @@ def ingest_raw(
     execution = read(EXECUTION) or {}
     facts = {k: execution[k] for k in PROVENANCE_FIELDS if execution.get(k) is not None}
     facts |= {k: v for k, v in hints.items() if k in PROVENANCE_FIELDS and v is not None}
+    facts["source_uri"] = lake.uri_of(lake.path(*where.parts, ENVELOPE))
     prov = Provenance(dag_run_id=dag_run_id, **({"execution_mode": "unknown"} | facts))
     data = ingest(envelope, read, prov)
     lake.write_table("runs", data.runs, where.accelerator_type, where.date, where.stem)

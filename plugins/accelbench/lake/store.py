@@ -31,7 +31,7 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_") or "_"
 
 
-def _storage_options(uri: str) -> dict[str, Any]:
+def storage_options(uri: str) -> dict[str, Any]:
     if uri.startswith("s3://"):
         endpoint = next((os.environ[k] for k in S3_ENDPOINT_SETTINGS if os.environ.get(k)), None)
         return {"client_kwargs": {"endpoint_url": endpoint}} if endpoint else {}
@@ -44,7 +44,7 @@ class Lake:
             raise ConfigError(LAKE_SETTING, uri, "empty lake location")
         self.uri = uri.rstrip("/")
         try:
-            self.fs, self.root = url_to_fs(self.uri, **_storage_options(self.uri))
+            self.fs, self.root = url_to_fs(self.uri, **storage_options(self.uri))
         except (ValueError, ImportError) as exc:
             raise ConfigError(LAKE_SETTING, uri, f"unsupported lake location ({exc})") from None
         self.local = isinstance(self.fs, LocalFileSystem)
@@ -101,13 +101,16 @@ class Lake:
         self._write_bytes(dest, local.read_bytes())
         return dest
 
-    def read(self, name: str, where: ds.Expression | None = None) -> pa.Table:
+    def read(
+        self, name: str, where: ds.Expression | None = None, columns: list[str] | None = None
+    ) -> pa.Table:
         """The table with its partition columns (filtered: partitions are pruned), or an empty table."""
         base = self.path(name)
         schema = TABLES[name]
         full = pa.schema([*schema, *(pa.field(p, pa.string()) for p in PARTITIONS)])
         if not self.fs.exists(base):
-            return full.empty_table()
+            empty = full.empty_table()
+            return empty.select(columns) if columns else empty
         dataset = ds.dataset(
             base,
             filesystem=PyFileSystem(FSSpecHandler(self.fs)),
@@ -115,7 +118,7 @@ class Lake:
             partitioning=ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive"),
             schema=full,
         )
-        return dataset.to_table(filter=where)
+        return dataset.to_table(filter=where, columns=columns)
 
     def uri_of(self, path: str) -> str:
         return path if self.local else self.fs.unstrip_protocol(path)

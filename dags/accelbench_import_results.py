@@ -1,0 +1,58 @@
+"""Import results measured elsewhere: a directory or s3:// prefix of `vllm bench serve --save-result`
+JSON files (with `--save-detailed`, the per-request rows too) into the lake's `runs`/`requests`
+tables, so GPU and Neuron baselines from other systems appear in cross-tier reports.
+
+The files do not say what they ran on: give the tier, the instance type (it must be in the catalog)
+and the model. Each file is copied to `raw/.../imported/` first; its rows say
+`execution_mode=imported` and point at that copy in `source_uri`. Importing a file again replaces its
+rows. A file that is not a bench result is named in the log and fails the task after the others are in.
+"""
+
+from __future__ import annotations
+
+from accelbench.airflow.assets import LAKE_ASSET
+from accelbench.airflow.dag_defaults import INSTANCE_TYPE_PATTERN, MODEL_PATTERN, VERSION_PATTERN, dag_kwargs
+from airflow.sdk import Param, dag, get_current_context, task
+
+
+@dag(
+    dag_id="accelbench_import_results",
+    schedule=None,
+    doc_md=__doc__,
+    params={
+        "source": Param(
+            "",
+            type="string",
+            minLength=1,
+            maxLength=1024,
+            description="Directory, file, or s3://bucket/prefix holding the JSON result files",
+        ),
+        "accelerator_type": Param("gpu", type="string", enum=["gpu", "neuron", "cpu"], description="Tier"),
+        "instance_type": Param(
+            "g6e.xlarge", type="string", pattern=INSTANCE_TYPE_PATTERN, description="As in the catalog"
+        ),
+        "model": Param(
+            "", type="string", minLength=1, maxLength=200, pattern=MODEL_PATTERN, description="Model id"
+        ),
+        "vllm_version": Param(None, type=["null", "string"], pattern=VERSION_PATTERN),
+        "quantization": Param(None, type=["null", "string"], maxLength=40, pattern=r"^[A-Za-z0-9_.-]+$"),
+        "date": Param(
+            None,
+            type=["null", "string"],
+            format="date",
+            description="Measurement date, for files whose own 'date' field is missing",
+        ),
+    },
+    **dag_kwargs("import"),
+)
+def accelbench_import_results() -> None:
+    @task(outlets=[LAKE_ASSET])
+    def import_results(params: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.import_tasks import import_bench_results
+
+        return import_bench_results(dict(params), get_current_context()["run_id"])
+
+    import_results()
+
+
+accelbench_import_results()

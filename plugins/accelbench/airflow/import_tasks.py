@@ -1,0 +1,92 @@
+"""Task bodies of the import and retraction DAGs: check params against the catalog and lake, log why."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException
+
+from accelbench.airflow.tasks import _engine, _fail_on_library_error
+from accelbench.catalog import queries
+from accelbench.catalog.retract import check_run_ids, retract
+from accelbench.config import Settings
+from accelbench.errors import ConfigError
+from accelbench.lake.imported import ImportTarget, import_results
+from accelbench.lake.store import Lake
+
+log = logging.getLogger(__name__)
+
+
+@_fail_on_library_error
+def import_bench_results(params: dict[str, Any], dag_run_id: str) -> dict[str, Any]:
+    settings = Settings.from_env()
+    engine = _engine(settings)
+    try:
+        (spec,) = queries.instance_specs(engine, [params["instance_type"]])
+    except ConfigError as exc:
+        raise ConfigError("instance_type", params["instance_type"], "not in the instance catalog") from exc
+    finally:
+        engine.dispose()
+    if spec.accelerator_type != params["accelerator_type"]:
+        raise ConfigError(
+            "accelerator_type",
+            params["accelerator_type"],
+            f"{spec.instance_type} is a {spec.accelerator_type} instance type in the catalog",
+        )
+    day = params.get("date")
+    target = ImportTarget(
+        accelerator_type=spec.accelerator_type,
+        instance_type=spec.instance_type,
+        accelerator_count=spec.accelerator_count,
+        model=params["model"],
+        vllm_version=params.get("vllm_version"),
+        quantization=params.get("quantization"),
+        started_at=datetime.fromisoformat(day).replace(tzinfo=UTC) if day else None,
+    )
+    lake = Lake.from_env(settings)
+    report = import_results(lake, params["source"], target, dag_run_id)
+    for copy in report.imported:
+        log.info("imported %s", copy)
+    for why in report.refused.values():
+        log.error("refused %s", why)
+    log.info(
+        "import done: %d files imported (%d runs, %d requests), %d refused; provenance: "
+        "execution_mode=imported, source_uri=the lake copy",
+        len(report.imported),
+        report.runs,
+        report.requests,
+        len(report.refused),
+    )
+    if report.refused:
+        raise AirflowFailException(
+            f"{len(report.refused)} of {len(report.refused) + len(report.imported)} files refused "
+            f"(the others are imported): " + "; ".join(report.refused.values())
+        )
+    return {"imported": report.imported, "runs": report.runs, "requests": report.requests}
+
+
+@_fail_on_library_error
+def retract_runs(params: dict[str, Any], user: str | None) -> dict[str, Any]:
+    settings = Settings.from_env()
+    lake = Lake.from_env(settings)
+    known = set(lake.read("runs", columns=["run_id"]).column("run_id").to_pylist())
+    superseded_by = (params.get("superseded_by") or "").strip() or None
+    ids = check_run_ids(params["run_ids"], superseded_by, known)
+    engine = _engine(settings)
+    try:
+        result = retract(engine, ids, params["reason"], superseded_by, by=user)
+    finally:
+        engine.dispose()
+    for run_id in result.added:
+        log.info("retracted %s: %s", run_id, params["reason"])
+    for run_id, before in result.changed.items():
+        log.info("retraction of %s updated (was: %s)", run_id, before)
+    log.info(
+        "retractions: %d added, %d updated, %d already so; the runs stay in the lake",
+        len(result.added),
+        len(result.changed),
+        len(result.unchanged),
+    )
+    return {"added": result.added, "changed": sorted(result.changed), "unchanged": result.unchanged}

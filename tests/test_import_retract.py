@@ -1,0 +1,167 @@
+"""Importing `vllm bench serve` results measured elsewhere, and retracting runs: library and DAGs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+from accelbench.catalog.db import make_engine, migrate
+from accelbench.catalog.models import Retraction
+from accelbench.catalog.retract import check_run_ids, retract
+from accelbench.errors import ConfigError
+from accelbench.lake.imported import ImportTarget, import_results
+from accelbench.lake.store import Lake
+from sqlalchemy import select
+
+from tests.conftest import REPO
+from tests.test_dags import _run, _states
+
+RESULT = REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json"
+GPU = ImportTarget(accelerator_type="gpu", instance_type="g6e.xlarge", accelerator_count=1, model="org/m")
+
+
+def _sources(folder: Path) -> Path:
+    """The real result file, the same level saved without --save-detailed at a fixed rate, a JSON
+    file that is not a bench result, and a non-JSON file that is ignored."""
+    folder.mkdir(parents=True)
+    shutil.copy(RESULT, folder / "detailed.json")
+    summary = json.loads(RESULT.read_text())
+    for key in ("ttfts", "itls", "latencies", "input_lens", "output_lens", "errors", "generated_texts"):
+        summary.pop(key)
+    summary |= {"max_concurrency": None, "request_rate": 4.0, "output_throughput": 99.0}
+    (folder / "sub").mkdir()
+    (folder / "sub" / "summary.json").write_text(json.dumps(summary))
+    (folder / "notes.json").write_text(json.dumps({"completed": 3}))
+    (folder / "README.txt").write_text("not a result")
+    return folder
+
+
+def test_import_keeps_every_good_file_names_the_bad_one_and_is_idempotent(tmp_path: Path) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    source = _sources(tmp_path / "src")
+    report = import_results(lake, str(source), GPU, "manual__x")
+    assert report.runs == 2 and report.requests == 20
+    (bad,) = report.refused
+    assert (
+        bad.endswith("notes.json")
+        and "num_prompts" in report.refused[bad]
+        and "p99_ttft_ms" in report.refused[bad]
+    )
+    runs = {r["level_kind"]: r for r in lake.read("runs").to_pylist()}
+    detailed, summary = runs["concurrency"], runs["rate"]
+    original = json.loads(RESULT.read_text())
+    assert detailed["level_value"] == 2 and summary["level_value"] == 4
+    assert (
+        detailed["output_throughput"] == original["output_throughput"] and summary["output_throughput"] == 99
+    )
+    assert detailed["p99_tpot_ms"] == original["p99_tpot_ms"]
+    for row in runs.values():
+        assert (row["execution_mode"], row["accelerator_type"], row["instance_type"]) == (
+            "imported",
+            "gpu",
+            "g6e.xlarge",
+        )
+        assert row["date"] == "2026-12-01" and row["accelerator_count"] == 1 and row["status"] == "ok"
+        assert Path(row["source_uri"]).read_bytes() in (
+            RESULT.read_bytes(),
+            (source / "sub/summary.json").read_bytes(),
+        )
+    requests = lake.read("requests").to_pylist()
+    assert {r["run_id"] for r in requests} == {detailed["run_id"]}
+    assert sorted(r["ttft_s"] for r in requests) == sorted(original["ttfts"])
+    again = import_results(lake, str(source), GPU, "manual__y")
+    assert again.runs == 2
+    assert lake.read("runs").num_rows == 2 and lake.read("requests").num_rows == 20  # replaced, not added
+
+
+def test_import_from_an_s3_prefix(tmp_path: Path, aws_on_moto, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    bucket = f"results-{uuid.uuid4().hex[:12]}"
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="baselines/h100/c2.json", Body=RESULT.read_bytes())
+    lake = Lake(str(tmp_path / "lake"))
+    report = import_results(lake, f"s3://{bucket}/baselines", GPU, "manual__s3")
+    assert (report.runs, report.requests, report.refused) == (1, 20, {})
+    with pytest.raises(ConfigError, match=r"source=.*no such directory or prefix"):
+        import_results(lake, f"s3://{bucket}/nothing-here", GPU, "manual__s3")
+
+
+def test_retractions_need_known_runs_a_reason_and_are_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
+    known = {"a", "b", "c"}
+    with pytest.raises(ConfigError, match=r"run_ids=\['zz'\]: no such run"):
+        check_run_ids(["a", "zz"], None, known)
+    with pytest.raises(ConfigError, match="superseded_by='a': a run cannot supersede itself"):
+        check_run_ids(["a"], "a", known)
+    with pytest.raises(ConfigError, match="reason"):
+        retract(engine, ["a"], "   ")
+    ids = check_run_ids(["a", "b", "a"], "c", known)
+    assert ids == ["a", "b"]
+    first = retract(engine, ids, "node was throttled", "c", by="alice")
+    assert first.added == ["a", "b"]
+    assert retract(engine, ids, "node was throttled", "c").unchanged == ["a", "b"]
+    changed = retract(engine, ["a"], "wrong image", None)
+    assert changed.changed == {"a": "node was throttled"}
+    with engine.connect() as conn:
+        rows = {r.run_id: r for r in conn.execute(select(Retraction))}
+    assert rows["a"].reason == "wrong image" and rows["a"].superseded_by is None
+    assert rows["b"].superseded_by == "c" and rows["b"].retracted_by == "alice"
+
+
+@pytest.mark.airflow
+def test_import_dag_then_retract_dag_then_report(
+    airflow_db, accelbench_env: Path, tmp_path, monkeypatch, capfd, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    source = _sources(tmp_path / "src")
+    conf = {"source": str(source), "accelerator_type": "gpu", "instance_type": "g6e.xlarge", "model": "org/m"}
+
+    capfd.readouterr()
+    wrong_tier = _run(airflow_db, "accelbench_import_results", conf | {"accelerator_type": "cpu"})
+    assert _states(wrong_tier) == {"import_results": "failed"}
+    said = "".join(capfd.readouterr()) + caplog.text
+    assert "accelerator_type='cpu': g6e.xlarge is a gpu instance type in the catalog" in said
+    lake = Lake(str(accelbench_env / "lake"))
+    assert lake.read("runs").num_rows == 0
+
+    partly = _run(airflow_db, "accelbench_import_results", conf | {"vllm_version": "0.11.0"})
+    assert _states(partly) == {"import_results": "failed"}  # notes.json is refused, after the others
+    said = "".join(capfd.readouterr()) + caplog.text
+    assert "1 of 3 files refused" in said and "notes.json: not a vllm bench serve result" in said
+    assert lake.read("runs").num_rows == 2
+    (source / "notes.json").unlink()
+    ok = _run(airflow_db, "accelbench_import_results", conf | {"vllm_version": "0.11.0"})
+    assert _states(ok) == {"import_results": "success"}
+    runs = lake.read("runs").to_pylist()
+    assert len(runs) == 2 and {r["vllm_version"] for r in runs} == {"0.11.0"}
+
+    unknown = _run(airflow_db, "accelbench_retract_runs", {"run_ids": ["imported/nope"], "reason": "x"})
+    assert _states(unknown) == {"retract": "failed"}
+    assert "run_ids=['imported/nope']: no such run" in "".join(capfd.readouterr()) + caplog.text
+    gone = next(r["run_id"] for r in runs if r["level_kind"] == "rate")
+    kept = next(r["run_id"] for r in runs if r["level_kind"] == "concurrency")
+    retracted = _run(
+        airflow_db,
+        "accelbench_retract_runs",
+        {"run_ids": [gone], "reason": "client was saturated", "superseded_by": kept},
+    )
+    assert _states(retracted) == {"retract": "success"}
+    engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
+    migrate(engine)
+    with engine.connect() as conn:
+        (row,) = conn.execute(select(Retraction)).all()
+    engine.dispose()
+    assert (row.run_id, row.reason, row.superseded_by) == (gone, "client was saturated", kept)
+
+    report = _run(airflow_db, "accelbench_cross_tier_report")
+    assert _states(report) == {"report": "success"}
+    (folder,) = lake.fs.ls(lake.path("reports"))
+    summary = json.loads(Path(folder, "summary.json").read_text())
+    assert summary["rows"]["points"] == 1 and summary["rows"]["retracted"] == 1
+    html = Path(folder, "report.html").read_text()
+    retracted_section = html[html.index('id="retracted"') :]
+    assert gone in retracted_section and "client was saturated" in retracted_section
