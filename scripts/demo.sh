@@ -52,3 +52,12 @@ sed -n '/\] campaign accelbench_cpu_campaign\./,/loc=campaign_tasks.py/p' "$logs
 echo
 echo "demo: Parquet files:"
 find "$ACCELBENCH_HOME/lake" -name '*.parquet' | sort | sed 's/^/  /'
+echo
+run_dag accelbench_cross_tier_report
+html=$(grep -hoE "HTML report: [^ ]+report\.html" "$logs/accelbench_cross_tier_report.log" | tail -n 1 | sed 's/^HTML report: //')
+if [ -z "$html" ] || [ ! -f "$html" ]; then
+  echo "demo: the report DAG did not say where its HTML is; see $logs/accelbench_cross_tier_report.log" >&2
+  exit 1
+fi
+echo "demo: report (tables as Parquet and CSV beside it; opens offline in any browser):"
+echo "  $html"

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# The full test suite: installs PostgreSQL (Debian) when missing, builds .venv, runs ruff and pytest.
+# The full test suite: installs PostgreSQL and Chromium (Debian) when missing, builds .venv, runs ruff and pytest.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k pricing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+# Debian packages the tests start for real: PostgreSQL (catalog) and Chromium (the Benchmarks view).
+need=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "test: installing PostgreSQL from Debian's packages"
+    echo "test: installing ${need[*]} from Debian's packages"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   else
-    echo "test: PostgreSQL server binaries are missing; run as root or: sudo apt-get install postgresql" >&2
+    echo "test: ${need[*]} missing; run as root or: sudo apt-get install ${need[*]}" >&2
   fi
 fi
 

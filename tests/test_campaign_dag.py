@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -81,6 +82,28 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     assert again.run_id == run.run_id and str(again.state) == "success", _states(again)
     assert _lake_state(lake) == before
     assert len(starts[0].read_text().splitlines()) == 2  # the rerun measured anew, with its own server
+    assert all(
+        Path(r["source_uri"]).name == "envelope.json" and Path(r["source_uri"]).is_file() for r in runs
+    )
+
+    # Then prices and the report DAG: the campaign's points, priced, in a self-contained HTML page.
+    assert str(_run(airflow_db, "accelbench_pricing_refresh").state) == "success"
+    report = _run(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
+    assert _states(report) == {"report": "success"}
+    (folder,) = lake.fs.ls(lake.path("reports"))
+    summary = json.loads(Path(folder, "summary.json").read_text())
+    assert (
+        summary["runs_read"] == 2
+        and summary["rows"]["points"] == 2
+        and summary["rows"]["best_under_slo"] == 1
+    )
+    html = Path(folder, "report.html").read_text()
+    best = html[html.index('id="best-table"') : html.index("</table>", html.index('id="best-table"'))]
+    assert "m8g.xlarge" in best and "snapshot" in best  # priced from the offline snapshot
+    assert html.count("<svg") == 3
+    assert not re.search(
+        r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", html
+    )  # opens offline: nothing fetched
 
 
 def test_kubernetes_mode_without_a_cluster_fails_the_benchmark_and_emits_no_lake_event(

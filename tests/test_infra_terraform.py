@@ -27,7 +27,7 @@ TF_FILES = sorted(INFRA.rglob("*.tf"))
 # The read-only calls of the catalog and pricing DAGs; AWS does not scope them to resources.
 READ_ONLY = {"pricing:GetProducts", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"}
 LAKE_ARN = "${aws_s3_bucket.lake.arn}"
-LAKE_PREFIXES = {"raw/", "requests/", "runs/", "reports/"}
+LAKE_PREFIXES = {"raw/", "imports/", "requests/", "runs/", "reports/"}
 GATE = "${var.install_cpu_nodepool ? 1 : 0}"
 MANIFEST_TYPES = {"kubernetes_manifest", "kubectl_manifest"}
 PLAIN = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
@@ -291,8 +291,19 @@ def test_benchmark_pods_can_only_write_under_raw() -> None:
     assert set().union(*(st.resources for st in statements)) == {f"{LAKE_ARN}/raw/*"}
 
 
-def test_both_roles_are_assumable_only_through_eks_pod_identity_of_this_cluster() -> None:
-    for role in ("airflow_worker", "benchmark_pod"):
+def test_the_api_server_can_only_list_and_read_reports() -> None:
+    statements = role_permissions("airflow_api_server")
+    assert all(st.effect == "Allow" for st in statements)
+    assert set().union(*(st.actions for st in statements)) == {"s3:ListBucket", "s3:GetObject"}
+    (listing,) = (st for st in statements if st.actions == {"s3:ListBucket"})
+    assert listing.conditions[0]["values"] == ["reports/*"]
+    (reads,) = (st for st in statements if st.actions == {"s3:GetObject"})
+    assert reads.resources == {f"{LAKE_ARN}/reports/*"}
+
+
+def test_every_role_is_assumable_only_through_eks_pod_identity_of_this_cluster() -> None:
+    assert set(resources("aws_iam_role")) == {"airflow_worker", "benchmark_pod", "airflow_api_server"}
+    for role in resources("aws_iam_role"):
         (st,) = policy_statements(resources("aws_iam_role")[role]["assume_role_policy"])
         assert st.effect == "Allow"
         assert st.actions == {"sts:AssumeRole", "sts:TagSession"}
@@ -309,6 +320,8 @@ def test_pod_identity_associations_bind_the_service_accounts_the_manifests_defin
     assert assoc["airflow_worker"]["namespace"] == "${var.airflow_namespace}"
     assert assoc["airflow_worker"]["service_account"] == "${var.airflow_worker_service_account}"
     assert assoc["airflow_worker"]["role_arn"] == "${aws_iam_role.airflow_worker.arn}"
+    assert assoc["airflow_api_server"]["service_account"] == "${var.airflow_api_server_service_account}"
+    assert assoc["airflow_api_server"]["role_arn"] == "${aws_iam_role.airflow_api_server.arn}"
 
     assert variables["benchmark_namespace"]["default"] == placement.BENCHMARK_NAMESPACE
     sa = yaml.safe_load((INFRA / "k8s" / "benchmark-serviceaccount.yaml").read_text())
@@ -318,6 +331,10 @@ def test_pod_identity_associations_bind_the_service_accounts_the_manifests_defin
         variables["airflow_worker_service_account"]["default"] == values["workers"]["serviceAccount"]["name"]
     )
     assert variables["airflow_namespace"]["default"] == values["config"]["kubernetes_executor"]["namespace"]
+    assert (
+        variables["airflow_api_server_service_account"]["default"]
+        == values["apiServer"]["serviceAccount"]["name"]
+    )
 
 
 # ---- the lake bucket -------------------------------------------------------------------------

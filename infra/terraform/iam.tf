@@ -1,6 +1,7 @@
 # Two workload identities, both through EKS Pod Identity (no OIDC provider to manage):
 # - the Airflow workers: the read-only catalog/pricing calls plus the lake (read all, write the derived tables);
-# - the benchmark pods: write raw/ results, nothing else.
+# - the benchmark pods: write raw/ results, nothing else;
+# - the Airflow API server (the Benchmarks view): read reports/, nothing else.
 
 locals {
   lake_arn = aws_s3_bucket.lake.arn
@@ -58,7 +59,7 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     condition {
       test     = "StringLike"
       variable = "s3:prefix"
-      values   = ["raw/*", "requests/*", "runs/*", "reports/*"]
+      values   = ["raw/*", "imports/*", "requests/*", "runs/*", "reports/*"]
     }
   }
 
@@ -68,6 +69,7 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     actions = ["s3:GetObject"]
     resources = [
       "${local.lake_arn}/raw/*",
+      "${local.lake_arn}/imports/*",
       "${local.lake_arn}/requests/*",
       "${local.lake_arn}/runs/*",
       "${local.lake_arn}/reports/*",
@@ -80,6 +82,7 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     effect  = "Allow"
     actions = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
     resources = [
+      "${local.lake_arn}/imports/*",
       "${local.lake_arn}/requests/*",
       "${local.lake_arn}/runs/*",
       "${local.lake_arn}/reports/*",
@@ -89,7 +92,7 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
 
 resource "aws_iam_policy" "airflow_worker_lake" {
   name        = "${var.cluster_name}-accelbench-airflow-lake"
-  description = "accelbench lake: list and read every prefix, write requests/, runs/ and reports/"
+  description = "accelbench lake: list and read every prefix, write imports/, requests/, runs/ and reports/"
   policy      = data.aws_iam_policy_document.airflow_worker_lake.json
 }
 
@@ -138,4 +141,47 @@ resource "aws_eks_pod_identity_association" "benchmark_pod" {
   namespace       = var.benchmark_namespace
   service_account = var.benchmark_service_account
   role_arn        = aws_iam_role.benchmark_pod.arn
+}
+
+# ---- Airflow API server (the Benchmarks view) -------------------------------------------------
+
+resource "aws_iam_role" "airflow_api_server" {
+  name               = "${var.cluster_name}-accelbench-airflow-api-server"
+  description        = "accelbench-campaigns Benchmarks view in the Airflow API server: read reports/"
+  assume_role_policy = data.aws_iam_policy_document.pod_identity_trust.json
+}
+
+data "aws_iam_policy_document" "airflow_api_server_lake" {
+  statement {
+    sid       = "ListReports"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [local.lake_arn]
+
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["reports/*"]
+    }
+  }
+
+  statement {
+    sid       = "ReadReports"
+    effect    = "Allow"
+    actions   = ["s3:GetObject"]
+    resources = ["${local.lake_arn}/reports/*"]
+  }
+}
+
+resource "aws_iam_role_policy" "airflow_api_server_lake" {
+  name   = "accelbench-lake-reports-read"
+  role   = aws_iam_role.airflow_api_server.id
+  policy = data.aws_iam_policy_document.airflow_api_server_lake.json
+}
+
+resource "aws_eks_pod_identity_association" "airflow_api_server" {
+  cluster_name    = var.cluster_name
+  namespace       = var.airflow_namespace
+  service_account = var.airflow_api_server_service_account
+  role_arn        = aws_iam_role.airflow_api_server.arn
 }

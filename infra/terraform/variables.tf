@@ -42,6 +42,12 @@ variable "airflow_worker_service_account" {
   default     = "airflow-worker"
 }
 
+variable "airflow_api_server_service_account" {
+  description = "Service account of the Airflow API server, which serves the Benchmarks view (reads reports/)."
+  type        = string
+  default     = "airflow-api-server"
+}
+
 variable "benchmark_namespace" {
   description = "Namespace of the benchmark pods (accelbench.k8s.placement.BENCHMARK_NAMESPACE)."
   type        = string

@@ -2,7 +2,8 @@
 
 GPU and Neuron baselines from other systems then sit beside this suite's campaigns in cross-tier
 reports. The file does not say what it ran on, so the tier, instance type and model come from the
-caller; the rows say `execution_mode=imported` and carry the file's lake copy in `source_uri`.
+caller; the rows say `execution_mode=imported` and carry the file's lake copy (under imports/) in
+`source_uri`.
 Importing the same file again replaces its rows (ids derive from the file's bytes).
 """
 
@@ -26,6 +27,7 @@ from accelbench.lake.schemas import REQUESTS, RUNS, SCHEMA_VERSION
 from accelbench.lake.store import Lake, storage_options
 
 IMPORT_CAMPAIGN = "imported"
+IMPORTS_AREA = "imports"  # the workers' copy of imported files; raw/ is the benchmark pods' alone
 DETAIL_KEYS = ("ttfts", "latencies", "itls", "input_lens", "output_lens")
 
 
@@ -132,9 +134,7 @@ def import_file(
     day = started.date().isoformat()
     tier = target.accelerator_type
     copy = lake.uri_of(
-        lake.put_bytes(
-            data, "raw", f"accelerator_type={tier}", f"date={day}", IMPORT_CAMPAIGN, f"{digest}.json"
-        )
+        lake.put_bytes(data, IMPORTS_AREA, f"accelerator_type={tier}", f"date={day}", f"{digest}.json")
     )
     run_id = f"{IMPORT_CAMPAIGN}/{digest}"
     spec_id = f"{target.instance_type}-{IMPORT_CAMPAIGN}"

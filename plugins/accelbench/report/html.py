@@ -10,7 +10,7 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment
 
 from accelbench.report.columns import label
 from accelbench.report.model import (
@@ -20,6 +20,7 @@ from accelbench.report.model import (
     POINT_KEY,
     SAMPLE_WARNING_REQUESTS,
 )
+from accelbench.report.pages import environment
 from accelbench.report.plots import PLOTS
 
 _COSTS = (
@@ -94,9 +95,7 @@ def _cell_class(value: Any, column: str) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("accelbench.report", "templates"), autoescape=select_autoescape(["j2"])
-    )
+    env = environment().overlay()
     env.filters |= {"cell": _cell, "cell_class": _cell_class, "label": label}
     return env
 

@@ -1,0 +1,66 @@
+"""The reports in the lake's reports/ area: what the Benchmarks view lists and serves.
+
+A report counts once its summary.json exists (written last). Ids and file names are checked against
+fixed patterns before any path is built, so a request cannot reach outside reports/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.lake.store import Lake
+from accelbench.report.build import HTML_NAME, SUMMARY_NAME, TABLE_NAMES
+
+REPORT_ID = re.compile(r"^\d{8}T\d{6}Z$")
+SERVED_FILES = frozenset(
+    {HTML_NAME, SUMMARY_NAME} | {f"{t}.{suffix}" for t in TABLE_NAMES for suffix in ("csv", "parquet")}
+)
+
+
+class NoSuchReport(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class ReportEntry:
+    report_id: str
+    summary: dict[str, Any]
+
+    @property
+    def filters(self) -> str:
+        """The filters that narrowed the report, in words ("all runs" when none did)."""
+        shown = []
+        for key, value in self.summary.get("filter", {}).items():
+            if value not in (None, [], ""):
+                shown.append(f"{key}={', '.join(value) if isinstance(value, list) else value}")
+        return "; ".join(shown) or "all runs"
+
+
+def list_reports(lake: Lake) -> list[ReportEntry]:
+    """Newest first; folders without a readable summary (being written, or foreign) are left out."""
+    base = lake.path("reports")
+    if not lake.fs.exists(base):
+        return []
+    entries = []
+    for folder in lake.fs.ls(base, detail=False):
+        rid = folder.rstrip("/").rsplit("/", 1)[-1]
+        if not REPORT_ID.match(rid):
+            continue
+        try:
+            summary = json.loads(lake.fs.cat_file(f"{folder.rstrip('/')}/{SUMMARY_NAME}"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            continue
+        entries.append(ReportEntry(rid, summary))
+    return sorted(entries, key=lambda e: e.report_id, reverse=True)
+
+
+def report_file(lake: Lake, rid: str, name: str = HTML_NAME) -> bytes:
+    if not REPORT_ID.match(rid) or name not in SERVED_FILES:
+        raise NoSuchReport(f"{rid}/{name}")
+    try:
+        return lake.fs.cat_file(lake.path("reports", rid, name))
+    except FileNotFoundError:
+        raise NoSuchReport(f"{rid}/{name}") from None
