@@ -77,17 +77,19 @@ def cost_at_slo(best: Sequence[dict[str, Any]]) -> str | None:
     if not priced:
         return None
     priced = sorted(priced, key=lambda p: p.get("on_demand_usd_per_1m_output_tokens") or float("inf"))
-    fig = Figure(figsize=(9, 0.5 + 0.45 * len(priced)))
+    fig = Figure(figsize=(9, max(2.0, 0.8 + 0.45 * len(priced))))
     ax = fig.subplots()
     ys = range(len(priced))
     height = 0.4
     for offset, model, colour in ((-height / 2, "on_demand", "tab:blue"), (height / 2, "spot", "tab:orange")):
         values = [p.get(f"{model}_usd_per_1m_output_tokens") or 0 for p in priced]
+        if not any(values):
+            continue  # e.g. no spot history offline: no empty legend entry
         ax.barh([y + offset for y in ys], values, height=height, color=colour, label=model.replace("_", "-"))
     ax.set_yticks(list(ys), [f"{_series_name(p)} @ {p['level_value']:g}" for p in priced], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("USD per 1M output tokens at the best level under the SLOs")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     return _svg(fig, "cost-at-slo")
 
