@@ -172,3 +172,26 @@ def test_retracted_runs_leave_the_report_and_are_listed_with_why() -> None:
     assert [r["run_id"] for r in kept] == ["0.32.0-m8g.xlarge-0"]
     assert gone[0]["retraction_reason"] == "noisy neighbour" and gone[0]["superseded_by"] == "run-9"
     assert level_points(kept, PRICES, "us-east-1")[0]["output_throughput"] == 80
+
+
+def test_the_filter_prunes_partitions_and_rows_when_the_lake_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+    from accelbench.lake.schemas import RUNS as RUNS_SCHEMA
+    from accelbench.lake.store import Lake
+    from accelbench.report.build import ReportFilter, partition_filter
+
+    lake = Lake(str(tmp_path / "lake"))
+    for i, (tier, day) in enumerate([("cpu", "2026-11-01"), ("cpu", "2026-11-20"), ("gpu", "2026-11-20")]):
+        row = _run("m8g.xlarge", tier, 1, 0, 100, 150, 100, 20) | {"run_id": f"r{i}", "model": f"m{i % 2}"}
+        lake.write_table("runs", pa.Table.from_pylist([row], schema=RUNS_SCHEMA), tier, day, f"s{i}")
+
+    def ids(**kw) -> list[str]:  # type: ignore[no-untyped-def]
+        return sorted(
+            lake.read("runs", where=partition_filter(ReportFilter(**kw))).column("run_id").to_pylist()
+        )
+
+    assert partition_filter(ReportFilter()) is None and ids() == ["r0", "r1", "r2"]
+    assert ids(tiers=["gpu"]) == ["r2"]
+    assert ids(date_from=datetime(2026, 11, 10).date()) == ["r1", "r2"]
+    assert ids(date_to=datetime(2026, 11, 1).date(), tiers=["cpu"]) == ["r0"]
+    assert ids(models=["m1"]) == ["r1"]

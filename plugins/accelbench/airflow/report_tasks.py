@@ -9,7 +9,14 @@ from typing import Any
 from accelbench.airflow.tasks import _engine, _fail_on_library_error
 from accelbench.config import Settings
 from accelbench.lake.store import Lake
-from accelbench.report.build import HTML_NAME, ReportFilter, build_report, report_id, write_report
+from accelbench.report.build import (
+    HTML_NAME,
+    ReportFilter,
+    build_report,
+    partition_filter,
+    report_id,
+    write_report,
+)
 from accelbench.report.sources import price_history, retractions
 
 log = logging.getLogger(__name__)
@@ -33,7 +40,7 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
         tpot_p99_ms=slos.get("tpot_p99_ms"),
     )
     lake = Lake.from_env()
-    runs = lake.read("runs").to_pylist()
+    runs = lake.read("runs", where=partition_filter(flt)).to_pylist()
     engine = _engine(Settings.from_env())
     try:
         prices = price_history(engine, {r["instance_type"] for r in runs})

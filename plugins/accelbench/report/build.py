@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import operator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from accelbench.lake.store import Lake
@@ -51,6 +54,23 @@ class ReportFilter:
             and (self.date_from is None or day >= self.date_from)
             and (self.date_to is None or day <= self.date_to)
         )
+
+
+def partition_filter(flt: ReportFilter) -> ds.Expression | None:
+    """The filter as a pyarrow expression: tier and date prune partitions (directories) unread, model
+    and version drop rows while reading. `ReportFilter.keeps` still applies to what comes back."""
+    parts = []
+    if flt.tiers:
+        parts.append(ds.field("accelerator_type").isin(flt.tiers))
+    if flt.date_from:
+        parts.append(ds.field("date") >= flt.date_from.isoformat())
+    if flt.date_to:
+        parts.append(ds.field("date") <= flt.date_to.isoformat())
+    if flt.models:
+        parts.append(ds.field("model").isin(flt.models))
+    if flt.versions:
+        parts.append(ds.field("vllm_version").isin(flt.versions))
+    return functools.reduce(operator.and_, parts) if parts else None
 
 
 def build_report(
