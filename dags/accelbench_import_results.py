@@ -3,9 +3,10 @@ JSON files (with `--save-detailed`, the per-request rows too) into the lake's `r
 tables, so GPU and Neuron baselines from other systems appear in cross-tier reports.
 
 The files do not say what they ran on: give the tier, the instance type (it must be in the catalog)
-and the model. Each file is copied to `raw/.../imported/` first; its rows say
-`execution_mode=imported` and point at that copy in `source_uri`. Importing a file again replaces its
-rows. A file that is not a bench result is named in the log and fails the task after the others are in.
+and the model. Each file is copied to `imports/accelerator_type=<tier>/date=<day>/` first; its rows
+say `execution_mode=imported` and point at that copy in `source_uri`. Importing a file again
+replaces its rows. A file that is not a bench result is named in the log; `import_results` still
+succeeds with the others (and schedules a report), then `check_refused` fails the run.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from airflow.sdk import Param, dag, get_current_context, task
             type="string",
             minLength=1,
             maxLength=1024,
-            description="Directory, file, or s3://bucket/prefix holding the JSON result files",
+            pattern=r"^(s3://[a-z0-9][a-z0-9.-]*[a-z0-9](/.*)?|/.*)$",
+            description="s3://bucket/prefix, or a directory or file under ACCELBENCH_IMPORT_ROOTS",
         ),
         "accelerator_type": Param("gpu", type="string", enum=["gpu", "neuron", "cpu"], description="Tier"),
         "instance_type": Param(
@@ -40,7 +42,7 @@ from airflow.sdk import Param, dag, get_current_context, task
             None,
             type=["null", "string"],
             format="date",
-            description="Measurement date, for files whose own 'date' field is missing",
+            description="Measurement date; default: the file's own 'date' (its client's clock, read as UTC)",
         ),
     },
     **dag_kwargs("import"),
@@ -52,7 +54,13 @@ def accelbench_import_results() -> None:
 
         return import_bench_results(dict(params), get_current_context()["run_id"])
 
-    import_results()
+    @task
+    def check_refused(result: dict) -> None:
+        from accelbench.airflow.import_tasks import fail_on_refused
+
+        fail_on_refused(result)
+
+    check_refused(import_results())
 
 
 accelbench_import_results()

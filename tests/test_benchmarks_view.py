@@ -121,9 +121,12 @@ def test_view_needs_an_airflow_user_and_serves_only_report_files(api_server) -> 
     csv = httpx.get(f"{base}/accelbench/reports/{REPORT_ID}/best_under_slo.csv", headers=headers, timeout=10)
     assert csv.status_code == 200 and csv.text.startswith('"Tier","Instance type"')
     for bad in (
-        f"reports/{REPORT_ID}/..%2F..%2Fcatalog.db",
-        "reports/..%2F..%2Fetc/passwd",
-        "reports/latest",
+        f"reports/{REPORT_ID}/..%2F..%2Fcatalog.db",  # decoded into more segments: no route
+        f"reports/{REPORT_ID}/catalog.db",  # one segment, not a report file: the name check
+        f"reports/{REPORT_ID}/.env",
+        f"reports/{REPORT_ID}/points.csv.bak",
+        "reports/latest",  # not a report id
+        f"reports/{REPORT_ID}%0A",  # a trailing newline would pass re.match(...$)
     ):
         assert httpx.get(f"{base}/accelbench/{bad}", headers=headers, timeout=10).status_code == 404, bad
 

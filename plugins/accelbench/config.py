@@ -40,6 +40,7 @@ class Settings:
     pricing_endpoint_region: str = "us-east-1"
     aws_max_attempts: int = 8
     seed_file: Path | None = None
+    import_roots: tuple[Path, ...] = ()  # local directories the import DAG may read; empty = home/import
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -63,4 +64,8 @@ class Settings:
             pricing_endpoint_region=_env("PRICING_ENDPOINT_REGION", "us-east-1"),
             aws_max_attempts=attempts,
             seed_file=Path(seed).expanduser() if seed else None,
+            import_roots=tuple(
+                Path(p.strip()).expanduser() for p in _env("IMPORT_ROOTS", "").split(",") if p.strip()
+            )
+            or (home / "import",),
         )

@@ -14,7 +14,8 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import pyarrow as pa
 from fsspec.core import url_to_fs
@@ -25,6 +26,7 @@ from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lake.ingest import request_rows, result_columns
 from accelbench.lake.schemas import REQUESTS, RUNS, SCHEMA_VERSION
 from accelbench.lake.store import Lake, storage_options
+from accelbench.loadgen.driver import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 
 IMPORT_CAMPAIGN = "imported"
 IMPORTS_AREA = "imports"  # the workers' copy of imported files; raw/ is the benchmark pods' alone
@@ -38,7 +40,7 @@ class BenchServeResult(BaseModel):
 
     date: str | None = None  # "%Y%m%d-%H%M%S", the client's local time when it saved the file
     num_prompts: int
-    request_rate: float | str  # a number, or "inf"
+    request_rate: float | Literal["inf"]  # a number, or "inf" (no rate limit)
     max_concurrency: int | None = None
     duration: float
     completed: int
@@ -63,7 +65,7 @@ class ImportTarget:
     vllm_version: str | None = None
     quantization: str | None = None
     runtime: str | None = None  # default vllm-<tier>
-    started_at: datetime | None = None  # when the file has no usable date
+    started_at: datetime | None = None  # overrides the file's own date (its client's local clock)
 
 
 @dataclass
@@ -78,8 +80,23 @@ class ImportRefused(AccelbenchError):
     """A file that is not a usable `vllm bench serve` result."""
 
 
+def check_source(source: str, roots: tuple[Path, ...]) -> None:
+    """Only s3:// prefixes and local paths under the configured import roots: the param must not make
+    a worker fetch URLs (http://, ftp://, ...) or read its own files outside those directories."""
+    if source.startswith("s3://"):
+        return
+    if "://" in source or not source.startswith("/"):
+        raise ConfigError("source", source, "give an s3:// prefix or an absolute local path")
+    path = Path(source).resolve()
+    if not any(path.is_relative_to(root.resolve()) for root in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        raise ConfigError(
+            "source", source, f"not under the import roots ({allowed}; ACCELBENCH_IMPORT_ROOTS)"
+        )
+
+
 def list_result_files(source: str) -> tuple[Any, list[str]]:
-    """(filesystem, sorted JSON file paths) under a directory or an s3:// prefix."""
+    """(filesystem, sorted JSON file paths) under a directory or an s3:// prefix (see check_source)."""
     try:
         fs, root = url_to_fs(source, **storage_options(source))
     except (ValueError, ImportError) as exc:
@@ -100,14 +117,15 @@ def _level(result: BenchServeResult) -> tuple[str, float]:
 
 
 def _started_at(result: BenchServeResult, target: ImportTarget, name: str) -> datetime:
-    if result.date:
-        try:
-            return datetime.strptime(result.date, "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
-        except ValueError:
-            pass
-    if target.started_at is None:
-        raise ImportRefused(f"{name}: no usable 'date' field ({result.date!r}); give the date param")
-    return target.started_at
+    """The date param if given, else the file's `date` (the client's local clock, read as UTC)."""
+    if target.started_at is not None:
+        return target.started_at
+    try:
+        return datetime.strptime(result.date or "", "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        raise ImportRefused(
+            f"{name}: no usable 'date' field ({result.date!r}); give the date param"
+        ) from None
 
 
 def parse_result(data: bytes, name: str) -> tuple[BenchServeResult, dict[str, Any]]:
@@ -124,36 +142,31 @@ def parse_result(data: bytes, name: str) -> tuple[BenchServeResult, dict[str, An
         raise ImportRefused(f"{name}: not a vllm bench serve result ({problems})") from None
 
 
-def import_file(
-    lake: Lake, data: bytes, name: str, target: ImportTarget, dag_run_id: str
-) -> tuple[str, int, int]:
-    """One result file -> a raw copy, one `runs` row and its `requests` rows; (copy URI, runs, requests)."""
-    result, raw = parse_result(data, name)
-    digest = hashlib.sha256(data).hexdigest()[:16]
-    started = _started_at(result, target, name)
-    day = started.date().isoformat()
+def _tables(
+    result: BenchServeResult, raw: dict[str, Any], target: ImportTarget, ids: dict[str, Any]
+) -> tuple[pa.Table, pa.Table]:
+    """The file's `runs` row and `requests` rows as tables of the lake's schemas."""
     tier = target.accelerator_type
-    copy = lake.uri_of(
-        lake.put_bytes(data, IMPORTS_AREA, f"accelerator_type={tier}", f"date={day}", f"{digest}.json")
-    )
-    run_id = f"{IMPORT_CAMPAIGN}/{digest}"
-    spec_id = f"{target.instance_type}-{IMPORT_CAMPAIGN}"
     kind, value = _level(result)
+    achieved = arrival_rate(raw | {"completed": result.completed, "duration": result.duration})
+    details = all(isinstance(raw.get(k), list) for k in DETAIL_KEYS)  # saved with --save-detailed
     row: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
+        **ids,
         "campaign_id": IMPORT_CAMPAIGN,
-        "spec_id": spec_id,
-        "dag_run_id": dag_run_id,
         "level_kind": kind,
         "level_value": value,
         "repeat": 0,
-        "status": "ok" if result.completed > 0 else "failed",
+        # As for a campaign level: any failed request fails it (its percentiles cover survivors only).
+        "status": "failed" if result.failed or not result.completed else "ok",
         "error": f"{result.failed} of {result.num_prompts} requests failed" if result.failed else None,
-        "started_at": started,
         "wall_s": result.duration,
-        "requested_rate": float(result.request_rate),
-        "achieved_rate": result.request_throughput,
+        "requested_rate": value if kind == "rate" else None,
+        "achieved_rate": achieved,
+        "client_limited": kind == "rate" and achieved is not None and achieved < CLIENT_LIMITED_RATIO * value,
+        "peak_concurrency": peak_concurrency(raw["start_times"], raw["latencies"])
+        if details and isinstance(raw.get("start_times"), list)
+        else None,
         "suite_version": __version__,
         "vllm_version": target.vllm_version,
         "runtime": target.runtime or f"vllm-{tier}",
@@ -164,22 +177,66 @@ def import_file(
         "accelerator_count": target.accelerator_count,
         "dataset": raw.get("dataset_name"),
         "execution_mode": "imported",
-        "source_uri": copy,
     } | result_columns(result.model_dump())
-    requests = []
-    if all(isinstance(raw.get(k), list) for k in DETAIL_KEYS):  # saved with --save-detailed
-        try:
-            requests = request_rows(raw, run_id, IMPORT_CAMPAIGN, spec_id)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ImportRefused(f"{name}: per-request fields do not line up ({exc})") from None
+    requests = request_rows(raw, ids["run_id"], IMPORT_CAMPAIGN, ids["spec_id"]) if details else []
+    return pa.Table.from_pylist([row], schema=RUNS), pa.Table.from_pylist(requests, schema=REQUESTS)
+
+
+def import_file(
+    lake: Lake, data: bytes, name: str, target: ImportTarget, dag_run_id: str
+) -> tuple[str, int, int]:
+    """One result file -> a copy under imports/, one `runs` row and its `requests` rows.
+
+    Returns (copy URI, runs, requests). Written in that order, so rows never point at a missing copy.
+    """
+    result, raw = parse_result(data, name)
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    started = _started_at(result, target, name)
+    day, tier = started.date().isoformat(), target.accelerator_type
+    copy_parts = (IMPORTS_AREA, f"accelerator_type={tier}", f"date={day}", f"{digest}.json")
+    ids = {
+        "run_id": f"{IMPORT_CAMPAIGN}/{digest}",
+        "spec_id": f"{target.instance_type}-{IMPORT_CAMPAIGN}",
+        "dag_run_id": dag_run_id,
+        "started_at": started,
+        "source_uri": lake.uri_of(lake.path(*copy_parts)),
+    }
+    try:
+        runs, requests = _tables(result, raw, target, ids)
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        OverflowError,
+        pa.ArrowTypeError,
+    ) as exc:  # ArrowInvalid: ValueError
+        raise ImportRefused(
+            f"{name}: a field has the wrong type or length ({type(exc).__name__}: {exc})"
+        ) from None
     stem = f"{IMPORT_CAMPAIGN}--{digest}"
-    lake.write_table("runs", pa.Table.from_pylist([row], schema=RUNS), tier, day, stem)
-    lake.write_table("requests", pa.Table.from_pylist(requests, schema=REQUESTS), tier, day, stem)
-    return copy, 1, len(requests)
+    keep = {lake.put_bytes(data, *copy_parts)}
+    keep.add(lake.write_table("runs", runs, tier, day, stem))
+    keep.add(lake.write_table("requests", requests, tier, day, stem))
+    _drop_other_copies(lake, stem, digest, keep)
+    return ids["source_uri"], 1, requests.num_rows
 
 
-def import_results(lake: Lake, source: str, target: ImportTarget, dag_run_id: str) -> ImportReport:
+def _drop_other_copies(lake: Lake, stem: str, digest: str, keep: set[str]) -> None:
+    """The same file imported before under another tier or date: its old rows and copy go, so a file
+    is in the lake once (new files first, then the old ones are removed: nothing is lost midway)."""
+    patterns = [lake.path(t, "*", "*", f"{stem}.parquet") for t in ("runs", "requests")]
+    patterns.append(lake.path(IMPORTS_AREA, "*", "*", f"{digest}.json"))
+    for pattern in patterns:
+        for path in lake.fs.glob(pattern):
+            if path.rstrip("/") not in {k.rstrip("/") for k in keep}:
+                lake.fs.rm_file(path)
+
+
+def import_results(
+    lake: Lake, source: str, target: ImportTarget, dag_run_id: str, roots: tuple[Path, ...]
+) -> ImportReport:
     """Every JSON file under `source`; a refused file is reported and never stops the others."""
+    check_source(source, roots)
     fs, paths = list_result_files(source)
     if not paths:
         raise ConfigError("source", source, "holds no .json file")

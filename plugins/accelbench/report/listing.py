@@ -14,7 +14,7 @@ from typing import Any
 from accelbench.lake.store import Lake
 from accelbench.report.build import HTML_NAME, SUMMARY_NAME, TABLE_NAMES
 
-REPORT_ID = re.compile(r"^\d{8}T\d{6}Z$")
+REPORT_ID = re.compile(r"\d{8}T\d{6}Z")  # fullmatch only
 SERVED_FILES = frozenset(
     {HTML_NAME, SUMMARY_NAME} | {f"{t}.{suffix}" for t in TABLE_NAMES for suffix in ("csv", "parquet")}
 )
@@ -41,13 +41,14 @@ class ReportEntry:
 
 def list_reports(lake: Lake) -> list[ReportEntry]:
     """Newest first; folders without a readable summary (being written, or foreign) are left out."""
-    base = lake.path("reports")
-    if not lake.fs.exists(base):
+    try:  # no exists(): on S3 that is a HEAD of the key "reports", which a reports/-only role may not do
+        folders = lake.fs.ls(lake.path("reports"), detail=False)
+    except FileNotFoundError:
         return []
     entries = []
-    for folder in lake.fs.ls(base, detail=False):
+    for folder in folders:
         rid = folder.rstrip("/").rsplit("/", 1)[-1]
-        if not REPORT_ID.match(rid):
+        if not REPORT_ID.fullmatch(rid):
             continue
         try:
             summary = json.loads(lake.fs.cat_file(f"{folder.rstrip('/')}/{SUMMARY_NAME}"))
@@ -58,9 +59,9 @@ def list_reports(lake: Lake) -> list[ReportEntry]:
 
 
 def report_file(lake: Lake, rid: str, name: str = HTML_NAME) -> bytes:
-    if not REPORT_ID.match(rid) or name not in SERVED_FILES:
+    if not REPORT_ID.fullmatch(rid) or name not in SERVED_FILES:
         raise NoSuchReport(f"{rid}/{name}")
     try:
         return lake.fs.cat_file(lake.path("reports", rid, name))
-    except FileNotFoundError:
+    except (FileNotFoundError, PermissionError):  # S3 answers 403 for a missing key without ListBucket
         raise NoSuchReport(f"{rid}/{name}") from None

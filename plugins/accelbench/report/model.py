@@ -219,8 +219,8 @@ def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             row |= {"from_version": prev["vllm_version"], "to_version": cur["vllm_version"]}
             for metric, worse_when in (("output_throughput", -1), ("p99_ttft_ms", 1), ("p99_tpot_ms", 1)):
                 before, after = prev.get(metric), cur.get(metric)
-                if not before or after is None:
-                    row[f"{metric}_change"], row[f"{metric}_verdict"] = None, None
+                if not before or after is None:  # every key on every row: tables take columns from row 1
+                    row[f"{metric}_change"] = row[f"{metric}_noise_limit"] = row[f"{metric}_verdict"] = None
                     continue
                 change = (after - before) / before
                 limit = noise_threshold(prev.get(f"{metric}_cv"), cur.get(f"{metric}_cv"))

@@ -20,7 +20,10 @@ LOG_SCALE_SPREAD = 20  # a throughput axis spanning more than this factor is dra
 
 
 def _series_name(p: dict[str, Any], *, version: bool = True) -> str:
-    name = f"{p['accelerator_type']} {p['instance_type']}"
+    model = (
+        str(p.get("model") or "?").rstrip("/").rsplit("/", 1)[-1]
+    )  # the id's last part: legends stay short
+    name = f"{p['accelerator_type']} {p['instance_type']} {model}"
     if p.get("quantization"):
         name += f" {p['quantization']}"
     if version:
@@ -99,7 +102,7 @@ def version_trend(best: Sequence[dict[str, Any]]) -> str | None:
     lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in best:
         if p.get("output_throughput") is not None:
-            lines[_series_name(p, version=False) + f" {p['model']}"].append(p)
+            lines[_series_name(p, version=False)].append(p)
     if not lines:
         return None
     versions = sorted({p["vllm_version"] for rows in lines.values() for p in rows}, key=version_key)
