@@ -41,6 +41,8 @@ class Settings:
     aws_max_attempts: int = 8
     seed_file: Path | None = None
     import_roots: tuple[Path, ...] = ()  # local directories the import DAG may read; empty = home/import
+    registry_url: str = "https://hub.docker.com"  # Docker Hub tag-listing API of the vLLM CPU image
+    include_prereleases: bool = False  # release discovery keeps rc/dev tags too
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -68,4 +70,8 @@ class Settings:
                 Path(p.strip()).expanduser() for p in _env("IMPORT_ROOTS", "").split(",") if p.strip()
             )
             or (home / "import",),
+            registry_url=_env("REGISTRY_URL", "https://hub.docker.com").rstrip("/"),
+            include_prereleases=parse_bool(
+                ENV_PREFIX + "INCLUDE_PRERELEASES", _env("INCLUDE_PRERELEASES", "false")
+            ),
         )

