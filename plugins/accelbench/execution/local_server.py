@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 import psutil
+from packaging.version import InvalidVersion, Version
 
 from accelbench.campaign.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
@@ -58,6 +59,19 @@ def vllm_python() -> Path:
         if candidate.is_file():
             return candidate
     raise ConfigError(VLLM_PYTHON_SETTING, None, "not set and no .venv-vllm found (run scripts/vllm-env.sh)")
+
+
+def local_vllm_version(python: Path | None = None) -> str:
+    """The vLLM version local mode serves (the vLLM environment's, e.g. 0.32.0 for 0.32.0+cpu)."""
+    python = python or vllm_python()
+    probe = "import importlib.metadata as m; print(m.version('vllm'))"  # no vllm import: milliseconds
+    out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    try:
+        return Version(out.stdout.strip()).public
+    except InvalidVersion:
+        raise ConfigError(
+            VLLM_PYTHON_SETTING, str(python), f"cannot read its vLLM version: {out.stderr.strip()[-300:]}"
+        ) from None
 
 
 def parse_cpus(name: str, raw: str) -> set[int] | None:

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from accelbench import __version__
+from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.schemas import METRICS, REQUESTS, RUNS, SCHEMA_VERSION, STATS
@@ -140,6 +141,7 @@ def run_row(
         "zone": prov.zone,
         "capacity_type": prov.capacity_type,
         "source_uri": prov.source_uri,
+        "matrix_key": BenchmarkSpec.model_validate(spec).matrix_key,
     }
     if result is not None:
         row |= result_columns(result)

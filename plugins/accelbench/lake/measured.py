@@ -1,0 +1,33 @@
+"""What the lake already holds for a matrix: "this version was already measured with this matrix"."""
+
+from __future__ import annotations
+
+import pyarrow.dataset as ds
+
+from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.lake.store import Lake
+from accelbench.loadgen.bench_command import levels
+
+
+def measured_specs(lake: Lake, specs: list[BenchmarkSpec]) -> list[BenchmarkSpec]:
+    """The specs whose every level x repeat already has a successful run in the lake, from any
+    campaign, for the same server (version and image included) and load: `matrix_key`."""
+    if not specs:
+        return []
+    keys = sorted({s.matrix_key for s in specs})
+    rows = lake.read(
+        "runs",
+        where=ds.field("matrix_key").isin(keys) & (ds.field("status") == "ok"),
+        columns=["matrix_key", "level_kind", "level_value", "repeat"],
+    ).to_pylist()
+    have = {(r["matrix_key"], r["level_kind"], r["level_value"], r["repeat"]) for r in rows}
+    return [
+        spec
+        for spec in specs
+        if {
+            (spec.matrix_key, level.kind, float(level.value), repeat)
+            for level in levels(spec)
+            for repeat in range(spec.load.repeats)
+        }
+        <= have
+    ]

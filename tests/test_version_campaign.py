@@ -1,0 +1,126 @@
+"""The per-version campaign: its matrix from configuration, one graph definition shared with the
+weekly campaign, and "already measured with this matrix" read from the lake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.errors import ConfigError
+from accelbench.lake.measured import measured_specs
+from accelbench.lake.schemas import RUNS
+from accelbench.lake.store import Lake
+
+from tests.test_dags import _dagbag, _run
+from tests.test_planning import STORE
+
+pytestmark = pytest.mark.airflow
+MATRIX = json.dumps(
+    {
+        "instance_types": ["m8g.xlarge", "c8g.2xlarge"],
+        "model": "Qwen/Qwen2.5-0.5B-Instruct",
+        "concurrency": [1, 2],
+        "repeats": 2,
+    }
+)
+
+
+@pytest.fixture
+def catalog(airflow_db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
+    monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", MATRIX)
+    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+
+
+def _plan(version: str | None, force: bool = False, mode: str = "kubernetes") -> list[dict]:
+    from accelbench.airflow.version_tasks import plan_version_campaign
+
+    return plan_version_campaign(version, mode, force, "accelbench_cpu_version_campaign.r1", None)
+
+
+def _land(lake: Lake, spec: BenchmarkSpec, levels: list[int], repeats: int, status: str = "ok") -> None:
+    rows = [
+        {
+            "run_id": f"{spec.spec_id}/c{c}-r{r}",
+            "matrix_key": spec.matrix_key,
+            "level_kind": "concurrency",
+            "level_value": float(c),
+            "repeat": r,
+            "status": status,
+            "instance_type": spec.server.instance_type,
+        }
+        for c in levels
+        for r in range(repeats)
+    ]
+    lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-30", spec.spec_id)
+
+
+def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:  # type: ignore[no-untyped-def]
+    bag = _dagbag(airflow_db)
+    weekly, per_version = (
+        bag.get_dag("accelbench_cpu_campaign"),
+        bag.get_dag("accelbench_cpu_version_campaign"),
+    )
+    shape = {t.task_id: sorted(t.downstream_task_ids) for t in weekly.tasks}
+    assert {t.task_id: sorted(t.downstream_task_ids) for t in per_version.tasks} == shape
+    assert type(per_version.timetable).__name__ == "PartitionedAssetTimetable"
+
+
+def test_version_matrix_plans_at_the_partition_version_and_skips_what_the_lake_holds(
+    catalog, accelbench_env: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+    specs = [BenchmarkSpec.model_validate(s) for s in _plan("0.19.1")]
+    assert sorted(s.server.instance_type for s in specs) == ["c8g.2xlarge", "m8g.xlarge"]
+    assert {s.server.image for s in specs} == {"vllm/vllm-openai-cpu:v0.19.1-arm64"}
+    assert {s.load.concurrency for s in specs} == {(1, 2)} and {s.load.repeats for s in specs} == {2}
+    m8g = next(s for s in specs if s.server.instance_type == "m8g.xlarge")
+
+    lake = Lake(str(accelbench_env / "lake"))
+    _land(lake, m8g, [1, 2], 1)  # one repeat of two: not complete
+    _land(lake, next(s for s in specs if s is not m8g), [1, 2], 2, status="failed")  # failed: not measured
+    assert measured_specs(lake, specs) == []
+    _land(lake, m8g, [1, 2], 2)
+    assert measured_specs(lake, specs) == [m8g]
+    left = _plan("0.19.1")
+    assert [s["server"]["instance_type"] for s in left] == ["c8g.2xlarge"]  # m8g was measured: left out
+    assert len(_plan("0.19.1", force=True)) == 2
+    assert len(_plan("0.20.0")) == 2  # another version: another matrix key
+
+    c8g = next(s for s in specs if s is not m8g)
+    _land(lake, c8g, [1, 2], 2)
+    with pytest.raises(AirflowSkipException, match="already measured with this matrix"):
+        _plan("0.19.1")
+    with pytest.raises(AirflowFailException, match="partition_key"):
+        _plan(None)
+
+
+def test_local_mode_refuses_another_version_than_its_own(catalog, vllm_python, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.execution.local_server import local_vllm_version
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
+    local = local_vllm_version()
+    assert local.count(".") == 2 and "+" not in local
+    with pytest.raises(
+        AirflowFailException, match=r"version='0\.1\.0': local mode serves the vLLM CPU installed"
+    ):
+        _plan("0.1.0", mode="local")
+    (spec,) = {s["server"]["image"] for s in _plan(local, mode="local")}
+    assert spec.endswith(f":v{local}-arm64")
+
+
+def test_a_bad_version_matrix_names_the_setting(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.airflow.dag_defaults import version_matrix
+
+    monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", "{not json")
+    with pytest.raises(ConfigError, match="ACCELBENCH_VERSION_MATRIX"):
+        version_matrix()
+    monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", '{"version": "0.1.0"}')
+    with pytest.raises(ConfigError, match="without version"):
+        version_matrix()
