@@ -128,7 +128,8 @@ def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch) -> 
             "c-1",
         )
     assert "kv_cache_dtype='fp8'" in str(err.value) and "instance_types[1]='m6g.large'" in str(err.value)
-    specs = plan_benchmarks({"instance_types": ["r8g.4xlarge"], "model": "local/tiny-llama"}, "c-1")
+    request = {"instance_types": ["r8g.4xlarge"], "model": "local/tiny-llama", "execution_mode": "kubernetes"}
+    specs = plan_benchmarks(request, "c-1")
     assert specs[0]["server"]["version"] == "0.18.0"  # the recipe default: the catalog has no vllm-cpu row
 
 

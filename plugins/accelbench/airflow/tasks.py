@@ -124,7 +124,6 @@ def refresh_prices(regions: list[str], instance_types: list[str], offline: bool 
     return report.to_dict()
 
 
-@_fail_on_library_error
 def _local_version(requested: str | None) -> str:
     """Local mode serves the vLLM of its own environment: that is the version the rows must carry."""
     from packaging.version import Version
@@ -143,6 +142,7 @@ def _local_version(requested: str | None) -> str:
     return local
 
 
+@_fail_on_library_error
 def plan_benchmarks(
     params: dict[str, Any], campaign_id: str, as_of: datetime | None = None
 ) -> list[dict[str, Any]]:
