@@ -124,3 +124,31 @@ def test_a_bad_version_matrix_names_the_setting(monkeypatch) -> None:  # type: i
     monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", '{"version": "0.1.0"}')
     with pytest.raises(ConfigError, match="without version"):
         version_matrix()
+
+
+def test_version_backfill_requests_only_versions_not_yet_measured(
+    catalog, airflow_db, accelbench_env: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from tests.test_dags import _states
+
+    monkeypatch.setenv("ACCELBENCH_EXECUTION_MODE", "kubernetes")  # plans need no local vLLM here
+    lake = Lake(str(accelbench_env / "lake"))
+    for spec in (BenchmarkSpec.model_validate(s) for s in _plan("0.18.0")):
+        _land(lake, spec, [1, 2], 2)
+
+    run = _run(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0", "v0.19.0", "0.19.1"]})
+    assert _states(run) == {"request_campaigns": "success"}
+    with create_session() as session:
+        events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()
+        keys = {e.partition_key: dict(e.extra) for e in events}
+    assert set(keys) == {"0.19.0", "0.19.1"}  # 0.18.0 is in the lake with this matrix
+    assert keys["0.19.0"]["force"] is False
+
+    forced = _run(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0"], "force": True})
+    assert _states(forced) == {"request_campaigns": "success"}
+    nothing = _run(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0"]})
+    assert _states(nothing) == {"request_campaigns": "skipped"}

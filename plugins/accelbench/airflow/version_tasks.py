@@ -55,3 +55,23 @@ def plan_version_campaign(
             "(force=true measures again)"
         )
     return todo
+
+
+def versions_to_request(versions: list[str], execution_mode: str, force: bool) -> list[str]:
+    """Of the requested versions, those a version campaign would measure: the others are already in
+    the lake with the configured matrix (logged, skipped) unless forced. Any planning problem of a
+    version fails the whole request before anything is announced."""
+    todo = []
+    for version in dict.fromkeys(versions):
+        try:
+            plan_version_campaign(version, execution_mode, force, "backfill-check", None)
+        except AirflowSkipException as skip:
+            log.info("not requested: %s", skip)
+            continue
+        todo.append(version)
+    if not todo:
+        raise AirflowSkipException(
+            f"every requested version ({', '.join(versions)}) was already measured with this matrix"
+        )
+    log.info("requesting version campaigns for %s", ", ".join(todo))
+    return todo
