@@ -75,3 +75,66 @@ def versions_to_request(versions: list[str], execution_mode: str, force: bool) -
         )
     log.info("requesting version campaigns for %s", ", ".join(todo))
     return todo
+
+
+NOTIFIER_SETTING = "ACCELBENCH_REGRESSION_NOTIFIER"
+NOTIFIER_KWARGS_SETTING = "ACCELBENCH_REGRESSION_NOTIFIER_KWARGS"
+FAIL_SETTING = "ACCELBENCH_FAIL_ON_REGRESSION"
+
+
+def _notifier() -> Any:
+    """ACCELBENCH_REGRESSION_NOTIFIER = "module:Name": an Airflow notifier class (instantiated with
+    the JSON kwargs of ACCELBENCH_REGRESSION_NOTIFIER_KWARGS) or a callable taking the context."""
+    import importlib
+    import json
+    import os
+
+    spec = os.environ.get(NOTIFIER_SETTING, "").strip()
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    try:
+        target = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(NOTIFIER_SETTING, spec, f"cannot import it ({exc})") from None
+    raw = os.environ.get(NOTIFIER_KWARGS_SETTING, "").strip() or "{}"
+    try:
+        kwargs = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(NOTIFIER_KWARGS_SETTING, raw, f"not JSON ({exc})") from None
+    return target(**kwargs) if isinstance(target, type) else target
+
+
+@_fail_on_library_error
+def regression_gate(version: str, context: dict[str, Any], fail: bool | None = None) -> dict[str, Any]:
+    """Compare `version` with the previous one on every shared point of the configured model (CPU tier);
+    log the regressions, write a report that lists them, call the notifier, optionally fail."""
+    import os
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from accelbench.airflow.report_tasks import cross_tier_report
+    from accelbench.config import parse_bool
+    from accelbench.report.build import ReportFilter, build_report, partition_filter
+    from accelbench.report.regressions import describe, regressions_of
+
+    model = version_matrix()["model"]
+    lake = Lake.from_env()
+    runs = lake.read("runs", where=partition_filter(ReportFilter(models=[model], tiers=["cpu"]))).to_pylist()
+    points = build_report(runs, [], [], ReportFilter(models=[model], tiers=["cpu"]))["points"]
+    found = regressions_of(points, version)
+    report = cross_tier_report({"models": [model], "tiers": ["cpu"]})
+    lines = [describe(r) for r in found]
+    if not found:
+        log.info("regression gate: vLLM CPU %s has no regression beyond noise (%s)", version, model)
+        return {"version": version, "regressions": [], "report": report["html"]}
+    text = f"vLLM CPU {version}: {len(found)} regression(s) beyond run-to-run noise\n" + "\n".join(lines)
+    log.warning("regression gate: %s\nreport: %s", text, report["html"])
+    notifier = _notifier()
+    if notifier is not None:
+        notifier(context | {"accelbench_regressions": text, "accelbench_report": report["html"]})
+        log.info("regression gate: notified %s", os.environ.get(NOTIFIER_SETTING))
+    fail = parse_bool(FAIL_SETTING, os.environ.get(FAIL_SETTING, "false")) if fail is None else fail
+    if fail:
+        raise AirflowFailException(text)
+    return {"version": version, "regressions": lines, "report": report["html"]}
