@@ -154,3 +154,36 @@ def test_version_backfill_requests_only_versions_not_yet_measured(
     assert _states(forced) == {"request_campaigns": "success"}
     nothing = _run(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0"]})
     assert _states(nothing) == {"request_campaigns": "skipped"}
+
+
+def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
+    catalog, accelbench_env: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from accelbench.airflow.tasks import plan_benchmarks
+    from accelbench.catalog.db import make_engine
+    from accelbench.runtime.discovery import record_new_releases
+    from accelbench.runtime.registry import Release
+
+    engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
+    releases = [
+        Release(v, f"v{v}-arm64", f"vllm/vllm-openai-cpu:v{v}-arm64", None, datetime(2026, m, 1, tzinfo=UTC))
+        for v, m in (("0.19.0", 9), ("0.20.0", 11), ("0.21.0rc1", 10))
+    ]
+    assert [r.version for r in record_new_releases(engine, releases)] == ["0.19.0", "0.20.0", "0.21.0rc1"]
+    assert record_new_releases(engine, releases) == []  # known versions are not recorded twice
+    engine.dispose()
+    request = {
+        "instance_types": ["m8g.xlarge"],
+        "model": "Qwen/Qwen2.5-0.5B-Instruct",
+        "execution_mode": "kubernetes",
+    }
+    for logical_date, version in (
+        ("2026-09-14", "0.19.0"),
+        ("2026-10-26", "0.19.0"),
+        ("2026-11-02", "0.20.0"),
+    ):
+        as_of = datetime.fromisoformat(logical_date).replace(tzinfo=UTC)
+        (spec,) = plan_benchmarks(request, "c", as_of)
+        assert spec["server"]["version"] == version, logical_date  # never the pre-release
