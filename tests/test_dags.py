@@ -23,6 +23,9 @@ EXPECTED = {
     "accelbench_cross_tier_report",
     "accelbench_import_results",
     "accelbench_retract_runs",
+    "accelbench_vllm_cpu_releases",
+    "accelbench_cpu_version_campaign",
+    "accelbench_cpu_version_backfill",
 }
 pytestmark = pytest.mark.airflow
 
