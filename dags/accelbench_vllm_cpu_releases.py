@@ -3,7 +3,9 @@
 Docker Hub's by default), record new versions in the catalog's `runtime_versions` with image and
 digest, and announce each one as a partitioned event of `accelbench.runtime.vllm_cpu_releases`
 (partition key = the version, extra = image and digest), which schedules
-`accelbench_cpu_version_campaign` for it. No new version: `discover` skips, saying so.
+`accelbench_cpu_version_campaign` for it (unpause that DAG first: Airflow drops events for a
+paused consumer). A version stays `discovered` until its announcement succeeds, then `announced`;
+its campaign makes it `benchmarked`. Nothing to announce: `discover` skips, saying so.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def accelbench_vllm_cpu_releases() -> None:
         events = context["outlet_events"][VLLM_CPU_RELEASES_ASSET]
         events.add_partitions(release["version"])
         events.extra = {"image": release["image"], "digest": release["digest"]}
+        from accelbench.airflow.release_tasks import mark
+
+        mark(release["version"], "announced")  # last: a failure leaves it `discovered`, announced again
         return release["version"]
 
     announce.expand(release=discover())

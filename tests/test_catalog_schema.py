@@ -57,7 +57,7 @@ def test_migrations_create_every_table_and_match_the_models(engine) -> None:  # 
 
 
 def test_migrate_is_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
-    assert migrate(engine) == migrate(engine) == "0001"
+    assert migrate(engine) == migrate(engine) == "0002"
 
 
 @pytest.mark.parametrize(
@@ -134,3 +134,31 @@ def test_sqlite_catalog_lives_under_the_configured_home(accelbench_env) -> None:
     migrate(engine)
     engine.dispose()
     assert (accelbench_env / "catalog.db").is_file()
+
+
+def test_revision_0002_keeps_runtime_versions_and_allows_announced(catalog_url: str) -> None:
+    from accelbench.catalog.db import alembic_config
+    from alembic import command
+
+    engine = make_engine(catalog_url)
+    command.upgrade(alembic_config(engine), "0001")
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO runtime_versions (runtime, version, image, digest, discovered_at, status) "
+                "VALUES ('vllm-cpu', '0.19.0', 'img', 'sha256:x', '2026-11-01 00:00:00+00:00', 'discovered')"
+            )
+        )
+        with pytest.raises(IntegrityError), conn.begin_nested():
+            conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
+    assert migrate(engine) == "0002"
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
+        assert conn.execute(text("SELECT version, digest, status FROM runtime_versions")).one() == (
+            "0.19.0",
+            "sha256:x",
+            "announced",
+        )
+        with pytest.raises(IntegrityError), conn.begin_nested():
+            conn.execute(text("UPDATE runtime_versions SET status = 'bogus'"))
+    engine.dispose()

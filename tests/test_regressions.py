@@ -10,17 +10,45 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from accelbench.catalog.db import make_engine, migrate
+from accelbench.catalog.seed import upsert_instance_types
+from accelbench.catalog.seed_file import load_seed
 from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.regressions import describe, regressions_of
 
+from tests.test_planning import STORE
+
 NOTIFIED: list[dict[str, Any]] = []
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+MATRIX = {"instance_types": ["m8g.xlarge"], "model": MODEL, "concurrency": [1, 4], "repeats": 2}
 
 
 def record(context: dict[str, Any]) -> None:
     """A notifier for the test (ACCELBENCH_REGRESSION_NOTIFIER=tests.test_regressions:record)."""
     NOTIFIED.append(context)
+
+
+def _run(version: str, level: int, repeat: int, out: float, tpot: float = 10.0, **kw: Any) -> dict[str, Any]:
+    return {
+        "run_id": f"{version}/c{level}-r{repeat}{kw.pop('suffix', '')}",
+        "accelerator_type": "cpu",
+        "instance_type": "m8g.xlarge",
+        "model": MODEL,
+        "quantization": None,
+        "vllm_version": version,
+        "level_kind": "concurrency",
+        "level_value": float(level),
+        "repeat": repeat,
+        "status": "ok",
+        "output_throughput": out,
+        "total_token_throughput": out * 2,
+        "p99_ttft_ms": 100.0,
+        "p99_tpot_ms": tpot,
+        "completed": 200,
+        "accelerator_count": 0,
+        "started_at": datetime(2026, 11, 20, tzinfo=UTC),
+    } | kw
 
 
 def _runs() -> list[dict[str, Any]]:
@@ -31,28 +59,7 @@ def _runs() -> list[dict[str, Any]]:
         ("0.20.0", (70.0, 70.5), (306.0, 309.0)),
     ):
         for level, values in ((1, c1), (4, c4)):
-            for repeat, out in enumerate(values):
-                rows.append(
-                    {
-                        "run_id": f"{version}/c{level}-r{repeat}",
-                        "accelerator_type": "cpu",
-                        "instance_type": "m8g.xlarge",
-                        "model": "org/m",
-                        "quantization": None,
-                        "vllm_version": version,
-                        "level_kind": "concurrency",
-                        "level_value": float(level),
-                        "repeat": repeat,
-                        "status": "ok",
-                        "output_throughput": out,
-                        "total_token_throughput": out * 2,
-                        "p99_ttft_ms": 100.0,
-                        "p99_tpot_ms": 10.0,
-                        "completed": 200,
-                        "accelerator_count": 0,
-                        "started_at": datetime(2026, 11, 20, tzinfo=UTC),
-                    }
-                )
+            rows += [_run(version, level, repeat, out) for repeat, out in enumerate(values)]
     return rows
 
 
@@ -62,34 +69,57 @@ def test_a_clear_regression_is_found_and_a_change_within_noise_is_not() -> None:
     assert (found["level_value"], found["regressed"]) == (1.0, ["output_throughput"])
     assert found["output_throughput_change"] == pytest.approx((70.25 - 100.5) / 100.5)
     assert "output_throughput -30.1% (noise limit 5.0%)" in describe(found)
-    assert regressions_of(points, "0.19.0") == []  # nothing before it
+    # Gating 0.19.0 (measured after 0.20.0, e.g. by a backfill) still shows the step into 0.20.0.
+    assert [r["to_version"] for r in regressions_of(points, "0.19.0")] == ["0.20.0"]
+    assert regressions_of(points, "v0.20.0") == regressions_of(points, "0.20.0")  # spelled either way
 
 
-def test_the_gate_logs_reports_notifies_and_can_fail(
+def test_a_p99_tpot_rise_beyond_noise_is_a_regression() -> None:
+    rows = [_run("0.19.0", 1, r, 100.0, tpot=10.0 + r * 0.1) for r in range(2)]
+    rows += [_run("0.20.0", 1, r, 100.0, tpot=13.0 + r * 0.1) for r in range(2)]
+    (found,) = regressions_of(build_report(rows, [], [], ReportFilter())["points"], "0.20.0")
+    assert found["regressed"] == ["p99_tpot_ms"] and found["p99_tpot_ms_change"] == pytest.approx(3.0 / 10.05)
+
+
+def _matrix_key(version: str) -> str:
+    from accelbench.airflow.version_tasks import _matrix_keys
+
+    (key,) = _matrix_keys({version})
+    return key
+
+
+def test_the_gate_compares_the_matrix_logs_reports_notifies_and_can_fail(
     accelbench_env: Path, monkeypatch, caplog, capfd
 ) -> None:  # type: ignore[no-untyped-def]
     from accelbench.airflow.version_tasks import regression_gate
     from airflow.sdk.exceptions import AirflowFailException
 
-    lake = Lake(str(accelbench_env / "lake"))
-    lake.write_table("runs", pa.Table.from_pylist(_runs(), schema=RUNS), "cpu", "2026-11-20", "constructed")
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
     migrate(engine)
+    upsert_instance_types(engine, load_seed())
     engine.dispose()
-    monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", json.dumps({"model": "org/m"}))
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", STORE)
+    monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", json.dumps(MATRIX))
     monkeypatch.setenv("ACCELBENCH_REGRESSION_NOTIFIER", "tests.test_regressions:record")
+    rows = [r | {"matrix_key": _matrix_key(r["vllm_version"])} for r in _runs()]
+    # Another load of the same model at 0.20.0 (not the version matrix): a collapse the gate must ignore.
+    rows += [_run("0.20.0", 4, r, 1.0, suffix="-other", matrix_key="another-load") for r in range(2)]
+    lake = Lake(str(accelbench_env / "lake"))
+    lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-20", "constructed")
     NOTIFIED.clear()
 
     result = regression_gate("0.20.0", {"dag_run": "r"}, fail=False)
-    assert len(result["regressions"]) == 1
-    assert "concurrency=1: 0.19.0 -> 0.20.0" in result["regressions"][0]
+    (line,) = result["regressions"]
+    assert "concurrency=1: 0.19.0 -> 0.20.0" in line  # c4 is within noise; the other load is not compared
     (note,) = NOTIFIED
     assert note["dag_run"] == "r" and "1 regression(s)" in note["accelbench_regressions"]
     html = Path(result["report"]).read_text()
-    assert html.count('class="regression"') == 1  # the report lists it, marked
+    assert html.count('class="regression"') >= 1  # the report lists it, marked
     assert "regression gate: vLLM CPU 0.20.0: 1 regression(s)" in caplog.text + "".join(capfd.readouterr())
 
     monkeypatch.setenv("ACCELBENCH_FAIL_ON_REGRESSION", "true")
     with pytest.raises(AirflowFailException, match="1 regression"):
         regression_gate("0.20.0", {})
-    assert regression_gate("0.19.0", {})["regressions"] == []  # the first version has nothing to compare
+    monkeypatch.setenv("ACCELBENCH_REGRESSION_NOTIFIER_KWARGS", "[1]")
+    with pytest.raises(AirflowFailException, match="ACCELBENCH_REGRESSION_NOTIFIER_KWARGS"):
+        regression_gate("0.19.0", {})  # a bad notifier setting fails even where nothing regressed

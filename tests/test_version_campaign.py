@@ -187,3 +187,26 @@ def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
         as_of = datetime.fromisoformat(logical_date).replace(tzinfo=UTC)
         (spec,) = plan_benchmarks(request, "c", as_of)
         assert spec["server"]["version"] == version, logical_date  # never the pre-release
+
+
+def test_partition_keys_are_checked_and_retracted_runs_do_not_count_as_measured(
+    catalog, accelbench_env: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.catalog.db import make_engine
+    from accelbench.catalog.retract import retract
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException, match=r"partition_key='latest': not a vLLM CPU version"):
+        _plan("latest")
+    assert _plan("v0.19.1") == _plan("0.19.1")  # one spelling in images, matrix keys and the lake
+
+    specs = [BenchmarkSpec.model_validate(s) for s in _plan("0.19.1")]
+    lake = Lake(str(accelbench_env / "lake"))
+    for spec in specs:
+        _land(lake, spec, [1, 2], 2)
+    assert len(measured_specs(lake, specs)) == 2
+    engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
+    retract(engine, [f"{specs[0].spec_id}/c1-r0"], "node was throttled")
+    engine.dispose()
+    left = _plan("0.19.1")  # the retracted run's spec is measured again
+    assert [s["server"]["instance_type"] for s in left] == [specs[0].server.instance_type]

@@ -10,7 +10,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from accelbench.airflow.tasks import _engine, _fail_on_library_error
 from accelbench.catalog.db import migrate
 from accelbench.config import Settings
-from accelbench.runtime.discovery import record_new_releases
+from accelbench.runtime.discovery import record_new_releases, set_status, unannounced
 from accelbench.runtime.recipes import recipe_for
 from accelbench.runtime.registry import RegistryClient
 
@@ -37,13 +37,29 @@ def discover_vllm_cpu_releases(include_prereleases: bool | None = None) -> list[
     engine = _engine(settings)
     try:
         migrate(engine)
-        new = record_new_releases(engine, listing.releases, recipe.runtime)
+        new = {r.version for r in record_new_releases(engine, listing.releases, recipe.runtime)}
+        pending = unannounced(engine, recipe.runtime)
     finally:
         engine.dispose()
-    if not new:
+    if not pending:
         raise AirflowSkipException(
             f"no new vLLM CPU version: the catalog already has all {len(listing.releases)} releases"
         )
-    for release in new:
-        log.info("new vLLM CPU version %s: %s (digest %s)", release.version, release.image, release.digest)
-    return [{"version": r.version, "image": recipe.image(r.version), "digest": r.digest} for r in new]
+    for row in pending:
+        how = "new" if row.version in new else "discovered earlier, not announced yet"
+        log.info("vLLM CPU version %s (%s): %s (digest %s)", row.version, how, row.image, row.digest)
+    return [{"version": r.version, "image": r.image, "digest": r.digest} for r in pending]
+
+
+@_fail_on_library_error
+def mark(version: str, status: str) -> None:
+    """runtime_versions.status of a vllm-cpu version: announced (its campaign was requested), then
+    benchmarked (its campaign landed rows)."""
+    engine = _engine(Settings.from_env())
+    try:
+        if set_status(engine, version, status):
+            log.info("vllm-cpu %s is now %s in the catalog", version, status)
+        else:
+            log.info("vllm-cpu %s is not in the catalog's runtime_versions: status not recorded", version)
+    finally:
+        engine.dispose()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 from datetime import datetime
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
+from packaging.version import InvalidVersion, Version
 
-from accelbench.airflow.dag_defaults import VERSION_MATRIX_SETTING, version_matrix
+from accelbench.airflow.dag_defaults import VERSION_MATRIX_SETTING, VERSION_PATTERN, version_matrix
 from accelbench.airflow.tasks import _fail_on_library_error, plan_benchmarks
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
@@ -16,6 +18,30 @@ from accelbench.lake.measured import measured_specs
 from accelbench.lake.store import Lake
 
 log = logging.getLogger(__name__)
+
+
+def check_version(version: str | None, field: str = "partition_key") -> str:
+    """A vLLM CPU version as the lake and the image tag spell it: `0.19.0` (a leading v dropped)."""
+    if not version or not re.fullmatch(VERSION_PATTERN, version):
+        raise ConfigError(field, version, "not a vLLM CPU version (e.g. 0.19.0)")
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise ConfigError(field, version, "not a PEP 440 version") from None
+    return version.removeprefix("v")
+
+
+def _retracted_run_ids() -> set[str]:
+    """Retracted runs never count as measured (nor in the gate): they were withdrawn for a reason."""
+    from accelbench.airflow.tasks import _engine
+    from accelbench.config import Settings
+    from accelbench.report.sources import retractions
+
+    engine = _engine(Settings.from_env())
+    try:
+        return {r.run_id for r in retractions(engine)}
+    finally:
+        engine.dispose()
 
 
 @_fail_on_library_error
@@ -28,13 +54,12 @@ def plan_version_campaign(
 ) -> list[dict[str, Any]]:
     """Plan ACCELBENCH_VERSION_MATRIX at `version` (the run's partition key); specs the lake already
     holds complete for this matrix are left out, and the run skips when all are, unless forced."""
-    if not version:
-        raise ConfigError("partition_key", version, "a version campaign runs for one vLLM CPU version")
+    version = check_version(version)
     request = version_matrix() | {"version": version, "execution_mode": execution_mode}
     log.info("vLLM CPU %s with the matrix of %s: %s", version, VERSION_MATRIX_SETTING, request)
     planned = plan_benchmarks(request, campaign_id, as_of)
     specs = [BenchmarkSpec.model_validate(s) for s in planned]
-    done = {s.matrix_key for s in measured_specs(Lake.from_env(), specs)}
+    done = {s.matrix_key for s in measured_specs(Lake.from_env(), specs, _retracted_run_ids())}
     if force:
         if done:
             log.info("force: measuring again %d specs the lake already holds", len(done))
@@ -102,26 +127,72 @@ def _notifier() -> Any:
         kwargs = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ConfigError(NOTIFIER_KWARGS_SETTING, raw, f"not JSON ({exc})") from None
-    return target(**kwargs) if isinstance(target, type) else target
+    if not isinstance(kwargs, dict):
+        raise ConfigError(NOTIFIER_KWARGS_SETTING, raw, "a JSON object of keyword arguments")
+    if not isinstance(target, type):
+        return target
+    try:
+        return target(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(NOTIFIER_KWARGS_SETTING, raw, f"{spec} refused them ({exc})") from None
+
+
+def _matrix_keys(versions: set[str]) -> set[str]:
+    """matrix_key of every spec of the configured matrix, planned at each of `versions`: the gate
+    compares exactly the points a version campaign measures, never other loads of the same model."""
+    from accelbench.airflow.tasks import _engine
+    from accelbench.campaign.planner import parse_request, plan_campaign
+    from accelbench.campaign.problems import PlanningError
+    from accelbench.catalog import queries
+    from accelbench.config import Settings
+
+    request = parse_request(version_matrix())
+    engine = _engine(Settings.from_env())
+    try:
+        catalog = {s.instance_type: s for s in queries.instance_specs(engine)}
+    finally:
+        engine.dispose()
+    keys: set[str] = set()
+    for version in sorted(versions):
+        try:
+            keys |= {spec.matrix_key for spec in plan_campaign(request, catalog, version, "gate").specs}
+        except PlanningError as exc:
+            log.info("regression gate: the matrix does not plan at %s (%s): not compared", version, exc)
+    return keys
 
 
 @_fail_on_library_error
 def regression_gate(version: str, context: dict[str, Any], fail: bool | None = None) -> dict[str, Any]:
-    """Compare `version` with the previous one on every shared point of the configured model (CPU tier);
-    log the regressions, write a report that lists them, call the notifier, optionally fail."""
+    """Compare `version` with its neighbours (the versions measured just before and after it) on every
+    point of the configured matrix; log the regressions, write a report that lists them, call the
+    notifier, optionally fail. Also records the version as benchmarked in the catalog."""
     import os
 
+    import pyarrow.dataset as ds
     from airflow.sdk.exceptions import AirflowFailException
 
+    from accelbench.airflow.release_tasks import mark
     from accelbench.airflow.report_tasks import cross_tier_report
     from accelbench.config import parse_bool
     from accelbench.report.build import ReportFilter, build_report, partition_filter
+    from accelbench.report.model import Retraction
     from accelbench.report.regressions import describe, regressions_of
 
+    version = check_version(version)
+    notifier = _notifier()  # a bad setting fails now, not at the first regression
+    fail = parse_bool(FAIL_SETTING, os.environ.get(FAIL_SETTING, "false")) if fail is None else fail
+    mark(version, "benchmarked")
     model = version_matrix()["model"]
+    scope = ReportFilter(models=[model], tiers=["cpu"])
     lake = Lake.from_env()
-    runs = lake.read("runs", where=partition_filter(ReportFilter(models=[model], tiers=["cpu"]))).to_pylist()
-    points = build_report(runs, [], [], ReportFilter(models=[model], tiers=["cpu"]))["points"]
+    versions = set(
+        lake.read("runs", where=partition_filter(scope), columns=["vllm_version"]).column(0).to_pylist()
+    )
+    keys = _matrix_keys({v for v in versions if v})
+    where = ds.field("matrix_key").isin(sorted(keys))
+    runs = lake.read("runs", where=where).to_pylist() if keys else []
+    retracted = [Retraction(run_id, "retracted", None) for run_id in _retracted_run_ids()]
+    points = build_report(runs, [], retracted, scope)["points"]
     found = regressions_of(points, version)
     report = cross_tier_report({"models": [model], "tiers": ["cpu"]})
     lines = [describe(r) for r in found]
@@ -130,11 +201,9 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
         return {"version": version, "regressions": [], "report": report["html"]}
     text = f"vLLM CPU {version}: {len(found)} regression(s) beyond run-to-run noise\n" + "\n".join(lines)
     log.warning("regression gate: %s\nreport: %s", text, report["html"])
-    notifier = _notifier()
     if notifier is not None:
         notifier(context | {"accelbench_regressions": text, "accelbench_report": report["html"]})
         log.info("regression gate: notified %s", os.environ.get(NOTIFIER_SETTING))
-    fail = parse_bool(FAIL_SETTING, os.environ.get(FAIL_SETTING, "false")) if fail is None else fail
     if fail:
         raise AirflowFailException(text)
     return {"version": version, "regressions": lines, "report": report["html"]}

@@ -21,7 +21,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from accelbench.catalog.families import ACCELERATOR_TYPES, ARCHITECTURES
 
 PRICING_MODELS = ("on_demand", "spot")
-RUNTIME_STATUSES = ("discovered", "benchmarked", "failed", "skipped")
+RUNTIME_STATUSES = ("discovered", "announced", "benchmarked", "failed", "skipped")
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",

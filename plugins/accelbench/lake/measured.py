@@ -9,18 +9,24 @@ from accelbench.lake.store import Lake
 from accelbench.loadgen.bench_command import levels
 
 
-def measured_specs(lake: Lake, specs: list[BenchmarkSpec]) -> list[BenchmarkSpec]:
-    """The specs whose every level x repeat already has a successful run in the lake, from any
-    campaign, for the same server (version and image included) and load: `matrix_key`."""
+def measured_specs(
+    lake: Lake, specs: list[BenchmarkSpec], retracted: set[str] | frozenset[str] = frozenset()
+) -> list[BenchmarkSpec]:
+    """The specs whose every level x repeat already has a successful, unretracted run in the lake,
+    from any campaign, for the same server (version and image included) and load: `matrix_key`."""
     if not specs:
         return []
     keys = sorted({s.matrix_key for s in specs})
     rows = lake.read(
         "runs",
         where=ds.field("matrix_key").isin(keys) & (ds.field("status") == "ok"),
-        columns=["matrix_key", "level_kind", "level_value", "repeat"],
+        columns=["run_id", "matrix_key", "level_kind", "level_value", "repeat"],
     ).to_pylist()
-    have = {(r["matrix_key"], r["level_kind"], r["level_value"], r["repeat"]) for r in rows}
+    have = {
+        (r["matrix_key"], r["level_kind"], r["level_value"], r["repeat"])
+        for r in rows
+        if r["run_id"] not in retracted
+    }
     return [
         spec
         for spec in specs

@@ -5,16 +5,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from accelbench.report.model import CV_METRICS, version_deltas
 
 
+def _same(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
 def regressions_of(points: Iterable[dict[str, Any]], version: str) -> list[dict[str, Any]]:
-    """The version deltas into `version` with a regression beyond noise: a throughput drop, a p99
-    TTFT or TPOT rise (the rule of `version_deltas`). One row per matrix point; `regressed` names the
-    metrics."""
+    """The version deltas touching `version` with a regression beyond noise: a throughput drop, a p99
+    TTFT or TPOT rise (the rule of `version_deltas`). Into `version` from the version before it, and
+    from `version` into the one after it when that was measured first (versions measured out of
+    order, e.g. by a backfill). One row per matrix point and pair; `regressed` names the metrics."""
     found = []
     for delta in version_deltas(points):
-        if delta["to_version"] != version:
+        if not (_same(delta["to_version"], version) or _same(delta["from_version"], version)):
             continue
         bad = [m for m in CV_METRICS if delta.get(f"{m}_verdict") == "regression"]
         if bad:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
+from packaging.version import InvalidVersion, Version
 from sqlalchemy import Engine, select
 
 from accelbench.catalog.db import session_scope
@@ -50,3 +51,36 @@ def record_new_releases(
                     row.digest,
                 )
     return new
+
+
+def unannounced(engine: Engine, runtime: str = "vllm-cpu") -> list[RuntimeVersion]:
+    """Versions recorded but not yet announced (new now, or an earlier announcement that failed),
+    oldest version first."""
+    with session_scope(engine) as session:
+        rows = list(
+            session.scalars(
+                select(RuntimeVersion).where(
+                    RuntimeVersion.runtime == runtime, RuntimeVersion.status == "discovered"
+                )
+            )
+        )
+    return sorted(rows, key=lambda r: _semver(r.version))
+
+
+def set_status(engine: Engine, version: str, status: str, runtime: str = "vllm-cpu") -> bool:
+    """Move one version along discovered -> announced -> benchmarked; False if the catalog lacks it."""
+    with session_scope(engine) as session:
+        row = session.scalars(
+            select(RuntimeVersion).where(RuntimeVersion.runtime == runtime, RuntimeVersion.version == version)
+        ).one_or_none()
+        if row is None:
+            return False
+        row.status = status
+    return True
+
+
+def _semver(version: str) -> Version:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return Version("0")

@@ -153,9 +153,7 @@ class RegistryClient:
                 if version.is_prerelease and not include_prereleases:
                     ignored[name] = "pre-release (not configured)"
                     continue
-                if tag.get("tag_status") not in (None, "active"):
-                    ignored[name] = f"tag status {tag.get('tag_status')}"
-                    continue
+                # tag_status "inactive" only means not pushed or pulled for a month: still a release.
                 found[match["version"]] = Release(
                     version=match["version"],
                     tag=name,
