@@ -18,6 +18,7 @@ from tests.test_dags import _dagbag, _run
 from tests.test_planning import STORE
 
 pytestmark = pytest.mark.airflow
+DIGEST = "sha256:" + "ab" * 32
 MATRIX = json.dumps(
     {
         "instance_types": ["m8g.xlarge", "c8g.2xlarge"],
@@ -168,8 +169,8 @@ def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
 
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
     releases = [
-        Release(v, f"v{v}-arm64", f"vllm/vllm-openai-cpu:v{v}-arm64", None, datetime(2026, m, 1, tzinfo=UTC))
-        for v, m in (("0.19.0", 9), ("0.20.0", 11), ("0.21.0rc1", 10))
+        Release(v, f"v{v}-arm64", f"vllm/vllm-openai-cpu:v{v}-arm64", d, datetime(2026, m, 1, tzinfo=UTC))
+        for v, m, d in (("0.19.0", 9, DIGEST), ("0.20.0", 11, None), ("0.21.0rc1", 10, None))
     ]
     assert [r.version for r in record_new_releases(engine, releases)] == ["0.19.0", "0.20.0", "0.21.0rc1"]
     assert record_new_releases(engine, releases) == []  # known versions are not recorded twice
@@ -187,6 +188,7 @@ def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
         as_of = datetime.fromisoformat(logical_date).replace(tzinfo=UTC)
         (spec,) = plan_benchmarks(request, "c", as_of)
         assert spec["server"]["version"] == version, logical_date  # never the pre-release
+        assert spec["server"]["image_digest"] == (DIGEST if version == "0.19.0" else None)  # pods pull by it
 
 
 def test_partition_keys_are_checked_and_retracted_runs_do_not_count_as_measured(

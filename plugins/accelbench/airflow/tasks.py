@@ -154,7 +154,8 @@ def plan_benchmarks(
     request = parse_request(params)
     settings = Settings.from_env()
     version = request.version
-    if check_mode(request.execution_mode or default_mode()) == "local":
+    local = check_mode(request.execution_mode or default_mode()) == "local"
+    if local:
         version = _local_version(request.version)
     engine = _engine(settings)
     try:
@@ -162,8 +163,10 @@ def plan_benchmarks(
         if version is None:
             version, source = resolve_version(engine, recipe_for(request.runtime), as_of)
             log.info("%s version %s (%s)", request.runtime, version, source)
+        # Pods pull by the digest discovery recorded; a local server runs its own build, no image.
+        digest = None if local else queries.image_digest(engine, request.runtime, version)
     finally:
         engine.dispose()
-    plan = plan_campaign(request, catalog, version, campaign_id)
+    plan = plan_campaign(request, catalog, version, campaign_id, image_digest=digest)
     log.info("planned %d benchmark pods", len(plan.specs))
     return [spec.model_dump(mode="json") for spec in plan.specs]

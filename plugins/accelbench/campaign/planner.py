@@ -100,6 +100,7 @@ def plan_campaign(
     version: str,
     campaign_id: str,
     load_shape: Callable[[str], ModelShape] = load_model_shape,
+    image_digest: str | None = None,
 ) -> Plan:
     """All guards run; a PlanningError lists every problem, each naming its field and value."""
     recipe = recipe_for(req.runtime)
@@ -197,6 +198,7 @@ def plan_campaign(
             runtime=recipe.runtime,
             version=version,
             image=recipe.image(version),
+            image_digest=image_digest,
             model=req.model,
             model_revision=req.model_revision,
             served_model_name=served_name(req),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,5 +74,10 @@ class BenchmarkSpec(_Frozen):
 
     @property
     def matrix_key(self) -> str:
-        """The same server + load in any campaign: "already measured with this matrix" compares it."""
-        return hashlib.sha256(self.model_dump_json(include={"server", "load"}).encode()).hexdigest()[:16]
+        """The same server + load in any campaign: "already measured with this matrix" compares it.
+
+        The image digest is left out: a version measured before its digest was known is the same
+        matrix point once the catalog records it."""
+        server = self.server.model_dump(mode="json", exclude={"image_digest"})
+        text = json.dumps({"server": server, "load": self.load.model_dump(mode="json")}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -11,10 +11,20 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from accelbench.aws.pricing import Price
 from accelbench.catalog.db import session_scope
-from accelbench.catalog.models import InstancePrice, InstanceType
+from accelbench.catalog.models import InstancePrice, InstanceType, RuntimeVersion
 from accelbench.catalog.seed import spec_of
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.errors import UnknownInstanceType
+
+
+def image_digest(engine: Engine, runtime: str, version: str) -> str | None:
+    """The image digest release discovery recorded for a runtime version, if any."""
+    with session_scope(engine) as session:
+        return session.scalar(
+            select(RuntimeVersion.digest).where(
+                RuntimeVersion.runtime == runtime, RuntimeVersion.version == version
+            )
+        )
 
 
 def instance_specs(engine: Engine, names: Iterable[str] | None = None) -> list[InstanceSpec]:
