@@ -13,6 +13,11 @@ output "benchmark_pod_role_arn" {
   value       = aws_iam_role.benchmark_pod.arn
 }
 
+output "airflow_api_server_role_arn" {
+  description = "IAM role of the Airflow API server (the Benchmarks view reads reports/)"
+  value       = aws_iam_role.airflow_api_server.arn
+}
+
 output "cpu_nodepool_name" {
   description = "Name of the Karpenter NodePool for the CPU tier, or null when install_cpu_nodepool is false."
   value       = var.install_cpu_nodepool ? local.cpu_nodepool_name : null
