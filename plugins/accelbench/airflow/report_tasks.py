@@ -6,7 +6,7 @@ import logging
 from datetime import date
 from typing import Any
 
-from accelbench.airflow.tasks import _engine, _fail_on_library_error
+from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine
 from accelbench.config import Settings
 from accelbench.lake.store import Lake
 from accelbench.report.build import (
@@ -41,12 +41,9 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     )
     lake = Lake.from_env()
     runs = lake.read("runs", where=partition_filter(flt)).to_pylist()
-    engine = _engine(Settings.from_env())
-    try:
+    with catalog_engine() as engine:
         prices = price_history(engine, {r["instance_type"] for r in runs})
         retracted = retractions(engine)
-    finally:
-        engine.dispose()
     tables = build_report(runs, prices, retracted, flt)
     rid = report_id()
     written = write_report(lake, rid, tables, flt, len(runs))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -25,8 +27,14 @@ from accelbench.execution.modes import check_mode, default_mode
 log = logging.getLogger(__name__)
 
 
-def _engine(settings: Settings) -> Engine:
-    return make_engine(catalog_url(settings))
+@contextmanager
+def catalog_engine(settings: Settings | None = None) -> Iterator[Engine]:
+    """The catalog's engine for one task body, disposed when it is done (also on failure)."""
+    engine = make_engine(catalog_url(settings or Settings.from_env()))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def _fail_on_library_error(fn):  # type: ignore[no-untyped-def]
@@ -44,23 +52,16 @@ def _fail_on_library_error(fn):  # type: ignore[no-untyped-def]
 
 @_fail_on_library_error
 def migrate_catalog() -> str:
-    settings = Settings.from_env()
-    engine = _engine(settings)
-    try:
+    with catalog_engine() as engine:
         return migrate(engine)
-    finally:
-        engine.dispose()
 
 
 @_fail_on_library_error
 def seed_catalog() -> dict[str, Any]:
     settings = Settings.from_env()
     specs = load_seed(settings.seed_file)
-    engine = _engine(settings)
-    try:
+    with catalog_engine(settings) as engine:
         result = upsert_instance_types(engine, specs)
-    finally:
-        engine.dispose()
     return {
         "inserted": len(result.inserted),
         "updated": sorted(result.updated),
@@ -75,11 +76,8 @@ def verify_catalog(region: str) -> dict[str, Any]:
     session = aws_session(settings)
     if session is None:
         raise AirflowSkipException("skipped EC2 verification: no AWS credentials or offline mode")
-    engine = _engine(settings)
-    try:
+    with catalog_engine(settings) as engine:
         specs = queries.instance_specs(engine)
-    finally:
-        engine.dispose()
     ec2 = make_client(session, "ec2", region, settings.aws_max_attempts)
     facts, not_offered = describe_instance_types(ec2, [s.instance_type for s in specs])
     report = verify(specs, facts, not_offered)
@@ -97,8 +95,7 @@ def refresh_prices(regions: list[str], instance_types: list[str], offline: bool 
     regions = regions or list(settings.regions)
     for region in regions:
         check_region(region, "regions")
-    engine = _engine(settings)
-    try:
+    with catalog_engine(settings) as engine:
         specs = queries.instance_specs(engine, instance_types or None)
         if not specs:
             raise AirflowFailException("the instance catalog is empty: run accelbench_instance_catalog first")
@@ -116,8 +113,6 @@ def refresh_prices(regions: list[str], instance_types: list[str], offline: bool 
                 pricing_region=settings.pricing_endpoint_region,
                 max_attempts=settings.aws_max_attempts,
             )
-    finally:
-        engine.dispose()
     log.info("pricing refresh done: %s", report.summary())
     if not report.priced:
         raise AirflowFailException(f"priced nothing: {report.summary()}")
@@ -157,16 +152,13 @@ def plan_benchmarks(
     local = check_mode(request.execution_mode or default_mode()) == "local"
     if local:
         version = _local_version(request.version)
-    engine = _engine(settings)
-    try:
+    with catalog_engine(settings) as engine:
         catalog = {s.instance_type: s for s in queries.instance_specs(engine)}
         if version is None:
             version, source = resolve_version(engine, recipe_for(request.runtime), as_of)
             log.info("%s version %s (%s)", request.runtime, version, source)
         # Pods pull by the digest discovery recorded; a local server runs its own build, no image.
         digest = None if local else queries.image_digest(engine, request.runtime, version)
-    finally:
-        engine.dispose()
     plan = plan_campaign(request, catalog, version, campaign_id, image_digest=digest)
     log.info("planned %d benchmark pods", len(plan.specs))
     return [spec.model_dump(mode="json") for spec in plan.specs]

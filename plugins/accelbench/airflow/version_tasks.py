@@ -11,11 +11,13 @@ from airflow.sdk.exceptions import AirflowSkipException
 from packaging.version import InvalidVersion, Version
 
 from accelbench.airflow.dag_defaults import VERSION_MATRIX_SETTING, VERSION_PATTERN, version_matrix
-from accelbench.airflow.tasks import _fail_on_library_error, plan_benchmarks
+from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine, plan_benchmarks
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
 from accelbench.lake.measured import measured_specs
 from accelbench.lake.store import Lake
+from accelbench.report.model import Retraction
+from accelbench.report.sources import retractions
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +33,10 @@ def check_version(version: str | None, field: str = "partition_key") -> str:
     return version.removeprefix("v")
 
 
-def _retracted_run_ids() -> set[str]:
+def _retractions() -> list[Retraction]:
     """Retracted runs never count as measured (nor in the gate): they were withdrawn for a reason."""
-    from accelbench.airflow.tasks import _engine
-    from accelbench.config import Settings
-    from accelbench.report.sources import retractions
-
-    engine = _engine(Settings.from_env())
-    try:
-        return {r.run_id for r in retractions(engine)}
-    finally:
-        engine.dispose()
+    with catalog_engine() as engine:
+        return retractions(engine)
 
 
 @_fail_on_library_error
@@ -59,7 +54,8 @@ def plan_version_campaign(
     log.info("vLLM CPU %s with the matrix of %s: %s", version, VERSION_MATRIX_SETTING, request)
     planned = plan_benchmarks(request, campaign_id, as_of)
     specs = [BenchmarkSpec.model_validate(s) for s in planned]
-    done = {s.matrix_key for s in measured_specs(Lake.from_env(), specs, _retracted_run_ids())}
+    retracted = {r.run_id for r in _retractions()}
+    done = {s.matrix_key for s in measured_specs(Lake.from_env(), specs, retracted)}
     if force:
         if done:
             log.info("force: measuring again %d specs the lake already holds", len(done))
@@ -140,18 +136,13 @@ def _notifier() -> Any:
 def _matrix_keys(versions: set[str]) -> set[str]:
     """matrix_key of every spec of the configured matrix, planned at each of `versions`: the gate
     compares exactly the points a version campaign measures, never other loads of the same model."""
-    from accelbench.airflow.tasks import _engine
     from accelbench.campaign.planner import parse_request, plan_campaign
     from accelbench.campaign.problems import PlanningError
     from accelbench.catalog import queries
-    from accelbench.config import Settings
 
     request = parse_request(version_matrix())
-    engine = _engine(Settings.from_env())
-    try:
+    with catalog_engine() as engine:
         catalog = {s.instance_type: s for s in queries.instance_specs(engine)}
-    finally:
-        engine.dispose()
     keys: set[str] = set()
     for version in sorted(versions):
         try:
@@ -168,14 +159,12 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     notifier, optionally fail. Also records the version as benchmarked in the catalog."""
     import os
 
-    import pyarrow.dataset as ds
     from airflow.sdk.exceptions import AirflowFailException
 
     from accelbench.airflow.release_tasks import mark
     from accelbench.airflow.report_tasks import cross_tier_report
     from accelbench.config import parse_bool
     from accelbench.report.build import ReportFilter, build_report, partition_filter
-    from accelbench.report.model import Retraction
     from accelbench.report.regressions import describe, regressions_of
 
     version = check_version(version)
@@ -185,14 +174,10 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     model = version_matrix()["model"]
     scope = ReportFilter(models=[model], tiers=["cpu"])
     lake = Lake.from_env()
-    versions = set(
-        lake.read("runs", where=partition_filter(scope), columns=["vllm_version"]).column(0).to_pylist()
-    )
-    keys = _matrix_keys({v for v in versions if v})
-    where = ds.field("matrix_key").isin(sorted(keys))
-    runs = lake.read("runs", where=where).to_pylist() if keys else []
-    retracted = [Retraction(run_id, "retracted", None) for run_id in _retracted_run_ids()]
-    points = build_report(runs, [], retracted, scope)["points"]
+    scoped = lake.read("runs", where=partition_filter(scope)).to_pylist()
+    keys = _matrix_keys({r["vllm_version"] for r in scoped if r["vllm_version"]})
+    runs = [r for r in scoped if r["matrix_key"] in keys]  # the version matrix only, never other loads
+    points = build_report(runs, [], _retractions(), scope)["points"]
     found = regressions_of(points, version)
     report = cross_tier_report({"models": [model], "tiers": ["cpu"]})
     lines = [describe(r) for r in found]
