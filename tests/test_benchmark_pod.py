@@ -12,7 +12,8 @@ from accelbench.campaign.planner import plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.seed_file import load_seed
 from accelbench.k8s import placement
-from accelbench.k8s.pod import CHECKOV_SKIPS, SPEC_ENV, startup_failure_threshold
+from accelbench.k8s.pod import CHECKOV_SKIPS, startup_failure_threshold
+from accelbench.loadgen.contract import SPEC_ENV
 from accelbench.sizing.model_config import load_model_shape
 from kubernetes.client import ApiClient
 

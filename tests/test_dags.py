@@ -180,3 +180,15 @@ def test_bad_input_fails_the_first_task_with_a_message_naming_it(airflow_db, mon
     assert _states(run)["migrate"] == "failed"
     out = capfd.readouterr()
     assert "CatalogUnavailable: catalog database postgresql+psycopg://u:***@127.0.0.1" in out.out + out.err
+
+
+def test_benchmark_tasks_take_the_configured_pool(airflow_db, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    for configured, expected in (
+        ("", "default_pool"),
+        ("accelbench_cpu_benchmarks", "accelbench_cpu_benchmarks"),
+    ):
+        monkeypatch.setenv("ACCELBENCH_BENCHMARK_POOL", configured)
+        bag = _dagbag(airflow_db)
+        for dag_id in ("accelbench_cpu_campaign", "accelbench_cpu_version_campaign"):
+            benchmark = bag.get_dag(dag_id).get_task("benchmark")
+            assert (benchmark.pool, benchmark.pool_slots) == (expected, 1), dag_id

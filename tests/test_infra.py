@@ -21,9 +21,9 @@ def test_catalog_policy_grants_only_the_read_only_calls_the_dags_make() -> None:
 
 
 def test_airflow_image_installs_the_package_with_the_pinned_constraints() -> None:
-    text = (REPO / "docker" / "airflow.Dockerfile").read_text()
+    text = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
     assert "FROM apache/airflow:3.3.2-python3.11" in text
-    assert "-c /opt/accelbench/constraints.txt" in text
+    assert "/opt/accelbench/docker/airflow/install.sh python /opt/accelbench" in text
     constraints = (REPO / "constraints.txt").read_text()
     assert "apache-airflow==3.3.2" in constraints
     s3fs = next(line for line in constraints.splitlines() if line.startswith("s3fs=="))

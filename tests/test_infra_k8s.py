@@ -170,7 +170,7 @@ def test_helm_values_use_the_kubernetes_executor_and_this_image() -> None:
     assert image["repository"] and image["tag"]
     assert (
         "FROM apache/airflow:" + values["airflowVersion"]
-        in (REPO / "docker" / "airflow.Dockerfile").read_text()
+        in (REPO / "docker" / "airflow" / "Dockerfile").read_text()
     )
     assert values["workers"]["serviceAccount"]["create"] is True
 

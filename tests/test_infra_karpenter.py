@@ -69,6 +69,13 @@ def template_inputs() -> dict[str, dict[str, str]]:
     return inputs
 
 
+@cache
+def template_offsets() -> dict[str, int]:
+    """Template variables passed as `var.x + n` in karpenter.tf: name -> n."""
+    text = KARPENTER_TF.read_text()
+    return {name: int(n) for name, n in re.findall(r"(\w+)\s*=\s*var\.\w+\s*\+\s*(\d+)", text)}
+
+
 def default_values(kind: str) -> dict[str, Any]:
     """The template's variables as Terraform would pass them with the defaults (or the test values)."""
     variables = terraform_variables()
@@ -76,6 +83,8 @@ def default_values(kind: str) -> dict[str, Any]:
     for name, tf_var in template_inputs()[kind].items():
         default = variables[tf_var].get("default")
         values[name] = TEST_VALUES.get(tf_var, default)
+        if name in template_offsets() and values[name] is not None:
+            values[name] = values[name] + template_offsets()[name]
         assert values[name] not in (None, ""), f"{tf_var} has no default: add a test value"
     return values
 
@@ -316,3 +325,30 @@ def test_templates_render_to_what_terraform_loads() -> None:
     """karpenter.tf reads the metadata name back from the NodePool template; it must be the placement name."""
     assert Path(KARPENTER_TF).read_text().count("local.cpu_nodepool.metadata.name") == 1
     assert render("NodePool")["metadata"]["name"] == placement.CPU_NODEPOOL
+
+
+# ---- the Airflow pool of benchmark tasks, sized to this NodePool ---------------------------------
+
+
+def test_benchmark_pool_is_sized_so_its_pods_always_fit_the_nodepool() -> None:
+    from tests.test_infra_k8s import helm_values
+
+    variables = terraform_variables()
+    limit = variables["cpu_nodepool_cpu_limit"]["default"]
+    biggest = variables["cpu_nodepool_max_node_vcpus"]["default"]
+    # No node above `biggest` vCPUs, each benchmark pod takes a whole node: `slots` pods fit under the limit.
+    for rendering in ({}, {"cpu_limit": 4096}):
+        cpu = requirement(render("NodePool", **rendering), "karpenter.k8s.aws/instance-cpu")
+        assert cpu["operator"] == "Lt" and cpu["values"] == [str(biggest + 1)]
+    tf = KARPENTER_TF.read_text()
+    assert "floor(var.cpu_nodepool_cpu_limit / var.cpu_nodepool_max_node_vcpus)" in tf
+    assert "local.benchmark_pool_slots" in (INFRA / "terraform" / "outputs.tf").read_text()
+    values = helm_values()
+    env = {item["name"]: item["value"] for item in values["env"]}
+    slots = int(env["ACCELBENCH_BENCHMARK_POOL_SLOTS"])
+    assert slots == limit // biggest >= 1 and slots * biggest <= limit
+    # The chart's migration job (every install and upgrade) creates or resizes the pool the DAGs use.
+    job = " ".join(values["migrateDatabaseJob"]["args"])
+    assert job.startswith("bash -c airflow db migrate &&")
+    assert 'airflow pools set "$ACCELBENCH_BENCHMARK_POOL" "$ACCELBENCH_BENCHMARK_POOL_SLOTS"' in job
+    assert env["ACCELBENCH_BENCHMARK_POOL"] != "default_pool"

@@ -27,7 +27,16 @@ DATE = "2026-11-30"
 NODE = "ip-10-0-7-21.us-west-2.compute.internal"
 
 
-def _loadgen(spec: BenchmarkSpec, server: LocalServer, vllm_python: Path, lake: str, out: Path):  # type: ignore[no-untyped-def]
+def run_loadgen(  # type: ignore[no-untyped-def]
+    spec: BenchmarkSpec,
+    server: LocalServer,
+    lake: str,
+    out: Path,
+    *,
+    vllm: Path,
+    loadgen: Path = REPO / ".venv" / "bin" / "accelbench-loadgen",
+):
+    """`accelbench-loadgen` with the pod's environment; `vllm`: the `vllm bench serve` executable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELBENCH_")} | {
         # What the benchmark pod's main container gets (accelbench.k8s.pod.loadgen_env), plus the date
         # the operator adds at run time.
@@ -40,9 +49,9 @@ def _loadgen(spec: BenchmarkSpec, server: LocalServer, vllm_python: Path, lake: 
         "ACCELBENCH_RAW_DIR": str(out),
         "ACCELBENCH_ATTEMPT": "attempt-1",
     }
-    args = ["--vllm", str(vllm_python.parent / "vllm"), "--server-pid", str(server.process.pid)]
+    args = ["--vllm", str(vllm), "--server-pid", str(server.process.pid)]
     return subprocess.run(
-        [str(REPO / ".venv" / "bin" / "accelbench-loadgen"), *args],
+        [str(loadgen), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -59,8 +68,9 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
     plan = LoadPlan(input_len=32, output_len=8, concurrency=(1, 2), prompts_per_level=6, warmups=1, seed=3)
     spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="pod-campaign")
     with LocalServer(spec.server, tmp_path / "server", python=vllm_python) as server:
-        done = _loadgen(spec, server, vllm_python, f"s3://{bucket}/lake", tmp_path / "raw")
-        missing_bucket = _loadgen(spec, server, vllm_python, "s3://no-such-bucket/lake", tmp_path / "raw2")
+        vllm = vllm_python.parent / "vllm"
+        done = run_loadgen(spec, server, f"s3://{bucket}/lake", tmp_path / "raw", vllm=vllm)
+        missing_bucket = run_loadgen(spec, server, "s3://no-such-bucket/lake", tmp_path / "raw2", vllm=vllm)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     where = RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id)

@@ -12,11 +12,15 @@ locals {
 
   cpu_nodepool = yamldecode(templatefile("${path.module}/../karpenter/cpu-nodepool.yaml.tftpl", {
     cpu_limit         = var.cpu_nodepool_cpu_limit
+    node_vcpus_below  = var.cpu_nodepool_max_node_vcpus + 1
     memory_limit      = var.cpu_nodepool_memory_limit
     consolidate_after = var.cpu_nodepool_consolidate_after
   }))
 
   cpu_nodepool_name = local.cpu_nodepool.metadata.name
+  # Every node has at most cpu_nodepool_max_node_vcpus and each benchmark pod takes a whole node, so this many
+  # benchmark pods always fit under the NodePool's cpu limit: the size of the Airflow pool that runs them.
+  benchmark_pool_slots = floor(var.cpu_nodepool_cpu_limit / var.cpu_nodepool_max_node_vcpus)
 }
 
 resource "kubernetes_manifest" "cpu_ec2nodeclass" {

@@ -22,3 +22,8 @@ output "cpu_nodepool_name" {
   description = "Name of the Karpenter NodePool for the CPU tier, or null when install_cpu_nodepool is false."
   value       = var.install_cpu_nodepool ? local.cpu_nodepool_name : null
 }
+
+output "benchmark_pool_slots" {
+  description = "Slots of the Airflow pool ACCELBENCH_BENCHMARK_POOL: the benchmark pods the CPU NodePool always has room for."
+  value       = local.benchmark_pool_slots
+}

