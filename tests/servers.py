@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -130,3 +131,76 @@ class MotoServer:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+class FaultyProxy:
+    """An HTTP reverse proxy on 127.0.0.1 in front of a real server (moto) that can play an outage.
+
+    `fault(method, path)` decides per request: None forwards it; "drop" closes the connection unanswered
+    (what an unreachable endpoint or a dead load balancer looks like to the client); an int answers with
+    that status (e.g. 503) and an S3-shaped error body. `seen` lists (method, path, outcome).
+    """
+
+    def __init__(self, target_port: int) -> None:
+        import http.client
+        from collections.abc import Callable
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.fault: Callable[[str, str], str | int | None] = lambda method, path: None
+        self.seen: list[tuple[str, str, str]] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                outcome = proxy.fault(self.command, self.path)
+                proxy.seen.append((self.command, self.path, str(outcome or "ok")))
+                if outcome == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if isinstance(outcome, int):
+                    err = b"<Error><Code>ServiceUnavailable</Code><Message>outage</Message></Error>"
+                    self.send_response(outcome)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(err)))
+                    self.end_headers()
+                    self.wfile.write(err)
+                    return
+                conn = http.client.HTTPConnection("127.0.0.1", target_port, timeout=30)
+                conn.request(self.command, self.path, body=body, headers=dict(self.headers))
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                for key, value in resp.getheaders():
+                    if key.lower() not in {"content-length", "transfer-encoding", "connection"}:
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> FaultyProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

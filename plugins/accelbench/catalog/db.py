@@ -11,7 +11,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from accelbench.errors import CatalogUnavailable, ConfigError
@@ -86,5 +86,12 @@ def migrate(engine: Engine) -> str:
 def session_scope(engine: Engine) -> Iterator[Session]:
     """One transaction: commit on success, roll back on any error so nothing half-written stays."""
     factory = sessionmaker(engine, expire_on_commit=False)
-    with factory() as session, session.begin():
-        yield session
+    try:
+        with factory() as session, session.begin():
+            yield session
+    except OperationalError as exc:  # the server went away or refused mid-transaction: say so, plainly
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise CatalogUnavailable(
+            f"catalog database {redact(engine.url.render_as_string())} failed during a write ({reason}); "
+            "the transaction was rolled back, nothing of it was stored"
+        ) from exc

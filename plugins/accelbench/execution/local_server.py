@@ -2,14 +2,15 @@
 
 The vLLM interpreter is a separate environment from Airflow's (ACCELBENCH_VLLM_PYTHON). The server
 gets its own process group, so stopping it stops the engine and worker processes too; it also
-receives SIGKILL if the process that started it dies (PR_SET_PDEATHSIG), so a killed task leaves
-no server behind.
+receives SIGKILL if the process that started it dies (PR_SET_PDEATHSIG). The engine processes vLLM
+starts do not get that signal, so each launch also leaves a pid file in its work directory: the next
+attempt for the same spec (a retry after the worker died) stops whatever is left of that process group
+before it starts its own server.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -31,13 +32,13 @@ from packaging.version import InvalidVersion, Version
 
 from accelbench.campaign.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
+from accelbench.lifetime import die_with_parent
 from accelbench.runtime.recipes import recipe_for
 
 log = logging.getLogger(__name__)
 VLLM_PYTHON_SETTING = "ACCELBENCH_VLLM_PYTHON"
 SERVER_CPUS_SETTING = "ACCELBENCH_LOCAL_SERVER_CPUS"
 CLIENT_CPUS_SETTING = "ACCELBENCH_LOCAL_CLIENT_CPUS"
-PR_SET_PDEATHSIG = 1
 PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bind it before vLLM does
 PORT_TAKEN = "Address already in use"
 
@@ -123,11 +124,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 @dataclass
 class LocalServer:
     """`with LocalServer(spec, workdir) as server:` -> a healthy server at server.url, stopped on exit."""
@@ -151,6 +147,41 @@ class LocalServer:
     @property
     def log_path(self) -> Path:
         return self.workdir / "server.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.workdir / "server.pid"
+
+    def stop_orphans(self, grace_s: float = 10.0) -> list[int]:
+        """Stop what an earlier attempt's server left running (its worker died); the pids stopped."""
+        try:
+            record = json.loads(self.pid_path.read_text())
+        except (OSError, ValueError):
+            return []
+        pgid = int(record["pgid"])
+        left = []
+        for proc in psutil.process_iter(["pid"]):
+            with contextlib.suppress(psutil.Error):
+                # The group id alone could be reused: only processes started after the recorded launch count.
+                if os.getpgid(proc.pid) == pgid and proc.create_time() >= record["started"] - 1:
+                    left.append(proc)
+        if left:
+            log.warning(
+                "stopping %d process(es) of an earlier attempt's vLLM server (process group %d): %s",
+                len(left),
+                pgid,
+                ", ".join(f"{p.pid} {p.info.get('name') or ''}".strip() for p in left),
+            )
+            for proc in left:
+                with contextlib.suppress(psutil.Error):
+                    proc.terminate()
+            _, alive = psutil.wait_procs(left, timeout=grace_s)
+            for proc in alive:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+            psutil.wait_procs(alive, timeout=5)
+        self.pid_path.unlink(missing_ok=True)
+        return [p.pid for p in left]
 
     def command(self) -> list[str]:
         python = self.python or vllm_python()
@@ -185,6 +216,7 @@ class LocalServer:
     def start(self) -> LocalServer:
         """Launch and wait for /health; an auto-chosen port taken meanwhile is retried on a new one."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.stop_orphans()
         auto_port = not self.port
         for attempt in range(1, PORT_ATTEMPTS + 1):
             self.port = free_port() if auto_port else self.port
@@ -213,8 +245,9 @@ class LocalServer:
                     env=self.environment(),
                     cwd=self.workdir,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
+            self.pid_path.write_text(json.dumps({"pgid": self.process.pid, "started": time.time() - 1}))
             if self.journal:
                 self._record_start()
             self._wait_healthy(started)
@@ -309,6 +342,7 @@ class LocalServer:
             os.killpg(pgid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
+        self.pid_path.unlink(missing_ok=True)
         log.info("vLLM server stopped (exit code %s)", self.process.returncode)
 
     def __enter__(self) -> LocalServer:

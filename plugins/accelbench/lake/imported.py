@@ -215,8 +215,8 @@ def import_file(
         ) from None
     stem = f"{IMPORT_CAMPAIGN}--{digest}"
     keep = {lake.put_bytes(data, *copy_parts)}
+    keep.add(lake.write_table("requests", requests, tier, day, stem))  # before runs: see ingest_raw
     keep.add(lake.write_table("runs", runs, tier, day, stem))
-    keep.add(lake.write_table("requests", requests, tier, day, stem))
     _drop_other_copies(lake, stem, digest, keep)
     return ids["source_uri"], 1, requests.num_rows
 

@@ -226,6 +226,8 @@ def ingest_raw(
     facts["source_uri"] = lake.uri_of(lake.path(*where.parts, ENVELOPE))
     prov = Provenance(dag_run_id=dag_run_id, **({"execution_mode": "unknown"} | facts))
     data = ingest(envelope, read, prov)
-    lake.write_table("runs", data.runs, where.accelerator_type, where.date, where.stem)
+    # requests first: reports read runs, so a run becomes visible only once its requests are in place,
+    # and a write that fails for good leaves no run behind (a retry rewrites both files).
     lake.write_table("requests", data.requests, where.accelerator_type, where.date, where.stem)
+    lake.write_table("runs", data.runs, where.accelerator_type, where.date, where.stem)
     return data

@@ -2,12 +2,15 @@
 
 Local writes go to a hidden temporary file and are renamed into place (atomic on POSIX), and readers
 skip hidden files, so nobody reads half a file. On S3 an object appears only once its upload
-completes. File names derive from deterministic ids, so a retried task replaces its own files.
+completes, and a write that meets an unreachable or failing S3 (connection errors, 5xx) is retried
+with exponential backoff, on top of botocore's own retries. File names derive from deterministic ids,
+so a retried task replaces its own files.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import os
 import re
 import uuid
@@ -17,13 +20,30 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 from pyarrow.fs import FSSpecHandler, PyFileSystem
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS, Settings
 from accelbench.errors import ConfigError
 from accelbench.lake.schemas import PARTITIONS, TABLES
+
+log = logging.getLogger(__name__)
+
+
+def transient(exc: BaseException) -> bool:
+    """An S3 failure worth retrying: no connection, a dropped one, or a 5xx (s3fs wraps botocore errors)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (BotoConnectionError, HTTPClientError, ConnectionError, TimeoutError)):
+            return True
+        if isinstance(seen, ClientError):
+            return int(seen.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0) >= 500
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def safe_name(text: str) -> str:
@@ -39,6 +59,10 @@ def storage_options(uri: str) -> dict[str, Any]:
 
 
 class Lake:
+    # Tries of one S3 write, each after botocore's own retries; waits double from 1 s up to WRITE_WAIT_MAX_S.
+    WRITE_ATTEMPTS = 4
+    WRITE_WAIT_MAX_S = 8.0
+
     def __init__(self, uri: str) -> None:
         if not uri:
             raise ConfigError(LAKE_SETTING, uri, "empty lake location")
@@ -60,7 +84,21 @@ class Lake:
     def _write_bytes(self, dest: str, data: bytes) -> None:
         parent = dest.rsplit("/", 1)[0]
         if not self.local:  # no makedirs: s3fs would create a missing bucket instead of failing
-            self.fs.pipe_file(dest, data)
+            for attempt in Retrying(
+                stop=stop_after_attempt(self.WRITE_ATTEMPTS),
+                wait=wait_exponential(multiplier=1, max=self.WRITE_WAIT_MAX_S),
+                retry=retry_if_exception(transient),
+                before_sleep=lambda state: log.warning(
+                    "writing %s failed (%s), try %d of %d; retrying",
+                    self.uri_of(dest),
+                    state.outcome.exception() if state.outcome else "?",
+                    state.attempt_number,
+                    self.WRITE_ATTEMPTS,
+                ),
+                reraise=True,
+            ):
+                with attempt:
+                    self.fs.pipe_file(dest, data)
             return
         self.fs.makedirs(parent, exist_ok=True)
         tmp = f"{parent}/.{dest.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"

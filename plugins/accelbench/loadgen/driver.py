@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import time
 import urllib.request
@@ -25,6 +26,7 @@ from accelbench import __version__
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE
+from accelbench.lifetime import die_with_parent
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_command import Level, bench_args, levels, repeat_seed
 from accelbench.loadgen.sampling import Sampler, memory_probe
@@ -138,8 +140,11 @@ class Driver:
     attempt: str | None = None
     records: list[LevelRecord] = field(default_factory=list)
 
-    def _pin_client(self) -> None:
-        os.sched_setaffinity(0, self.client_cpus or set())
+    def _client_setup(self) -> None:
+        """In the `vllm bench serve` child: die with the driver; pinned beside the API server if asked."""
+        die_with_parent(signal.SIGTERM)
+        if self.client_cpus:
+            os.sched_setaffinity(0, self.client_cpus)
 
     @property
     def spec_dir(self) -> Path:
@@ -164,7 +169,7 @@ class Driver:
                 stderr=subprocess.STDOUT,
                 timeout=self.level_timeout_s,
                 check=False,
-                preexec_fn=self._pin_client if self.client_cpus else None,
+                preexec_fn=self._client_setup,
             )
         if proc.returncode != 0:
             tail = (self.spec_dir / f"{name}.log").read_text(errors="replace").splitlines()[-15:]
