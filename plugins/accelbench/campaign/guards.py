@@ -40,6 +40,8 @@ SHORT_ALIASES = {
 DENIED_ARGS = {
     "--config": "would let a file set any engine flag, bypassing these checks",
     "--trust-remote-code": "runs code from the model repository inside the server",
+    "--hf-token": "would put a credential into the pod spec and the logs (the token is a mounted Secret)",
+    "--allowed-local-media-path": "lets requests read files from the server's filesystem",
 }
 
 
@@ -93,8 +95,8 @@ def check_engine_args(req: CampaignRequest) -> list[Problem]:
             problems.append(Problem(where, arg, "only letters, digits and _ . , : = / + @ - are allowed"))
         elif not flag.startswith("--"):
             problems.append(Problem(where, arg, "use the long form of the flag (--name or --name=value)"))
-        elif flag in DENIED_ARGS:
-            problems.append(Problem(where, arg, f"{flag} is not allowed: it {DENIED_ARGS[flag]}"))
+        elif denied := (flag if flag in DENIED_ARGS else _abbreviates(flag, set(DENIED_ARGS))):
+            problems.append(Problem(where, arg, f"{denied} is not allowed: it {DENIED_ARGS[denied]}"))
         elif flag in owned or _abbreviates(flag, owned):
             target = flag if flag in owned else _abbreviates(flag, owned)
             problems.append(Problem(where, arg, f"{target} is set by the planner from the campaign fields"))
