@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -39,11 +40,14 @@ from accelbench.lake.store import Lake
 from botocore.stub import ANY, Stubber
 from sqlalchemy import event, func, select
 
+from tests.conftest import REPO
+from tests.kube_api import FakeKubeAPI
 from tests.pricelist import price_document
 from tests.servers import FaultyProxy, PostgresServer, free_port
 from tests.test_pricing import SESSION, _spot_page
 
 DATE = "2026-11-30"
+TINY_CONFIG = REPO / "tests" / "data" / "model_configs" / "local--tiny-llama"
 
 
 # ---- S3 unavailable during ingest ---------------------------------------------------------------
@@ -284,7 +288,6 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
     from accelbench.config import Settings
     from accelbench.execution.local import campaign_workdir, run_local
 
-    from tests.conftest import REPO
     from tests.test_local_server import tiny_spec
 
     plan = LoadPlan(input_len=32, output_len=8, concurrency=(1, 2), prompts_per_level=6, warmups=1, seed=3)
@@ -338,3 +341,153 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
     assert sorted((r["level_value"], r["status"]) for r in runs) == [(1.0, "ok"), (2.0, "ok")]
     assert lake.read("requests").num_rows == 12
     assert not pid_file.exists()
+
+
+# ---- a benchmark pod that never schedules ----------------------------------------------------------
+
+
+def _kubernetes_campaign(fake: FakeKubeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Kubernetes mode through `fake`, an S3 lake on moto; returns the lake URI."""
+    kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
+    connection = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+    monkeypatch.setenv("ACCELBENCH_LAKE_URI", f"s3://{bucket}")
+    return f"s3://{bucket}"
+
+
+K8S_CONF = {"model": str(TINY_CONFIG), "instance_types": ["m8g.xlarge"], "execution_mode": "kubernetes"}
+
+
+@pytest.mark.airflow
+def test_a_benchmark_pod_that_never_schedules_fails_naming_the_type_nodepool_and_tolerations(
+    airflow_db, accelbench_env, tmp_path, monkeypatch, capfd, caplog, aws_on_moto
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_dags import _run, _states
+
+    with FakeKubeAPI(mode="unschedulable") as fake:
+        _kubernetes_campaign(fake, tmp_path, monkeypatch)
+        monkeypatch.setenv("ACCELBENCH_POD_SCHEDULE_TIMEOUT_S", "3")
+        assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+        capfd.readouterr()
+        started = time.monotonic()
+        run = _run(airflow_db, "accelbench_cpu_campaign", K8S_CONF)
+        elapsed = time.monotonic() - started
+    states = _states(run)
+    assert states["benchmark"] == "failed" and states["watcher"] == "failed", states
+    text = "".join(capfd.readouterr()) + caplog.text
+    found = re.search(r"PodNotScheduled: (benchmark pod .*?these tolerations\.)", text, re.S)
+    assert found, text[-5000:]
+    message = found[1]
+    for part in (
+        "for m8g.xlarge was not scheduled within 3 s",
+        "Karpenter NodePool accelbench-cpu",
+        "node.kubernetes.io/instance-type=m8g.xlarge",
+        "kubernetes.io/arch=arm64",
+        "accelbench.io/cpu=true:NoSchedule",
+        "accelbench.io/dedicated=true:NoSchedule",
+        "0/3 nodes are available",
+    ):
+        assert part in message, (part, message)
+    # One pod, deleted after the timeout; no retry that would wait as long again.
+    assert fake.count("POST") == 1 and not fake.pods
+    assert any(m == "DELETE" for m, _ in fake.calls)
+    assert elapsed < 120
+
+
+# ---- the Airflow worker dies mid-benchmark (kubernetes mode) --------------------------------------
+
+
+ATTEMPT = """
+import json, sys
+import pendulum
+from airflow.dag_processing.dagbag import DagBag
+dag = DagBag(dag_folder=sys.argv[1]).get_dag("accelbench_cpu_campaign")
+when = pendulum.parse(sys.argv[2])
+dag.test(run_after=when, logical_date=when, run_conf=json.loads(sys.argv[3]))
+"""
+
+
+@pytest.mark.airflow
+@pytest.mark.vllm
+def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_once(
+    airflow_db, accelbench_env, tiny_model, vllm_python, tmp_path, monkeypatch, capfd, caplog, aws_on_moto
+) -> None:  # type: ignore[no-untyped-def]
+    """Attempt 1 (its own process) creates the pod and watches it; it is SIGKILLed mid-benchmark. The retry
+    finds the pod still running, reattaches, and reads its result. The pod's two containers are played for
+    real: when the fake API lets the main container finish, `accelbench-loadgen` runs with the pod's
+    environment against a real vLLM server (the sidecar's part) and writes the evidence to the lake."""
+    import pendulum
+    from accelbench.campaign.spec import BenchmarkSpec
+    from accelbench.execution.local_server import LocalServer
+
+    from tests.conftest import DAGS
+    from tests.test_dags import _dagbag, _run, _states
+    from tests.test_loadgen_pod import run_loadgen
+
+    conf = K8S_CONF | {
+        "model": str(tiny_model),
+        "concurrency": [1, 2],
+        "repeats": 1,
+        "prompts_per_level": 6,
+        "input_len": 32,
+        "output_len": 8,
+        "extra_engine_args": ["--enforce-eager"],
+    }
+    pods_ran: list[str] = []
+
+    def main_container(pod: dict[str, Any]) -> dict[str, Any]:
+        (base,) = [c for c in pod["spec"]["containers"] if c["name"] == "base"]
+        env = {e["name"]: e["value"] for e in base["env"] if "value" in e}
+        spec = BenchmarkSpec.model_validate_json(env["ACCELBENCH_BENCHMARK_SPEC"])
+        pods_ran.append(pod["metadata"]["name"])
+        work = tmp_path / f"pod-{len(pods_ran)}"
+        with LocalServer(spec.server, work / "server", python=vllm_python) as server:
+            # The pod's environment, but the server is on its own port here, not the pod's.
+            pod_env = {k: v for k, v in env.items() if k != "ACCELBENCH_SERVER_URL"}
+            proc = run_loadgen(
+                spec, server, lake_uri, work / "raw", vllm=vllm_python.parent / "vllm", pod_env=pod_env
+            )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    with FakeKubeAPI(mode="run") as fake:
+        lake_uri = _kubernetes_campaign(fake, tmp_path, monkeypatch)
+        fake.on_finish = main_container
+        assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+        when = "2026-11-30T06:00:00+00:00"
+        first = subprocess.Popen(
+            [str(REPO / ".venv" / "bin" / "python"), "-c", ATTEMPT, str(DAGS), when, json.dumps(conf)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while fake.follows < 1:  # attempt 1 created the pod and is following its log: mid-benchmark
+                assert first.poll() is None, "attempt 1 ended before its pod ran"
+                assert time.monotonic() < deadline, fake.calls
+                time.sleep(0.5)
+        finally:
+            first.kill()  # the worker dies
+            first.wait(30)
+        assert fake.count("POST") == 1 and len(fake.pods) == 1
+        fake.finish_on_follow = fake.follows + 1  # the pod's benchmark ends while the retry watches it
+        logical = pendulum.parse(when)
+        dag = _dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
+        run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)  # the retry
+    assert fake.errors == [], fake.errors[0]
+    states = _states(run)
+    assert str(run.state) == "success", states
+    text = "".join(capfd.readouterr()) + caplog.text
+    assert "Reusing existing pod" in text or "Reconnecting to pod" in text
+    # One pod, created once, run once; deleted at the end.
+    assert fake.count("POST") == 1 and len(pods_ran) == 1 and not fake.pods
+    lake = Lake(lake_uri)
+    runs = lake.read("runs").to_pylist()
+    assert sorted((r["level_value"], r["status"]) for r in runs) == [(1.0, "ok"), (2.0, "ok")]
+    assert {r["dag_run_id"] for r in runs} == {run.run_id} and {r["execution_mode"] for r in runs} == {
+        "kubernetes"
+    }
+    assert lake.read("requests").num_rows == 12

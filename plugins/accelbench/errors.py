@@ -29,3 +29,7 @@ class UnsupportedInstanceType(ConfigError):
 
 class CatalogUnavailable(AccelbenchError):
     """The catalog database cannot be reached or opened."""
+
+
+class PodNotScheduled(AccelbenchError):
+    """A benchmark pod found no node before its schedule timeout (no capacity, taints, requirements)."""

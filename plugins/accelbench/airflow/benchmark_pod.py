@@ -16,8 +16,9 @@ from kubernetes.client import models as k8s
 
 from accelbench.airflow.benchmark_operator import NODE_XCOM
 from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.errors import PodNotScheduled
 from accelbench.k8s import placement
-from accelbench.k8s.pod import build_pod_parts, guaranteed
+from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
 
@@ -46,6 +47,8 @@ class BenchmarkPod(KubernetesPodOperator):
         parts = build_pod_parts(
             spec, **({"namespace": namespace} if namespace else {}), lake_uri=self.lake_uri
         )
+        self.parts = parts
+        self.unscheduled: str | None = None  # set when the pod found no node in time
         defaults: dict[str, Any] = {
             "name": parts.name,
             "namespace": parts.namespace,
@@ -88,6 +91,28 @@ class BenchmarkPod(KubernetesPodOperator):
                 container.image_pull_policy = "Always"
         return pod
 
+    def await_pod_start(self, pod: k8s.V1Pod) -> None:
+        """The provider's wait; a pod that never got a node is described before cleanup deletes it."""
+        try:
+            super().await_pod_start(pod)
+        except Exception as exc:
+            if "to be scheduled" not in str(exc):
+                raise
+            said = None
+            try:
+                remote = self.pod_manager.read_pod(pod)
+                conditions = (remote.status.conditions if remote.status else None) or []
+                said = next((c.message or c.reason for c in conditions if c.type == "PodScheduled"), None)
+            except Exception as read_error:  # the description is best effort; the failure is not
+                log.warning(
+                    "cannot read pod %s to say why it was not scheduled: %s", pod.metadata.name, read_error
+                )
+            self.unscheduled = unscheduled_message(
+                self.parts, self.benchmark_spec.server.instance_type, self.schedule_timeout_seconds, said
+            )
+            log.error("%s", self.unscheduled)
+            raise
+
     def extract_xcom(self, pod: k8s.V1Pod, *, ignore_kill_failure: bool = True) -> dict[Any, Any] | None:
         """Keep the load generator's summary: the provider raises on a failed pod after reading it."""
         self.loadgen_result = super().extract_xcom(pod, ignore_kill_failure=ignore_kill_failure)
@@ -111,9 +136,11 @@ class BenchmarkPod(KubernetesPodOperator):
         execute = inspect.unwrap(KubernetesPodOperator.execute)
         try:
             return execute(self, context) or {}
-        except Exception:
+        except Exception as exc:
             if isinstance(self.loadgen_result, dict) and "spec_id" in self.loadgen_result:
                 return self.loadgen_result
+            if self.unscheduled:  # not retried: a retry would wait as long for the same capacity
+                raise PodNotScheduled(self.unscheduled) from exc
             raise
         finally:
             facts = self._node_facts()

@@ -14,6 +14,7 @@ from kubernetes.client import models as k8s
 from accelbench import __version__
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS
+from accelbench.errors import ConfigError
 from accelbench.execution.modes import MODE_SETTING
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
@@ -46,6 +47,7 @@ CHECKOV_SKIPS = {
     "CKV_K8S_43": "images are pinned by version tag; the digest is used once discovery has recorded it",
 }
 NODE_LAUNCH_S = 600  # Karpenter launch + node ready, with margin
+SCHEDULE_TIMEOUT_SETTING = "ACCELBENCH_POD_SCHEDULE_TIMEOUT_S"
 IMAGE_PULL_S = 900  # multi-GB vLLM images on a fresh node
 
 
@@ -238,6 +240,36 @@ def build_pod_parts(
                 security_context=k8s.V1PodSecurityContext(fs_group=LOADGEN_UID),
             )
         ),
-        schedule_timeout_s=NODE_LAUNCH_S,
+        schedule_timeout_s=schedule_timeout_s(),
         startup_timeout_s=IMAGE_PULL_S + startup_failure_threshold(weights_gib) * PROBE_PERIOD_S,
+    )
+
+
+def schedule_timeout_s() -> int:
+    """How long a benchmark pod may wait for a node (ACCELBENCH_POD_SCHEDULE_TIMEOUT_S, default 600)."""
+    raw = os.environ.get(SCHEDULE_TIMEOUT_SETTING, "").strip()
+    if not raw:
+        return NODE_LAUNCH_S
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(SCHEDULE_TIMEOUT_SETTING, raw, "not a whole number of seconds") from None
+    if value < 1:
+        raise ConfigError(SCHEDULE_TIMEOUT_SETTING, raw, "must be at least 1")
+    return value
+
+
+def unscheduled_message(parts: PodParts, instance_type: str, waited_s: int, said: str | None) -> str:
+    """Why a benchmark pod found no node, with what it asked for: what to check in the NodePool."""
+    selector = parts.node_selector
+    pool = selector.get(placement.NODEPOOL_LABEL, "?")
+    tolerations = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in parts.tolerations) or "none"
+    wanted = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    said = said or "nothing (no PodScheduled condition)"
+    return (
+        f"benchmark pod {parts.namespace}/{parts.name} for {instance_type} was not scheduled within "
+        f"{waited_s} s: no node of the Karpenter NodePool {pool} took it. The pod selects {wanted} and "
+        f"tolerates {tolerations}. The scheduler said: {said}. Check the NodePool {pool}: its limits "
+        "(cpu, memory) against the nodes it runs, its instance requirements (families, "
+        "karpenter.k8s.aws/instance-cpu) against this type, and its taints against these tolerations."
     )
