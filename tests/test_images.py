@@ -240,3 +240,42 @@ def test_loadgen_image_environments_drive_a_real_server(
     runs = lake.read("runs").to_pylist()
     assert [(r["level_value"], r["status"], r["total_output_tokens"]) for r in runs] == [(1.0, "ok", 4 * 8)]
     assert lake.read("requests").num_rows == 4
+
+
+GIT_BUNDLE = """
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+from airflow.providers.git.bundles.git import GitDagBundle
+bundle = GitDagBundle(name="accelbench", repo_url=sys.argv[1], tracking_ref="main", subdir="dags")
+bundle.initialize()
+bag = DagBag(dag_folder=str(bundle.path))
+errors = {k: str(v) for k, v in bag.import_errors.items()}
+version = getattr(bundle.get_current_version(), "version", None)
+print(json.dumps({"dags": sorted(bag.dag_ids), "errors": errors, "version": version}))
+"""
+
+
+def test_airflow_image_environment_takes_the_dags_from_a_git_bundle(
+    airflow_image: Path, tmp_path: Path
+) -> None:
+    """The other way to ship DAGs (README, Deploy on EKS): Airflow's GitDagBundle on a repository."""
+    src, bare = tmp_path / "src", tmp_path / "accelbench.git"
+    shutil.copytree(REPO / "dags", src / "dags", ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-c", "user.email=ci@example.invalid", "-c", "user.name=ci"]
+    run([*git, "init", "-q", "-b", "main", str(src)])
+    run([*git, "-C", str(src), "add", "-A"])
+    run([*git, "-C", str(src), "commit", "-q", "-m", "dags"])
+    run(["git", "clone", "-q", "--bare", str(src), str(bare)])
+    commit = run(["git", "-C", str(src), "rev-parse", "HEAD"]).strip()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_STORAGE_PATH": str(tmp_path / "bundles"),
+    }
+    python = str(airflow_image / "venv" / "bin" / "python")
+    out = run([python, "-c", GIT_BUNDLE, f"file://{bare}"], env=env, timeout=300)
+    found = json.loads(out.strip().splitlines()[-1])
+    assert found["errors"] == {} and set(found["dags"]) == DAG_IDS
+    assert found["version"] == commit
