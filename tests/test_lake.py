@@ -140,3 +140,66 @@ def test_ingest_takes_only_its_own_attempts_evidence_and_drops_an_earlier_attemp
     with pytest.raises(AirflowSkipException, match=r"no raw evidence for .* from this attempt"):
         ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {}, {})  # the benchmark reported nothing
     assert lake.read("runs").num_rows == 0
+
+
+def _reference_rows(result: dict, n: int) -> list[dict]:
+    """The `requests` columns by their definitions, one request at a time (what request_table vectorises)."""
+    starts, queue, errors = result.get("start_times") or [], result.get("queue_times") or [], result["errors"]
+    rows = []
+    for i in range(n):
+        itls, error = sorted(result["itls"][i]), errors[i] if i < len(errors) else ""
+        ttft, e2el, out = result["ttfts"][i], result["latencies"][i], result["output_lens"][i]
+        rows.append(
+            {
+                "success": not error,
+                "start_offset_s": starts[i] - min(starts) if starts else None,
+                "queue_time_s": queue[i] if i < len(queue) else None,
+                "tpot_s": (e2el - ttft) / (out - 1) if out > 1 and not error else None,
+                "itl_mean_s": sum(itls) / len(itls) if itls else None,
+                "itl_p50_s": itls[round(0.5 * (len(itls) - 1))] if itls else None,
+                "itl_p99_s": itls[round(0.99 * (len(itls) - 1))] if itls else None,
+                "itl_max_s": itls[-1] if itls else None,
+            }
+        )
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_request_table_matches_the_per_request_definitions(seed: int) -> None:
+    import random
+
+    from accelbench.lake.ingest import request_table
+
+    rng = random.Random(seed)
+    n = rng.randint(0, 25)
+    itls = [[rng.random() for _ in range(rng.choice([0, 1, 2, 3, 4, 7, 100]))] for _ in range(n)]
+    result = {
+        "ttfts": [rng.random() for _ in range(n)],
+        "latencies": [1 + rng.random() for _ in range(n)],
+        "itls": itls,
+        "input_lens": [rng.randint(1, 9) for _ in range(n)],
+        "output_lens": [len(x) + 1 if rng.random() < 0.9 else rng.choice([0, 1]) for x in itls],
+        "errors": [rng.choice(["", "", "connection reset"]) for _ in range(rng.randint(0, n))],
+    }
+    if seed % 2:
+        result["start_times"] = [100 + 5 * rng.random() for _ in range(n)]
+        result["queue_times"] = [rng.random() for _ in range(rng.randint(0, n))]
+    table = request_table(result, "run", "campaign", "spec").to_pylist()
+    assert [r["request_index"] for r in table] == list(range(n))
+    for got, want in zip(table, _reference_rows(result, n), strict=True):
+        for key, value in want.items():
+            assert got[key] == pytest.approx(value, rel=1e-12) if value is not None else got[key] is None, key
+
+
+def test_request_table_refuses_arrays_of_different_lengths() -> None:
+    from accelbench.lake.ingest import request_table
+
+    result = {
+        "ttfts": [0.1, 0.2],
+        "latencies": [1.0],
+        "itls": [[], []],
+        "input_lens": [1, 1],
+        "output_lens": [2, 2],
+    }
+    with pytest.raises(ValueError, match="latencies has 1 entries, ttfts 2"):
+        request_table(result, "run", "campaign", "spec")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelbench import __version__
 from accelbench.errors import AccelbenchError, ConfigError
-from accelbench.lake.ingest import request_rows, result_columns
+from accelbench.lake.ingest import request_table, result_columns
 from accelbench.lake.schemas import REQUESTS, RUNS, SCHEMA_VERSION
 from accelbench.lake.store import Lake, storage_options
 from accelbench.loadgen.driver import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
@@ -178,8 +178,12 @@ def _tables(
         "dataset": raw.get("dataset_name"),
         "execution_mode": "imported",
     } | result_columns(result.model_dump())
-    requests = request_rows(raw, ids["run_id"], IMPORT_CAMPAIGN, ids["spec_id"]) if details else []
-    return pa.Table.from_pylist([row], schema=RUNS), pa.Table.from_pylist(requests, schema=REQUESTS)
+    requests = (
+        request_table(raw, ids["run_id"], IMPORT_CAMPAIGN, ids["spec_id"])
+        if details
+        else REQUESTS.empty_table()
+    )
+    return pa.Table.from_pylist([row], schema=RUNS), requests
 
 
 def import_file(

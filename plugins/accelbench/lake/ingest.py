@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from accelbench import __version__
@@ -33,52 +35,71 @@ class Provenance:
 PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance) if f.name != "dag_run_id")
 
 
-def _quantile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+def request_table(result: dict[str, Any], run_id: str, campaign_id: str, spec_id: str) -> pa.Table:
+    """The `requests` rows of one `vllm bench serve --save-detailed` result, built column by column.
 
-
-def request_rows(result: dict[str, Any], run_id: str, campaign_id: str, spec_id: str) -> list[dict[str, Any]]:
+    Columnar (NumPy over the flat inter-token latencies) because a level can hold 10^5 requests: this is
+    the ingest's hot path (benchmarks/ingest_scaling.py). ITL percentiles use the nearest rank
+    round(q * (n - 1)) of each request's sorted gaps, half to even.
+    """
+    ttft = np.asarray(result["ttfts"], dtype=np.float64)
+    n = len(ttft)
+    columns = {k: result[k] for k in ("latencies", "itls", "input_lens", "output_lens")}
+    for key, values in columns.items():
+        if len(values) != n:
+            raise ValueError(f"{key} has {len(values)} entries, ttfts {n}")
+    e2el = np.asarray(columns["latencies"], dtype=np.float64)
+    n_in = np.asarray(columns["input_lens"], dtype=np.int64)
+    n_out = np.asarray(columns["output_lens"], dtype=np.int64)
+    errors = list(result.get("errors") or [])[:n]
+    errors += [""] * (n - len(errors))
+    failed = np.fromiter((bool(e) for e in errors), dtype=bool, count=n)
     starts = result.get("start_times") or []
-    first = min(starts) if starts else None
-    queue = result.get("queue_times") or []
-    rows = []
-    for i, (ttft, e2el, itls, n_in, n_out) in enumerate(
-        zip(
-            result["ttfts"],
-            result["latencies"],
-            result["itls"],
-            result["input_lens"],
-            result["output_lens"],
-            strict=True,
-        )
-    ):
-        error = result["errors"][i] if i < len(result.get("errors", [])) else ""
-        rows.append(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "run_id": run_id,
-                "campaign_id": campaign_id,
-                "spec_id": spec_id,
-                "request_index": i,
-                "success": not error,
-                "error": error or None,
-                "input_tokens": n_in,
-                "output_tokens": n_out,
-                "start_offset_s": starts[i] - first if first is not None else None,
-                "queue_time_s": queue[i] if i < len(queue) else None,
-                "ttft_s": ttft,
-                "e2el_s": e2el,
-                "tpot_s": (e2el - ttft) / (n_out - 1) if n_out > 1 and not error else None,
-                "itl_mean_s": statistics.fmean(itls) if itls else None,
-                "itl_p50_s": _quantile(itls, 0.5),
-                "itl_p99_s": _quantile(itls, 0.99),
-                "itl_max_s": max(itls) if itls else None,
-            }
-        )
-    return rows
+    if starts and len(starts) != n:
+        raise ValueError(f"start_times has {len(starts)} entries, ttfts {n}")
+    start_arr = np.asarray(starts, dtype=np.float64)
+    queue = list(result.get("queue_times") or [])[:n]
+    itls = columns["itls"]
+    lengths = np.fromiter(map(len, itls), dtype=np.int64, count=n)
+    flat = np.fromiter(itertools.chain.from_iterable(itls), dtype=np.float64, count=int(lengths.sum()))
+    has = lengths > 0
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1])) if n else np.zeros(0, dtype=np.int64)
+    itl_mean, itl_max, itl_p50, itl_p99 = (np.full(n, np.nan) for _ in range(4))
+    if flat.size:
+        starts_of = offsets[has]
+        itl_mean[has] = np.add.reduceat(flat, starts_of) / lengths[has]
+        itl_max[has] = np.maximum.reduceat(flat, starts_of)
+        ordered = flat[np.lexsort((flat, np.repeat(np.arange(n), lengths)))]
+        for out, q in ((itl_p50, 0.5), (itl_p99, 0.99)):
+            out[has] = ordered[starts_of + np.rint(q * (lengths[has] - 1)).astype(np.int64)]
+    many = (n_out > 1) & ~failed
+    tpot = np.full(n, np.nan)
+    tpot[many] = (e2el[many] - ttft[many]) / (n_out[many] - 1)
+
+    def floats(values: np.ndarray) -> pa.Array:
+        return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+
+    data = {
+        "schema_version": pa.array(np.full(n, SCHEMA_VERSION, dtype=np.int16)),
+        "run_id": pa.array([run_id] * n, type=pa.string()),
+        "campaign_id": pa.array([campaign_id] * n, type=pa.string()),
+        "spec_id": pa.array([spec_id] * n, type=pa.string()),
+        "request_index": pa.array(np.arange(n, dtype=np.int32)),
+        "success": pa.array(~failed),
+        "error": pa.array([e or None for e in errors], type=pa.string()),
+        "input_tokens": pa.array(n_in.astype(np.int32)),
+        "output_tokens": pa.array(n_out.astype(np.int32)),
+        "start_offset_s": pa.array(start_arr - start_arr.min()) if starts else pa.nulls(n, pa.float64()),
+        "queue_time_s": pa.array(queue + [None] * (n - len(queue)), type=pa.float64()),
+        "ttft_s": pa.array(ttft),
+        "e2el_s": pa.array(e2el),
+        "tpot_s": floats(tpot),
+        "itl_mean_s": floats(itl_mean),
+        "itl_p50_s": floats(itl_p50),
+        "itl_p99_s": floats(itl_p99),
+        "itl_max_s": floats(itl_max),
+    }
+    return pa.Table.from_pydict(data, schema=REQUESTS)
 
 
 def run_row(
@@ -183,15 +204,15 @@ class Ingested:
 
 def ingest(envelope: dict[str, Any], read: Reader, prov: Provenance) -> Ingested:
     """Rows from an envelope; `read(name)` returns a raw result file's JSON, or None when it is absent."""
-    runs, requests = [], []
+    runs, requests = [], [REQUESTS.empty_table()]
     for level in envelope["levels"]:
         result = read(level["result_file"]) if level.get("result_file") else None
         if result is not None:
-            requests += request_rows(
-                result, level["run_id"], envelope["spec"]["campaign_id"], envelope["spec_id"]
+            requests.append(
+                request_table(result, level["run_id"], envelope["spec"]["campaign_id"], envelope["spec_id"])
             )
         runs.append(run_row(envelope, level, result, prov))
-    return Ingested(pa.Table.from_pylist(runs, schema=RUNS), pa.Table.from_pylist(requests, schema=REQUESTS))
+    return Ingested(pa.Table.from_pylist(runs, schema=RUNS), pa.concat_tables(requests))
 
 
 class StaleEvidence(AccelbenchError):

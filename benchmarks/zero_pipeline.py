@@ -1,0 +1,117 @@
+"""What the load-generator benchmarks share: the zero-work server as a child process, the tiny tokenizer,
+and one run of the real pipeline (Driver -> `vllm bench serve` -> raw evidence -> ingest -> `requests`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
+from accelbench.lake.ingest import ingest_raw
+from accelbench.lake.raw import RawLocation, upload_raw
+from accelbench.lake.store import Lake
+from accelbench.loadgen.driver import Driver
+from accelbench.runtime.recipes import VllmCpu
+
+REPO = Path(__file__).resolve().parents[1]
+VLLM_BIN = REPO / ".venv-vllm" / "bin" / "vllm"
+CACHE = REPO / "benchmarks" / ".cache"
+CLIENT_CPU, SERVER_CPU = 0, 1  # the load generator on one core, the server on the other
+
+
+def tiny_tokenizer() -> Path:
+    """The tiny model's folder (its tokenizer is what `vllm bench serve` needs), built once."""
+    out = CACHE / "tiny-model"
+    if not (out / "tokenizer.json").exists():
+        subprocess.run(
+            [str(REPO / ".venv-vllm" / "bin" / "python"), "-m", "accelbench.execution.tiny_model", str(out)],
+            check=True,
+            capture_output=True,
+            env=os.environ | {"PYTHONPATH": str(REPO / "plugins")},
+        )
+    return out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def zero_server(ttft_ms: float = 0.0, itl_ms: float = 0.0) -> Iterator[tuple[str, int]]:
+    """(base URL, pid) of a zero-work server pinned to SERVER_CPU."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "zero_server.py"),
+            "--port",
+            str(port),
+            "--ttft-ms",
+            str(ttft_ms),
+            "--itl-ms",
+            str(itl_ms),
+            "--cpu",
+            str(SERVER_CPU),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("ready"), (
+            "zero server did not start"
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/health", timeout=1):
+                break
+            time.sleep(0.05)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def spec(load: LoadPlan, campaign: str) -> BenchmarkSpec:
+    server = ServerSpec(
+        runtime="vllm-cpu",
+        version="0.32.0",
+        image=VllmCpu().image("0.32.0"),
+        model=str(tiny_tokenizer()),
+        served_model_name="tiny",
+        dtype="bfloat16",
+        tensor_parallel_size=1,
+        kv_cache_gib=1,
+        max_model_len=4096,
+        instance_type="local",
+        accelerator_type="cpu",
+        accelerator_count=0,
+        vcpu=2,
+        server_cpu=1,
+        server_memory_gib=4,
+        model_weights_gib=0.02,
+    )
+    return BenchmarkSpec(server=server, load=load, campaign_id=campaign)
+
+
+def run_pipeline(bench: BenchmarkSpec, url: str, server_pid: int, work: Path) -> tuple[Lake, dict]:
+    """Driver (client pinned to CLIENT_CPU) -> raw -> ingest into a fresh local lake; (lake, envelope)."""
+    driver = Driver(
+        bench, url, work / "raw", vllm=str(VLLM_BIN), server_pid=server_pid, client_cpus={CLIENT_CPU}
+    )
+    envelope = driver.run()
+    lake = Lake(str(work / "lake"))
+    where = RawLocation("cpu", "2026-12-01", bench.campaign_id, bench.spec_id)
+    upload_raw(lake, driver.spec_dir, where)
+    ingest_raw(lake, where, "benchmark")
+    return lake, envelope

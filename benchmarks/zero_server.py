@@ -1,0 +1,144 @@
+"""A zero-work OpenAI-compatible streaming server: the ground truth for the load generator's benchmarks.
+
+It does no inference. POST /v1/completions (stream) waits exactly `--ttft-ms` before the first token,
+then `--itl-ms` between tokens, and streams `max_tokens` one-character tokens as Server-Sent Events in
+the shape vLLM's OpenAI server uses (a final chunk with `usage`, then `[DONE]`). So the client's measured
+TTFT should be ttft_ms and its E2EL ttft_ms + (max_tokens - 1) * itl_ms, and with zero delays the
+client is the only thing that limits the request rate. /health, /v1/models and /metrics (the vLLM
+counters the driver scrapes) answer too.
+
+Run: .venv/bin/python benchmarks/zero_server.py --port 8000 [--ttft-ms 50 --itl-ms 5] [--cpu 1]
+It binds 127.0.0.1 only and prints `ready <port>` when it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+
+from aiohttp import web
+
+
+class ZeroServer:
+    def __init__(self, ttft_s: float, itl_s: float, model: str) -> None:
+        self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
+        self.running = 0
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.success = 0
+
+    async def health(self, _: web.Request) -> web.Response:
+        return web.Response(text="")
+
+    async def models(self, _: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    async def metrics(self, _: web.Request) -> web.Response:
+        lines = [
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{model_name="{self.model}"}} {self.running}',
+            "# TYPE vllm:num_requests_waiting gauge",
+            f'vllm:num_requests_waiting{{model_name="{self.model}"}} 0',
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            f'vllm:kv_cache_usage_perc{{model_name="{self.model}"}} 0',
+        ]
+        for name, value in (
+            ("prompt_tokens", self.prompt_tokens),
+            ("generation_tokens", self.generation_tokens),
+            ("num_preemptions", 0),
+            ("request_success", self.success),
+        ):
+            lines += [
+                f"# TYPE vllm:{name} counter",
+                f'vllm:{name}_total{{model_name="{self.model}"}} {value}',
+            ]
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        arrived = time.perf_counter()
+        body = await request.json()
+        n = int(body.get("max_tokens") or 16)
+        prompt = body.get("prompt") or ""
+        n_in = len(prompt) if isinstance(prompt, list) else max(1, len(str(prompt).split()))
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        self.running += 1
+        created, rid = int(time.time()), f"cmpl-{id(request):x}"
+        try:
+            for i in range(n):
+                # Sleep until the exact planned send time of token i (no drift across tokens).
+                due = arrived + self.ttft_s + i * self.itl_s
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                chunk = {
+                    "id": rid,
+                    "object": "text_completion",
+                    "created": created,
+                    "model": self.model,
+                    "choices": [{"index": 0, "text": "x", "logprobs": None, "finish_reason": None}],
+                }
+                await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            usage = {"prompt_tokens": n_in, "completion_tokens": n, "total_tokens": n_in + n}
+            final = {
+                "id": rid,
+                "object": "text_completion",
+                "created": created,
+                "model": self.model,
+                "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "length"}],
+                "usage": usage,
+            }
+            await response.write(b"data: " + json.dumps(final).encode() + b"\n\ndata: [DONE]\n\n")
+            await response.write_eof()
+        finally:
+            self.running -= 1
+        self.prompt_tokens += n_in
+        self.generation_tokens += n
+        self.success += 1
+        return response
+
+
+def app(server: ZeroServer) -> web.Application:
+    application = web.Application(client_max_size=64 * 1024 * 1024)
+    application.router.add_get("/health", server.health)
+    application.router.add_get("/v1/models", server.models)
+    application.router.add_get("/metrics", server.metrics)
+    application.router.add_post("/v1/completions", server.completions)
+    return application
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ttft-ms", type=float, default=0.0)
+    parser.add_argument("--itl-ms", type=float, default=0.0)
+    parser.add_argument("--model", default="tiny")
+    parser.add_argument("--cpu", type=int, help="pin the server to this CPU")
+    args = parser.parse_args()
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    server = ZeroServer(args.ttft_ms / 1000, args.itl_ms / 1000, args.model)
+
+    async def serve() -> None:
+        runner = web.AppRunner(app(server), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", args.port, backlog=4096).start()
+        print(f"ready {args.port}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        import uvloop  # type: ignore[import-not-found]
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
