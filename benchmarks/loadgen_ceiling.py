@@ -49,51 +49,45 @@ def vllm_step(rate: float, seconds: float, work: Path) -> dict:
 
 
 def guidellm_step(guidellm: Path, rate: float, seconds: float, work: Path) -> dict:
+    """GuideLLM 0.8.1's constant-rate profile, same server, same sizes, pinned to the client CPU."""
     n = max(100, int(rate * seconds))
     out = work / "guidellm.json"
     with zero_server() as (url, _):
         subprocess.run(
             [
-                str(guidellm),
-                "benchmark",
+                str(guidellm.resolve()),
                 "run",
-                "--target",
-                url,
-                "--model",
-                "tiny",
-                "--processor",
-                str(tiny_tokenizer()),
+                "--backend",
+                f"kind=openai_http,target={url},model=tiny,request_format=/v1/completions",
                 "--profile",
-                "constant",
-                "--rate",
-                f"{rate:g}",
-                "--max-requests",
-                str(n),
+                f"kind=constant,rate={rate:g}",
+                "--constraint",
+                f"kind=max_requests,count={n}",
                 "--data",
-                f"prompt_tokens={INPUT_LEN},output_tokens={OUTPUT_LEN}",
-                "--output-path",
-                str(out),
-                "--disable-console-outputs",
+                f"kind=synthetic_text,prompt_tokens={INPUT_LEN},output_tokens={OUTPUT_LEN}",
+                "--tokenizer",
+                f"kind=hf_auto,model={tiny_tokenizer()}",
+                "--output",
+                f"kind=json,path={out}",
+                "--disable-console",
             ],
             check=True,
             capture_output=True,
+            cwd=work,
             preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}),
             env=os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
-            timeout=max(120, 4 * seconds),
+            timeout=max(300, 6 * seconds),
         )
     (bench,) = json.loads(out.read_text())["benchmarks"]
-    metrics = bench["metrics"]
-    totals = bench["request_totals"] if "request_totals" in bench else metrics["request_totals"]
-    duration = bench.get("duration") or (bench["end_time"] - bench["start_time"])
-    done = totals.get("successful", 0)
-    starts = sorted(r["request_start_time"] for r in bench["requests"]["successful"])
-    arrival = (len(starts) - 1) / (starts[-1] - starts[0]) if len(starts) > 1 else 0.0
-    tokens = sum(r.get("output_tokens") or 0 for r in bench["requests"]["successful"])
+    totals = bench["metrics"]["request_totals"]
+    done = bench["requests"]["successful"]
+    starts = sorted(r["request_start_time"] for r in done)
+    ends = max(r["request_end_time"] for r in done)
     return {
-        "arrival": arrival,
-        "completions": done / duration,
-        "failed": totals.get("errored", 0) + totals.get("incomplete", 0),
-        "tokens_per_s": tokens / duration,
+        "arrival": (len(starts) - 1) / (starts[-1] - starts[0]) if len(starts) > 1 else 0.0,
+        "completions": len(done) / (ends - starts[0]),
+        "failed": totals["errored"] + totals["incomplete"],
+        "tokens_per_s": sum(r["output_tokens"] or 0 for r in done) / (ends - starts[0]),
     }
 
 
