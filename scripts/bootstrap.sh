@@ -29,6 +29,6 @@ stamp=.venv/.accelbench-installed
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "bootstrap: installing accelbench-campaigns and its pinned dependencies into .venv"
-  .venv/bin/uv pip install --quiet --python .venv/bin/python -c constraints.txt -e ".[test]"
+  .venv/bin/uv pip install --quiet --python .venv/bin/python -c constraints.txt -e ".[test,bench]"
   echo "$want" > "$stamp"
 fi
