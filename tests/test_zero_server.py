@@ -1,0 +1,44 @@
+"""The benchmarks' zero-work streaming server keeps its promises: exact delays, the token count asked for,
+vLLM's SSE shape with usage, and the counters the driver scrapes. The ground truth of issue 8's figures."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import httpx
+from accelbench.loadgen import server_metrics
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from zero_pipeline import zero_server
+
+
+def test_zero_server_streams_exactly_what_it_promises() -> None:
+    ttft_ms, itl_ms, tokens = 40.0, 10.0, 6
+    with zero_server(ttft_ms, itl_ms) as (url, _pid):
+        before = server_metrics.scrape(url)
+        body = {"model": "tiny", "prompt": "a b c d", "max_tokens": tokens, "stream": True}
+        chunks, stamps = [], []
+        sent = time.perf_counter()
+        with httpx.stream("POST", f"{url}/v1/completions", json=body, timeout=10) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    stamps.append(time.perf_counter() - sent)
+                    chunks.append(line[len("data: ") :])
+        after = server_metrics.scrape(url)
+    assert chunks[-1] == "[DONE]"
+    events = [json.loads(c) for c in chunks[:-1]]
+    texts = [e["choices"][0]["text"] for e in events if e["choices"][0]["text"]]
+    assert len(texts) == tokens
+    assert events[-1]["choices"][0]["finish_reason"] == "length"
+    usage = {"prompt_tokens": 4, "completion_tokens": tokens, "total_tokens": 4 + tokens}
+    assert events[-1]["usage"] == usage
+    # The injected delays are lower bounds the client sees (how close it gets is benchmarks/, not a test).
+    assert stamps[0] * 1000 >= ttft_ms
+    assert stamps[tokens - 1] * 1000 >= ttft_ms + (tokens - 1) * itl_ms
+    assert stamps == sorted(stamps)
+    delta = server_metrics.counter_delta(before, after)
+    assert (delta["generation_tokens"], delta["request_success"], delta["prompt_tokens"]) == (tokens, 1, 4)
