@@ -202,3 +202,22 @@ def test_rendered_pods_pass_checkov(
     }
     assert set(skipped) <= set(CHECKOV_SKIPS)
     assert all(len(reason) > 20 for reason in skipped.values()), skipped
+
+
+def test_no_container_runs_through_a_shell_and_no_value_carries_a_token(
+    kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Campaign values reach containers as argument lists and env values, never a shell command line;
+    the worker's own credentials never reach the pod spec."""
+    monkeypatch.setenv("HF_TOKEN", "hf_FAKEworkerTokenZ9y8x7")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "FAKEworkerSecretKeyQ1w2e3")
+    pod = render(kubeconfig, "vllm-cpu", "m8g.xlarge")
+    containers = pod["spec"]["containers"] + pod["spec"]["initContainers"]
+    shells = {"sh", "bash", "/bin/sh", "/bin/bash", "-c"}
+    for container in containers:
+        if container["name"] == "airflow-xcom-sidecar":
+            continue  # the provider's own sidecar (a fixed command, no campaign value in it)
+        assert not shells & set(container.get("command") or []), container["name"]
+        assert not shells & set(container.get("args") or []), container["name"]
+    text = json.dumps(pod)
+    assert "hf_FAKEworkerTokenZ9y8x7" not in text and "FAKEworkerSecretKeyQ1w2e3" not in text
