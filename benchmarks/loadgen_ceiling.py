@@ -25,7 +25,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accelbench.campaign.spec import LoadPlan
-from accelbench.lake.store import Lake
 from zero_pipeline import CLIENT_CPU, run_pipeline, spec, tiny_tokenizer, zero_server
 
 ARRIVAL_OK, COMPLETION_OK, TARGET_FACTOR = 0.95, 0.90, 10
@@ -120,13 +119,15 @@ def ceiling(name: str, step, rates: list[float], runs: int, seconds: float) -> t
     return best
 
 
-def fastest_in(lake_uri: str) -> tuple[float, float]:
-    runs = (
-        Lake(lake_uri).read("runs", columns=["status", "request_throughput", "output_throughput"]).to_pylist()
-    )
+def fastest_in(lake_dir: str) -> tuple[float, float]:
+    """The fastest ok run of a local lake (request and output token throughput)."""
+    import pyarrow.parquet as pq
+
+    columns = ["status", "request_throughput", "output_throughput"]
+    runs = pq.read_table(Path(lake_dir) / "runs", columns=columns).to_pylist()
     ok = [r for r in runs if r["status"] == "ok"]
     if not ok:
-        raise SystemExit(f"no ok run in {lake_uri}")
+        raise SystemExit(f"no ok run in {lake_dir}")
     return max(r["request_throughput"] for r in ok), max(r["output_throughput"] for r in ok)
 
 
@@ -137,7 +138,7 @@ def main() -> None:
     parser.add_argument("--rates", default="50,100,200,400,800,1600,3200")
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--guidellm", type=Path)
-    parser.add_argument("--lake", help="take the fastest ok run of this lake as the reference")
+    parser.add_argument("--lake", help="a local lake directory: its fastest ok run is the reference")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     ours = ceiling("driver + vllm bench serve", vllm_step, rates, args.runs, args.seconds)

@@ -5,7 +5,8 @@ then `--itl-ms` between tokens, and streams `max_tokens` one-character tokens as
 the shape vLLM's OpenAI server uses (a final chunk with `usage`, then `[DONE]`). So the client's measured
 TTFT should be ttft_ms and its E2EL ttft_ms + (max_tokens - 1) * itl_ms, and with zero delays the
 client is the only thing that limits the request rate. /health, /v1/models and /metrics (the vLLM
-counters the driver scrapes) answer too.
+counters the driver scrapes) answer too; /stats returns (and resets) the delays actually applied per
+request, measured from the handler's start to each write.
 
 Run: .venv/bin/python benchmarks/zero_server.py --port 8000 [--ttft-ms 50 --itl-ms 5] [--cpu 1]
 It binds 127.0.0.1 only and prints `ready <port>` when it listens.
@@ -21,6 +22,16 @@ import time
 
 from aiohttp import web
 
+SPIN_S = 0.002  # the event loop's timers wake up to ~1 ms late: the last stretch yields in a loop
+
+
+async def until(due: float) -> None:
+    """Wake at `due` (perf_counter) within microseconds: a timer for most of the wait, then yields."""
+    if due - time.perf_counter() > SPIN_S:
+        await asyncio.sleep(due - time.perf_counter() - SPIN_S)
+    while time.perf_counter() < due:
+        await asyncio.sleep(0)
+
 
 class ZeroServer:
     def __init__(self, ttft_s: float, itl_s: float, model: str) -> None:
@@ -29,6 +40,9 @@ class ZeroServer:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.success = 0
+        # (first token, last token) write times after arrival, per finished request: the delays actually
+        # applied (asyncio wakes a little late), so the benchmark can tell the server's share of an error.
+        self.applied: list[tuple[float, float]] = []
 
     async def health(self, _: web.Request) -> web.Response:
         return web.Response(text="")
@@ -69,13 +83,12 @@ class ZeroServer:
         await response.prepare(request)
         self.running += 1
         created, rid = int(time.time()), f"cmpl-{id(request):x}"
+        first = last = 0.0
         try:
             for i in range(n):
                 # Sleep until the exact planned send time of token i (no drift across tokens).
                 due = arrived + self.ttft_s + i * self.itl_s
-                delay = due - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+                await until(due)
                 chunk = {
                     "id": rid,
                     "object": "text_completion",
@@ -84,6 +97,9 @@ class ZeroServer:
                     "choices": [{"index": 0, "text": "x", "logprobs": None, "finish_reason": None}],
                 }
                 await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                last = time.perf_counter() - arrived
+                if i == 0:
+                    first = last
             usage = {"prompt_tokens": n_in, "completion_tokens": n, "total_tokens": n_in + n}
             final = {
                 "id": rid,
@@ -100,7 +116,13 @@ class ZeroServer:
         self.prompt_tokens += n_in
         self.generation_tokens += n
         self.success += 1
+        self.applied.append((first, last))
         return response
+
+    async def stats(self, _: web.Request) -> web.Response:
+        """The delays applied so far (seconds), then forgotten: one benchmark level per call."""
+        applied, self.applied = self.applied, []
+        return web.json_response({"applied": applied})
 
 
 def app(server: ZeroServer) -> web.Application:
@@ -108,6 +130,7 @@ def app(server: ZeroServer) -> web.Application:
     application.router.add_get("/health", server.health)
     application.router.add_get("/v1/models", server.models)
     application.router.add_get("/metrics", server.metrics)
+    application.router.add_get("/stats", server.stats)
     application.router.add_post("/v1/completions", server.completions)
     return application
 
