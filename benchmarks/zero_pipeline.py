@@ -12,12 +12,13 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
+from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+from accelbench.execution.local_server import free_port
+from accelbench.execution.tiny_model import server_spec
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation, upload_raw
 from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver
-from accelbench.runtime.recipes import VllmCpu
 
 REPO = Path(__file__).resolve().parents[1]
 VLLM_BIN = REPO / ".venv-vllm" / "bin" / "vllm"
@@ -36,14 +37,6 @@ def tiny_tokenizer() -> Path:
             env=os.environ | {"PYTHONPATH": str(REPO / "plugins")},
         )
     return out
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -83,25 +76,7 @@ def zero_server(ttft_ms: float = 0.0, itl_ms: float = 0.0) -> Iterator[tuple[str
 
 
 def spec(load: LoadPlan, campaign: str) -> BenchmarkSpec:
-    server = ServerSpec(
-        runtime="vllm-cpu",
-        version="0.32.0",
-        image=VllmCpu().image("0.32.0"),
-        model=str(tiny_tokenizer()),
-        served_model_name="tiny",
-        dtype="bfloat16",
-        tensor_parallel_size=1,
-        kv_cache_gib=1,
-        max_model_len=4096,
-        instance_type="local",
-        accelerator_type="cpu",
-        accelerator_count=0,
-        vcpu=2,
-        server_cpu=1,
-        server_memory_gib=4,
-        model_weights_gib=0.02,
-    )
-    return BenchmarkSpec(server=server, load=load, campaign_id=campaign)
+    return BenchmarkSpec(server=server_spec(tiny_tokenizer()), load=load, campaign_id=campaign)
 
 
 def run_pipeline(bench: BenchmarkSpec, url: str, server_pid: int, work: Path) -> tuple[Lake, dict]:

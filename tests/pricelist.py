@@ -3,6 +3,22 @@
 from __future__ import annotations
 
 import json
+from http.server import BaseHTTPRequestHandler
+
+
+class PricingEndpoint(BaseHTTPRequestHandler):
+    """A Pricing API on 127.0.0.1 (subclasses decide the answers): the AWS JSON protocol's reply shape."""
+
+    def answer(self, status: int, body: dict) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        pass
 
 
 def price_document(

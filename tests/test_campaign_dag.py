@@ -22,6 +22,20 @@ from tests.test_dags import _dagbag, _run, _states
 pytestmark = [pytest.mark.airflow, pytest.mark.vllm]
 
 
+def tiny_campaign_conf(tiny_model: Path) -> dict:
+    """The smallest real campaign: one server, two levels of 6 requests on the tiny model."""
+    return {
+        "model": str(tiny_model),
+        "instance_types": ["m8g.xlarge"],
+        "concurrency": [1, 2],
+        "repeats": 1,
+        "prompts_per_level": 6,
+        "input_len": 32,
+        "output_len": 8,
+        "extra_engine_args": ["--enforce-eager"],
+    }
+
+
 def _lake_state(lake: Lake) -> tuple[list[str], list[tuple], int]:
     """What a rerun must leave unchanged: the file names, the run keys and the request count."""
     files = sorted(
@@ -37,16 +51,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
-    conf = {
-        "model": str(tiny_model),
-        "instance_types": ["m8g.xlarge"],
-        "concurrency": [1, 2],
-        "repeats": 1,
-        "prompts_per_level": 6,
-        "input_len": 32,
-        "output_len": 8,
-        "extra_engine_args": ["--enforce-eager"],
-    }
+    conf = tiny_campaign_conf(tiny_model)
     dag = _dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
     logical = pendulum.datetime(2026, 11, 30, 6, tz="UTC")
     run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)

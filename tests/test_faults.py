@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,7 +42,7 @@ from sqlalchemy import event, func, select
 
 from tests.conftest import REPO
 from tests.kube_api import FakeKubeAPI
-from tests.pricelist import price_document
+from tests.pricelist import PricingEndpoint, price_document
 from tests.servers import FaultyProxy, PostgresServer, free_port
 from tests.test_pricing import SESSION, _spot_page
 
@@ -127,7 +127,7 @@ def test_s3_down_for_good_during_ingest_leaves_no_partial_run(
 # ---- Pricing API throttling and 5xx ---------------------------------------------------------------
 
 
-class _FlakyPricing(BaseHTTPRequestHandler):
+class _FlakyPricing(PricingEndpoint):
     """GetProducts on 127.0.0.1: m8g.large always 503; r8g.large a 500 first; c8g.large throttled first."""
 
     calls: ClassVar[dict[str, int]] = {}
@@ -145,15 +145,7 @@ class _FlakyPricing(BaseHTTPRequestHandler):
         else:
             doc = price_document(name, {"r8g.large": "0.1178200000", "c8g.large": "0.0797600000"}[name])
             status, body = 200, {"FormatVersion": "aws_v1", "PriceList": [doc]}
-        raw = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/x-amz-json-1.1")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(status, body)
 
 
 def test_pricing_throttling_and_5xx_are_retried_and_a_type_that_keeps_failing_is_reported(engine) -> None:  # type: ignore[no-untyped-def]
@@ -424,18 +416,11 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     from accelbench.execution.local_server import LocalServer
 
     from tests.conftest import DAGS
+    from tests.test_campaign_dag import tiny_campaign_conf
     from tests.test_dags import _dagbag, _run, _states
     from tests.test_loadgen_pod import run_loadgen
 
-    conf = K8S_CONF | {
-        "model": str(tiny_model),
-        "concurrency": [1, 2],
-        "repeats": 1,
-        "prompts_per_level": 6,
-        "input_len": 32,
-        "output_len": 8,
-        "extra_engine_args": ["--enforce-eager"],
-    }
+    conf = tiny_campaign_conf(tiny_model) | {"execution_mode": "kubernetes"}
     pods_ran: list[str] = []
 
     def main_container(pod: dict[str, Any]) -> dict[str, Any]:

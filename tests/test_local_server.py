@@ -8,34 +8,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from accelbench.campaign.spec import ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.execution.local_server import LocalServer, Pinning, ServerStartError, parse_cpus
-from accelbench.runtime.recipes import VllmCpu
+from accelbench.execution.tiny_model import server_spec as tiny_spec  # re-exported for other tests
 
 pytestmark = pytest.mark.vllm
-
-
-def tiny_spec(model: Path | str) -> ServerSpec:
-    return ServerSpec(
-        runtime="vllm-cpu",
-        version="0.32.0",
-        image=VllmCpu().image("0.32.0"),
-        model=str(model),
-        served_model_name="tiny",
-        dtype="bfloat16",
-        tensor_parallel_size=1,
-        kv_cache_gib=1,
-        max_model_len=1024,
-        instance_type="local",
-        accelerator_type="cpu",
-        accelerator_count=0,
-        vcpu=2,
-        server_cpu=1,
-        server_memory_gib=4,
-        model_weights_gib=0.02,
-        extra_engine_args=("--enforce-eager",),
-    )
 
 
 def _get(url: str) -> dict:

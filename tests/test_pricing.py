@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import boto3
 import pytest
@@ -20,7 +19,7 @@ from accelbench.errors import UnknownRegion
 from botocore.stub import ANY, Stubber
 from sqlalchemy import func, select
 
-from tests.pricelist import price_document
+from tests.pricelist import PricingEndpoint, price_document
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 DAY = datetime(2026, 11, 30, tzinfo=UTC)
@@ -134,7 +133,7 @@ def test_only_zero_prices_is_a_skip_not_a_failure() -> None:
     assert err.value.skip and "1 zero prices" in str(err.value)
 
 
-class _ThrottleThenAnswer(BaseHTTPRequestHandler):
+class _ThrottleThenAnswer(PricingEndpoint):
     """A Pricing endpoint on loopback that throttles the first two calls, then answers."""
 
     calls = 0
@@ -149,15 +148,7 @@ class _ThrottleThenAnswer(BaseHTTPRequestHandler):
                 200,
                 {"FormatVersion": "aws_v1", "PriceList": [price_document("r8g.large", "0.1178200000")]},
             )
-        raw = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/x-amz-json-1.1")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(status, body)
 
 
 def test_throttling_is_retried_with_backoff() -> None:

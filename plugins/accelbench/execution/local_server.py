@@ -162,8 +162,8 @@ class LocalServer:
         left = []
         for proc in psutil.process_iter(["pid"]):
             with contextlib.suppress(psutil.Error):
-                # The group id alone could be reused: only processes started after the recorded launch count.
-                if os.getpgid(proc.pid) == pgid and proc.create_time() >= record["started"] - 1:
+                # The group id alone could be reused: only processes born with or after its leader count.
+                if os.getpgid(proc.pid) == pgid and proc.create_time() >= record["started"]:
                     left.append(proc)
         if left:
             log.warning(
@@ -247,7 +247,9 @@ class LocalServer:
                     start_new_session=True,
                     preexec_fn=die_with_parent,
                 )
-            self.pid_path.write_text(json.dumps({"pgid": self.process.pid, "started": time.time() - 1}))
+            with contextlib.suppress(psutil.NoSuchProcess):  # gone already: nothing can be left behind
+                born = psutil.Process(self.process.pid).create_time()
+                self.pid_path.write_text(json.dumps({"pgid": self.process.pid, "started": born}))
             if self.journal:
                 self._record_start()
             self._wait_healthy(started)

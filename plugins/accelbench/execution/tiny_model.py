@@ -11,6 +11,10 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from accelbench.campaign.spec import ServerSpec
 
 WORDS = [
     "graviton",
@@ -47,6 +51,32 @@ SHAPE = {
     "max_position_embeddings": 4096,
 }
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+
+
+def server_spec(model: Path | str) -> ServerSpec:
+    """How tests and benchmarks serve the tiny model locally: one CPU for the engine, eager mode."""
+    from accelbench.campaign.spec import ServerSpec
+    from accelbench.runtime.recipes import VllmCpu
+
+    return ServerSpec(
+        runtime="vllm-cpu",
+        version="0.32.0",
+        image=VllmCpu().image("0.32.0"),
+        model=str(model),
+        served_model_name="tiny",
+        dtype="bfloat16",
+        tensor_parallel_size=1,
+        kv_cache_gib=1,
+        max_model_len=1024,
+        instance_type="local",
+        accelerator_type="cpu",
+        accelerator_count=0,
+        vcpu=2,
+        server_cpu=1,
+        server_memory_gib=4,
+        model_weights_gib=0.02,
+        extra_engine_args=("--enforce-eager",),
+    )
 
 
 def build(out: Path, seed: int = 0) -> Path:
