@@ -11,10 +11,12 @@ table, and the server-start journal (one line per `vllm serve` process launched)
   wall             the `airflow dags test` command, end to end
   server start-up  launch until /health answered, every server
   load phases      sending and receiving requests (bench duration), every level x repeat
-  bench start      per level: `vllm bench serve` process start and exit (level wall - duration)
-  warm-up          per server: the warm-up requests before the first level (a bench process too)
-  other            everything else: Airflow, planning, metrics scrapes, ingest, summary
-Target (issue 8): `other` under 10% of wall.
+  everything else  wall - server start-up - load phases, itself split into:
+    bench start      per level: the client's set-up and result writing around the load (level wall -
+                     duration; before the warm client, a fresh `vllm bench serve` process each)
+    warm-up          per server: the warm-up requests before the first level
+    orchestration    the rest: Airflow, planning, metrics scrapes, ingest, summary
+Target (issue 8): everything else under 10% of wall.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def measure(home: Path, model: Path, conf: dict) -> dict[str, float]:
         "load_s": load,
         "bench_start_s": bench_start,
         "warmup_s": warmup,
+        "else_s": wall - startup - load,
         "other_s": wall - startup - load - bench_start - warmup,
         "levels": len(runs),
         "specs": len({r["spec_id"] for r in runs}),
@@ -149,7 +152,8 @@ def main() -> None:
             results.append(measure(tmp / f"run{i}", model, conf))
             r = results[-1]
             print(
-                f"run {i + 1}/{args.runs}: wall {r['wall_s']:.1f} s, other {r['other_s']:.1f} s", flush=True
+                f"run {i + 1}/{args.runs}: wall {r['wall_s']:.1f} s, everything else {r['else_s']:.1f} s",
+                flush=True,
             )
     med = {k: statistics.median(r[k] for r in results) for k in results[0]}
     print(
@@ -161,9 +165,10 @@ def main() -> None:
     for key, label in (
         ("server_startup_s", "server start-up"),
         ("load_s", "load phases"),
-        ("bench_start_s", "bench start"),
-        ("warmup_s", "warm-up"),
-        ("other_s", "other"),
+        ("else_s", "everything else"),
+        ("bench_start_s", "  bench start"),
+        ("warmup_s", "  warm-up"),
+        ("other_s", "  orchestration"),
         ("wall_s", "wall"),
     ):
         print(f"{label:<18}{med[key]:>9.1f}{med[key] / med['wall_s']:>8.1%}")
@@ -172,9 +177,9 @@ def main() -> None:
         f"({med['server_launches']:.0f} launches); distinct specs: {med['specs']:.0f}"
         f" -> {'one server per spec' if med['servers'] == med['specs'] else 'MISMATCH'}"
     )
-    share = med["other_s"] / med["wall_s"]
+    share = med["else_s"] / med["wall_s"]
     print(
-        f"orchestration overhead (other / wall): {share:.1%} -> "
+        f"everything else / wall: {share:.1%} -> "
         f"{'meets' if share < TARGET_OTHER else 'MISSES'} the {TARGET_OTHER:.0%} target"
     )
 

@@ -7,7 +7,9 @@ The server (benchmarks/zero_server.py, pinned to CPU 1) waits exactly --ttft-ms 
 ttft_ms + (output_len - 1) * itl_ms. The pipeline is the real one: the Driver runs `vllm bench serve`
 (pinned to CPU 0), the raw evidence is ingested into a local lake, and the errors are computed from the
 `requests` table's ttft_s / e2el_s. For each concurrency: the median and p99 of the per-request error
-(reported - true, in ms), median over the runs. Target (issue 8): median error under 1 ms at concurrency 16.
+(reported - true, in ms), median over the runs, and the error split by hop: send (the client's start stamp
+to the server handler's start), server (its lateness against plan), receive (its write to the client's
+stamp of that chunk). Target (issue 8): median error under 1 ms at concurrency 16.
 """
 
 from __future__ import annotations
@@ -41,28 +43,41 @@ def one_run(
         seed=1,
     )
     with zero_server(ttft_ms, itl_ms) as (url, pid):
-        lake, _ = run_pipeline(spec(load, f"accuracy-c{concurrency}"), url, pid, work)
+        lake, envelope = run_pipeline(spec(load, f"accuracy-c{concurrency}"), url, pid, work)
         with urllib.request.urlopen(f"{url}/stats", timeout=10) as resp:
-            applied = np.array(json.loads(resp.read())["applied"][load.warmups :]) * 1000
+            server = np.array(json.loads(resp.read())["applied"][load.warmups :])
     requests = lake.read("requests", columns=["ttft_s", "e2el_s", "success", "output_tokens"]).to_pydict()
     assert all(requests["success"]) and set(requests["output_tokens"]) == {output_len}, "a request failed"
-    true_e2el = ttft_ms + (output_len - 1) * itl_ms
-    ttft_err = np.array(requests["ttft_s"]) * 1000 - ttft_ms
-    e2el_err = np.array(requests["e2el_s"]) * 1000 - true_e2el
-    # The server's own lateness (asyncio wakes up late), and what is left for the pipeline (medians).
-    server_ttft = float(np.median(applied[:, 0])) - ttft_ms
-    server_e2el = float(np.median(applied[:, 1])) - true_e2el
+    true_ttft, true_e2el = ttft_ms / 1000, (ttft_ms + (output_len - 1) * itl_ms) / 1000
+    ttft_err = (np.array(requests["ttft_s"]) - true_ttft) * 1000
+    e2el_err = (np.array(requests["e2el_s"]) - true_e2el) * 1000
+
+    # Where each error arose, on the one clock both processes read (perf_counter = CLOCK_MONOTONIC):
+    # the client's start stamp (bench start_times) -> the server handler's start (send), the server's
+    # lateness against its plan (server), its write -> the client's stamp of that chunk (receive).
+    # Requests are paired in start order; a wrong pairing would show as a negative hop.
+    (level,) = envelope["levels"]
+    bench = json.loads(next((work / "raw").rglob(level["result_file"])).read_text())
+    order = np.argsort(bench["start_times"])
+    start = np.array(bench["start_times"])[order]
+    ttft, e2el = np.array(bench["ttfts"])[order], np.array(bench["latencies"])[order]
+    assert np.allclose(np.sort(ttft), np.sort(requests["ttft_s"])), "lake and client disagree"
+    arrived, first, last = server[np.argsort(server[:, 0])].T
+    hops = {
+        "send": arrived - start,
+        "server_ttft": first - arrived - true_ttft,
+        "recv_ttft": start + ttft - first,
+        "server_e2el": last - arrived - true_e2el,
+        "recv_e2el": start + e2el - last,
+    }
+    assert all((v > 0).all() for k, v in hops.items() if k.startswith(("send", "recv"))), "paired wrongly"
     return {
         "requests": len(ttft_err),
-        "server_ttft": server_ttft,
-        "server_e2el": server_e2el,
-        "pipeline_ttft": float(np.median(ttft_err)) - server_ttft,
-        "pipeline_e2el": float(np.median(e2el_err)) - server_e2el,
         "ttft_median": float(np.median(ttft_err)),
         "ttft_p99": float(np.percentile(ttft_err, 99)),
         "e2el_median": float(np.median(e2el_err)),
         "e2el_p99": float(np.percentile(e2el_err, 99)),
-    }
+    } | {k: float(np.median(v)) * 1000 for k, v in hops.items()}
 
 
 def main() -> None:
@@ -81,8 +96,8 @@ def main() -> None:
     )
     print(
         f"{'concurrency':>11} {'requests':>8} | {'TTFT err median':>15} {'p99':>8} | "
-        f"{'E2EL err median':>15} {'p99':>8} | {'server late TTFT':>16} {'E2EL':>6} | "
-        f"{'pipeline TTFT':>13} {'E2EL':>6}   (ms, median over runs)"
+        f"{'E2EL err median':>15} {'p99':>8} | {'send':>6} {'server':>6} {'receive':>7} (TTFT) | "
+        f"{'server':>6} {'receive':>7} (E2EL)   ms, medians over runs"
     )
     verdict = None
     for c in (int(x) for x in args.concurrency.split(",")):
@@ -94,8 +109,9 @@ def main() -> None:
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         print(
             f"{c:>11} {int(med['requests']):>8} | {med['ttft_median']:>15.3f} {med['ttft_p99']:>8.3f} | "
-            f"{med['e2el_median']:>15.3f} {med['e2el_p99']:>8.3f} | {med['server_ttft']:>16.3f} "
-            f"{med['server_e2el']:>6.3f} | {med['pipeline_ttft']:>13.3f} {med['pipeline_e2el']:>6.3f}"
+            f"{med['e2el_median']:>15.3f} {med['e2el_p99']:>8.3f} | {med['send']:>6.3f} "
+            f"{med['server_ttft']:>6.3f} {med['recv_ttft']:>7.3f}        | {med['server_e2el']:>6.3f} "
+            f"{med['recv_e2el']:>7.3f}"
         )
         if c == 16:
             verdict = max(abs(med["ttft_median"]), abs(med["e2el_median"]))

@@ -5,8 +5,10 @@ then `--itl-ms` between tokens, and streams `max_tokens` one-character tokens as
 the shape vLLM's OpenAI server uses (a final chunk with `usage`, then `[DONE]`). So the client's measured
 TTFT should be ttft_ms and its E2EL ttft_ms + (max_tokens - 1) * itl_ms, and with zero delays the
 client is the only thing that limits the request rate. /health, /v1/models and /metrics (the vLLM
-counters the driver scrapes) answer too; /stats returns (and resets) the delays actually applied per
-request, measured from the handler's start to each write.
+counters the driver scrapes) answer too; /stats returns (and resets), per finished request, the
+`time.perf_counter()` of its handler's start and of the start of its first and last token writes.
+That clock is CLOCK_MONOTONIC, shared by every process on the host, so a client's own stamps can be
+set against them.
 
 Run: .venv/bin/python benchmarks/zero_server.py --port 8000 [--ttft-ms 50 --itl-ms 5] [--cpu 1]
 It binds 127.0.0.1 only and prints `ready <port>` when it listens.
@@ -40,9 +42,9 @@ class ZeroServer:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.success = 0
-        # (first token, last token) write times after arrival, per finished request: the delays actually
-        # applied (asyncio wakes a little late), so the benchmark can tell the server's share of an error.
-        self.applied: list[tuple[float, float]] = []
+        # (handler start, first token written, last token written) per finished request, perf_counter: what
+        # the server actually did (asyncio wakes a little late), so a benchmark can split an error by hop.
+        self.applied: list[tuple[float, float, float]] = []
 
     async def health(self, _: web.Request) -> web.Response:
         return web.Response(text="")
@@ -96,10 +98,11 @@ class ZeroServer:
                     "model": self.model,
                     "choices": [{"index": 0, "text": "x", "logprobs": None, "finish_reason": None}],
                 }
-                await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                last = time.perf_counter() - arrived
+                data = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+                last = time.perf_counter()  # when the write starts: the client cannot see it earlier
                 if i == 0:
                     first = last
+                await response.write(data)
             usage = {"prompt_tokens": n_in, "completion_tokens": n, "total_tokens": n_in + n}
             final = {
                 "id": rid,
@@ -116,11 +119,11 @@ class ZeroServer:
         self.prompt_tokens += n_in
         self.generation_tokens += n
         self.success += 1
-        self.applied.append((first, last))
+        self.applied.append((arrived, first, last))
         return response
 
     async def stats(self, _: web.Request) -> web.Response:
-        """The delays applied so far (seconds), then forgotten: one benchmark level per call."""
+        """(start, first write, last write) of each request so far, then forgotten: one level per call."""
         applied, self.applied = self.applied, []
         return web.json_response({"applied": applied})
 

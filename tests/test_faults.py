@@ -99,7 +99,7 @@ def test_s3_outage_during_ingest_is_retried_and_the_run_lands_once(
     assert "retrying" in caplog.text
     runs, requests = lake.read("runs"), lake.read("requests")
     assert runs.num_rows == data.runs.num_rows == 4
-    assert requests.num_rows == data.requests.num_rows == 48
+    assert requests.num_rows == data.request_rows == 48
     assert len(set(runs["run_id"].to_pylist())) == 4
 
 

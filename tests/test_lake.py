@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import uuid
 
 import boto3
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from accelbench.lake.ddl import all_ddl
 from accelbench.lake.ingest import Provenance, ingest, ingest_raw
 from accelbench.lake.raw import RawEvidenceError, RawLocation, dir_reader, upload_raw, write_execution
 from accelbench.lake.schemas import REQUESTS, RUNS
-from accelbench.lake.store import Lake, safe_name
+from accelbench.lake.store import Lake, TableSink, safe_name
 
 PROV = Provenance(
     dag_run_id="manual__2026-11-30T10:00:00+00:00", execution_mode="local", pinning='{"server": [1]}'
@@ -81,6 +83,42 @@ def test_raw_upload_and_ingest_are_idempotent(driven, where, tmp_path, aws_on_mo
     assert any(p.endswith("c4-r1.log") for p in raw)  # the bench logs are evidence too
     files = lake.fs.find(lake.path("runs"))
     assert len(files) == 1 and not any("/." in f for f in files)  # no temporary files left behind
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_requests_stream_level_by_level_and_a_failure_writes_nothing(  # type: ignore[no-untyped-def]
+    driven, where, tmp_path, aws_on_moto, monkeypatch
+) -> None:
+    driver, envelope = driven
+    spool = tmp_path / "spool"  # where S3 uploads are staged: must be empty afterwards
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    monkeypatch.setattr(TableSink, "ROW_GROUP_ROWS", 20)  # 12 requests a level: a row group every 2 levels
+    spec_dir = tmp_path / "raw"
+    shutil.copytree(driver.spec_dir, spec_dir)
+    lake = _lake(where, tmp_path)
+    loc = RawLocation("cpu", DATE, envelope["spec"]["campaign_id"], envelope["spec_id"])
+    upload_raw(lake, spec_dir, loc)
+    landed = ingest_raw(lake, loc, PROV.dag_run_id)
+    assert landed is not None and landed.request_rows == 48
+    path = lake.table_path("requests", loc.accelerator_type, loc.date, loc.stem)
+    with lake.fs.open(path, "rb") as fh:
+        stored = pq.ParquetFile(fh)
+        assert stored.metadata.num_row_groups == 2 and stored.metadata.num_rows == 48
+    whole = ingest(envelope, dir_reader(spec_dir), PROV).requests
+    assert lake.read("requests").drop_columns(["accelerator_type", "date"]).equals(whole)
+
+    # The last level's result is corrupt: the error names it, and the files already there stay intact.
+    before = {p: lake.fs.cat_file(p) for p in lake.fs.find(lake.root) if "/raw/" not in p}
+    last = envelope["levels"][-1]["result_file"]
+    (spec_dir / last).write_text('{"ttfts": [0.1')
+    upload_raw(lake, spec_dir, loc)
+    with pytest.raises(RawEvidenceError, match=f"{last}: not JSON"):
+        ingest_raw(lake, loc, PROV.dag_run_id)
+    after = {p: lake.fs.cat_file(p) for p in lake.fs.find(lake.root) if "/raw/" not in p}
+    assert after == before and len(before) == 2  # requests and runs, no temporary file
+    assert list(spool.iterdir()) == []
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])

@@ -29,6 +29,8 @@ def test_zero_server_streams_exactly_what_it_promises() -> None:
                     stamps.append(time.perf_counter() - sent)
                     chunks.append(line[len("data: ") :])
         after = server_metrics.scrape(url)
+        (arrived, first, last), *rest = httpx.get(f"{url}/stats", timeout=10).json()["applied"]
+        assert rest == [] and httpx.get(f"{url}/stats", timeout=10).json()["applied"] == []  # reset
     assert chunks[-1] == "[DONE]"
     events = [json.loads(c) for c in chunks[:-1]]
     texts = [e["choices"][0]["text"] for e in events if e["choices"][0]["text"]]
@@ -40,5 +42,8 @@ def test_zero_server_streams_exactly_what_it_promises() -> None:
     assert stamps[0] * 1000 >= ttft_ms
     assert stamps[tokens - 1] * 1000 >= ttft_ms + (tokens - 1) * itl_ms
     assert stamps == sorted(stamps)
+    # The server's own times are on the client's clock (CLOCK_MONOTONIC): the hops add up.
+    assert sent < arrived < first < last < sent + stamps[tokens - 1]
+    assert (first - arrived) * 1000 >= ttft_ms and (last - arrived) * 1000 >= ttft_ms + (tokens - 1) * itl_ms
     delta = server_metrics.counter_delta(before, after)
     assert (delta["generation_tokens"], delta["request_success"], delta["prompt_tokens"]) == (tokens, 1, 4)

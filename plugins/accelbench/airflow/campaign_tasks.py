@@ -59,7 +59,7 @@ def ingest_spec(
         spec.spec_id,
         data.runs.num_rows,
         ok,
-        data.requests.num_rows,
+        data.request_rows,
         lake.uri,
         raw_uri,
     )
@@ -67,7 +67,7 @@ def ingest_spec(
         "spec_id": spec.spec_id,
         "runs_rows": data.runs.num_rows,
         "ok": ok,
-        "requests_rows": data.requests.num_rows,
+        "requests_rows": data.request_rows,
     }
 
 

@@ -14,6 +14,7 @@ from accelbench.config import Settings
 from accelbench.execution.local_server import LocalServer, Pinning, vllm_python
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake, safe_name
+from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver, summary
 
 log = logging.getLogger(__name__)
@@ -38,15 +39,21 @@ def run_local(
     pinning = Pinning.from_env()
     python = vllm_python()
     journal = campaign_dir / SERVER_STARTS
-    with LocalServer(spec.server, work / "server", pinning=pinning, python=python, journal=journal) as server:
+    vllm, client_cpus = str(python.parent / "vllm"), pinning.client if pinning else None
+    # The bench client imports vLLM (seconds) while the server starts, not after.
+    with (
+        BenchClient(vllm, client_cpus) as client,
+        LocalServer(spec.server, work / "server", pinning=pinning, python=python, journal=journal) as server,
+    ):
         driver = Driver(
             spec,
             server.url,
             work / "raw",
-            vllm=str(python.parent / "vllm"),
+            vllm=vllm,
             server_pid=server.process.pid if server.process else None,
-            client_cpus=pinning.client if pinning else None,
+            client_cpus=client_cpus,
             attempt=attempt,
+            client=client,
         )
         envelope = driver.run()
     write_execution(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -202,16 +203,38 @@ class Ingested:
     requests: pa.Table
 
 
+@dataclass
+class Landed:
+    """What ingest_raw wrote: the runs rows, and how many request rows went beside them."""
+
+    runs: pa.Table
+    request_rows: int
+
+
+def level_rows(
+    envelope: dict[str, Any], read: Reader, prov: Provenance
+) -> Iterator[tuple[dict[str, Any], pa.Table | None]]:
+    """Each level's `runs` row and `requests` table, one level at a time: only one raw result file is
+    held in memory (a level can hold 10^5 requests)."""
+    for level in envelope["levels"]:
+        result = read(level["result_file"]) if level.get("result_file") else None
+        table = (
+            request_table(result, level["run_id"], envelope["spec"]["campaign_id"], envelope["spec_id"])
+            if result is not None
+            else None
+        )
+        row = run_row(envelope, level, result, prov)
+        del result
+        yield row, table
+
+
 def ingest(envelope: dict[str, Any], read: Reader, prov: Provenance) -> Ingested:
     """Rows from an envelope; `read(name)` returns a raw result file's JSON, or None when it is absent."""
     runs, requests = [], [REQUESTS.empty_table()]
-    for level in envelope["levels"]:
-        result = read(level["result_file"]) if level.get("result_file") else None
-        if result is not None:
-            requests.append(
-                request_table(result, level["run_id"], envelope["spec"]["campaign_id"], envelope["spec_id"])
-            )
-        runs.append(run_row(envelope, level, result, prov))
+    for row, table in level_rows(envelope, read, prov):
+        runs.append(row)
+        if table is not None:
+            requests.append(table)
     return Ingested(pa.Table.from_pylist(runs, schema=RUNS), pa.concat_tables(requests))
 
 
@@ -221,7 +244,7 @@ class StaleEvidence(AccelbenchError):
 
 def ingest_raw(
     lake: Lake, where: RawLocation, dag_run_id: str, attempt: str | None = None, **hints: Any
-) -> Ingested | None:
+) -> Landed | None:
     """Rows from the lake's raw area (any execution mode) into `runs`/`requests`; None if no envelope.
 
     With `attempt`, only an envelope of that attempt is accepted (StaleEvidence otherwise): the raw
@@ -246,9 +269,15 @@ def ingest_raw(
     facts |= {k: v for k, v in hints.items() if k in PROVENANCE_FIELDS and v is not None}
     facts["source_uri"] = lake.uri_of(lake.path(*where.parts, ENVELOPE))
     prov = Provenance(dag_run_id=dag_run_id, **({"execution_mode": "unknown"} | facts))
-    data = ingest(envelope, read, prov)
     # requests first: reports read runs, so a run becomes visible only once its requests are in place,
-    # and a write that fails for good leaves no run behind (a retry rewrites both files).
-    lake.write_table("requests", data.requests, where.accelerator_type, where.date, where.stem)
-    lake.write_table("runs", data.runs, where.accelerator_type, where.date, where.stem)
-    return data
+    # and a write that fails for good leaves no run behind (a retry rewrites both files). The requests
+    # stream level by level into their file, so memory holds one level, not the spec.
+    runs = []
+    with lake.table_writer("requests", where.accelerator_type, where.date, where.stem) as sink:
+        for row, table in level_rows(envelope, read, prov):
+            runs.append(row)
+            if table is not None:
+                sink.write(table)
+    landed = Landed(pa.Table.from_pylist(runs, schema=RUNS), sink.rows)
+    lake.write_table("runs", landed.runs, where.accelerator_type, where.date, where.stem)
+    return landed

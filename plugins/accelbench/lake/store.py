@@ -1,19 +1,23 @@
 """Where the lake lives (a local directory or s3://bucket/prefix) and how files get there safely.
 
 Local writes go to a hidden temporary file and are renamed into place (atomic on POSIX), and readers
-skip hidden files, so nobody reads half a file. On S3 an object appears only once its upload
-completes, and a write that meets an unreachable or failing S3 (connection errors, 5xx) is retried
-with exponential backoff, on top of botocore's own retries. File names derive from deterministic ids,
-so a retried task replaces its own files.
+skip hidden files, so nobody reads half a file. Parquet tables are written row group by row group to
+such a file (a local temp file for S3), so memory does not grow with a table's rows. On S3 an object
+appears only once its upload completes, and a write that meets an unreachable or failing S3
+(connection errors, 5xx) is retried with exponential backoff, on top of botocore's own retries. File
+names derive from deterministic ids, so a retried task replaces its own files.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import re
+import shutil
+import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,42 @@ def storage_options(uri: str) -> dict[str, Any]:
     return {}
 
 
+class TableSink:
+    """Rows appended to one Parquet file, flushed as a row group every ROW_GROUP_ROWS rows."""
+
+    ROW_GROUP_ROWS = 1 << 17
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.schema = schema
+        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self.rows = 0
+        self.row_groups = 0
+
+    def write(self, table: pa.Table) -> None:
+        self._pending.append(table.select(self.schema.names).cast(self.schema))
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= self.ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending_rows:
+            self._writer.write_table(pa.concat_tables(self._pending), row_group_size=self._pending_rows)
+            self.rows += self._pending_rows
+            self.row_groups += 1
+        self._pending, self._pending_rows = [], 0
+
+    def __enter__(self) -> TableSink:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is None:
+            self._flush()
+        self._pending = []
+        self._writer.close()
+
+
 class Lake:
     # Tries of one S3 write, each after botocore's own retries; waits double from 1 s up to WRITE_WAIT_MAX_S.
     WRITE_ATTEMPTS = 4
@@ -81,48 +121,87 @@ class Lake:
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
 
-    def _write_bytes(self, dest: str, data: bytes) -> None:
+    def _retrying(self, dest: str) -> Retrying:
+        """Tries of one S3 write: transient failures only, each wait announced with the object's name."""
+        return Retrying(
+            stop=stop_after_attempt(self.WRITE_ATTEMPTS),
+            wait=wait_exponential(multiplier=1, max=self.WRITE_WAIT_MAX_S),
+            retry=retry_if_exception(transient),
+            before_sleep=lambda state: log.warning(
+                "writing %s failed (%s), try %d of %d; retrying",
+                self.uri_of(dest),
+                state.outcome.exception() if state.outcome else "?",
+                state.attempt_number,
+                self.WRITE_ATTEMPTS,
+            ),
+            reraise=True,
+        )
+
+    def _spool(self, dest: str) -> Path:
+        """Where a file is written before it is committed to `dest`: beside it locally (so the rename is
+        atomic), in the local temp directory for S3 (uploaded whole, then deleted)."""
+        if not self.local:
+            fd, name = tempfile.mkstemp(prefix=".accelbench-", suffix=".tmp")
+            os.close(fd)
+            return Path(name)
         parent = dest.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        return Path(f"{parent}/.{dest.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp")
+
+    def _commit(self, local: Path, dest: str) -> None:
+        """Put a finished local file at `dest`: renamed into place locally, uploaded (with retries) to S3."""
         if not self.local:  # no makedirs: s3fs would create a missing bucket instead of failing
-            for attempt in Retrying(
-                stop=stop_after_attempt(self.WRITE_ATTEMPTS),
-                wait=wait_exponential(multiplier=1, max=self.WRITE_WAIT_MAX_S),
-                retry=retry_if_exception(transient),
-                before_sleep=lambda state: log.warning(
-                    "writing %s failed (%s), try %d of %d; retrying",
-                    self.uri_of(dest),
-                    state.outcome.exception() if state.outcome else "?",
-                    state.attempt_number,
-                    self.WRITE_ATTEMPTS,
-                ),
-                reraise=True,
-            ):
+            for attempt in self._retrying(dest):
+                with attempt:
+                    self.fs.put_file(str(local), dest)
+            return
+        with local.open("rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(local, dest)
+
+    @contextmanager
+    def _staged(self, dest: str) -> Iterator[Path]:
+        """A file to fill; committed to `dest` only if the block ends without an error, removed either way."""
+        tmp = self._spool(dest)
+        try:
+            yield tmp
+            self._commit(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _write_bytes(self, dest: str, data: bytes) -> None:
+        if not self.local:
+            for attempt in self._retrying(dest):
                 with attempt:
                     self.fs.pipe_file(dest, data)
             return
-        self.fs.makedirs(parent, exist_ok=True)
-        tmp = f"{parent}/.{dest.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
+        with self._staged(dest) as tmp:
+            tmp.write_bytes(data)
+
+    def table_path(self, name: str, accelerator_type: str, date: str, stem: str) -> str:
+        return self.path(name, f"accelerator_type={accelerator_type}", f"date={date}", f"{stem}.parquet")
+
+    @contextmanager
+    def table_writer(self, name: str, accelerator_type: str, date: str, stem: str) -> Iterator[TableSink]:
+        """One Parquet file per (table, partition, stem), written piece by piece: memory stays bounded by
+        a row group, not the file. The file replaces any earlier one only when the block ends cleanly."""
+        dest = self.table_path(name, accelerator_type, date, stem)
+        with self._staged(dest) as tmp:
+            with TableSink(tmp, TABLES[name]) as sink:
+                yield sink
+            log.debug("%s: %d rows in %d row groups", self.uri_of(dest), sink.rows, sink.row_groups)
 
     def write_table(self, name: str, table: pa.Table, accelerator_type: str, date: str, stem: str) -> str:
         """One Parquet file per (table, partition, stem): writing it again replaces it."""
-        schema = TABLES[name]
-        table = table.select(schema.names).cast(schema)
-        buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
-        dest = self.path(name, f"accelerator_type={accelerator_type}", f"date={date}", f"{stem}.parquet")
-        self._write_bytes(dest, buf.getvalue())
-        return dest
+        with self.table_writer(name, accelerator_type, date, stem) as sink:
+            sink.write(table)
+        return self.table_path(name, accelerator_type, date, stem)
 
     def remove_tables(self, accelerator_type: str, date: str, stem: str) -> list[str]:
         """Delete every table's file of one stem (a spec that produced nothing in its latest attempt)."""
         gone = []
         for name in TABLES:
-            dest = self.path(name, f"accelerator_type={accelerator_type}", f"date={date}", f"{stem}.parquet")
+            dest = self.table_path(name, accelerator_type, date, stem)
             if self.fs.exists(dest):
                 self.fs.rm_file(dest)
                 gone.append(dest)
@@ -136,7 +215,13 @@ class Lake:
 
     def put_raw(self, local: Path, *parts: str) -> str:
         dest = self.path("raw", *parts)
-        self._write_bytes(dest, local.read_bytes())
+        if self.local:
+            with self._staged(dest) as tmp:
+                shutil.copyfile(local, tmp)
+        else:  # streamed from the file: a raw result can be larger than memory wants to hold
+            for attempt in self._retrying(dest):
+                with attempt:
+                    self.fs.put_file(str(local), dest)
         return dest
 
     def read(

@@ -1,9 +1,10 @@
 """Drive one server through every level x repeat and keep the evidence of each.
 
-For each level: scrape /metrics, run `vllm bench serve` while sampling the server's memory and
-gauges, scrape again, then check the client's token totals against the server's counters and the
-achieved load against the requested one. Raw outputs and an envelope land in `out_dir`; a failed
-level stops the run, and everything measured before it is kept.
+For each level: scrape /metrics, run `vllm bench serve` (in one warm process per server, see
+bench_client) while sampling the server's memory and gauges, scrape again, then check the client's
+token totals against the server's counters and the achieved load against the requested one. Raw
+outputs and an envelope land in `out_dir`; a failed level stops the run, and everything measured
+before it is kept.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.request
@@ -26,8 +25,8 @@ from accelbench import __version__
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE
-from accelbench.lifetime import die_with_parent
 from accelbench.loadgen import server_metrics
+from accelbench.loadgen.bench_client import BenchClient, BenchProcessError
 from accelbench.loadgen.bench_command import Level, bench_args, levels, repeat_seed
 from accelbench.loadgen.sampling import Sampler, memory_probe
 
@@ -138,13 +137,9 @@ class Driver:
     client_cpus: set[int] | None = None  # pin `vllm bench serve` beside the API server, off the engine
     # Who asked for this run (the benchmark task's try): ingest accepts only evidence of its own attempt.
     attempt: str | None = None
+    # A runner started early (local mode: while the server starts); the caller closes it. Else run() owns one.
+    client: BenchClient | None = None
     records: list[LevelRecord] = field(default_factory=list)
-
-    def _client_setup(self) -> None:
-        """In the `vllm bench serve` child: die with the driver; pinned beside the API server if asked."""
-        die_with_parent(signal.SIGTERM)
-        if self.client_cpus:
-            os.sched_setaffinity(0, self.client_cpus)
 
     @property
     def spec_dir(self) -> Path:
@@ -162,18 +157,11 @@ class Driver:
             metadata={"accelbench_run_id": run_id, "accelbench_spec_id": self.spec.spec_id},
         )
         (self.spec_dir / f"{name}.json").unlink(missing_ok=True)
-        with (self.spec_dir / f"{name}.log").open("wb") as out:
-            proc = subprocess.run(
-                [self.vllm, *args],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=self.level_timeout_s,
-                check=False,
-                preexec_fn=self._client_setup,
-            )
-        if proc.returncode != 0:
+        assert self.client is not None, "run() provides the bench client"
+        code = self.client.run(args, self.spec_dir / f"{name}.log", self.level_timeout_s)
+        if code != 0:
             tail = (self.spec_dir / f"{name}.log").read_text(errors="replace").splitlines()[-15:]
-            raise LevelFailed(f"`vllm bench serve` exited with {proc.returncode}:\n" + "\n".join(tail))
+            raise LevelFailed(f"`vllm bench serve` exited with {code}:\n" + "\n".join(tail))
         return self.spec_dir / f"{name}.json"
 
     def warm_up(self) -> None:
@@ -211,7 +199,7 @@ class Driver:
                 path = self._bench(name, level, prompts, seed, run_id)
             after = server_metrics.scrape(self.base_url)
             result = read_result(path, self.spec, prompts)
-        except (LevelFailed, OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        except (LevelFailed, BenchProcessError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
             rec.status, rec.error = "failed", f"{type(exc).__name__}: {exc}"
             rec.wall_s = time.monotonic() - started
             return rec
@@ -250,6 +238,9 @@ class Driver:
         started = datetime.now(UTC).isoformat()
         info = server_info(self.base_url)
         failure: str | None = None
+        owned = self.client is None
+        if owned:
+            self.client = BenchClient(self.vllm, self.client_cpus).start()
         try:
             self.warm_up()
             for level in levels(self.spec):
@@ -262,11 +253,15 @@ class Driver:
                         break
                 if failure:
                     break
-        except (LevelFailed, OSError, subprocess.TimeoutExpired) as exc:
+        except (LevelFailed, BenchProcessError, OSError, subprocess.TimeoutExpired) as exc:
             failure = f"warm-up: {type(exc).__name__}: {exc}"
         except Exception as exc:  # anything else: keep the levels measured so far, then say what broke
             failure = f"driver error: {type(exc).__name__}: {exc}"
             log.exception("driver error")
+        finally:
+            if owned and self.client is not None:
+                self.client.close()
+                self.client = None
         envelope = {
             "spec": self.spec.model_dump(mode="json"),
             "spec_id": self.spec.spec_id,

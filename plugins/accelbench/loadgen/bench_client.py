@@ -1,0 +1,162 @@
+"""The driver's end of bench_runner: one warm `vllm bench serve` process that runs every level of a server.
+
+A level used to start `vllm bench serve` afresh and pay vLLM's import (about 9 s on one core) each time.
+The runner imports it once; a run that crashes or hangs the runner fails only its level, and the next
+level starts a new runner. The runner is a child of the driver: it dies with it (PDEATHSIG) and runs
+pinned where the driver says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from accelbench.errors import AccelbenchError
+from accelbench.lifetime import die_with_parent
+
+log = logging.getLogger(__name__)
+RUNNER = Path(__file__).with_name("bench_runner.py")
+VLLM_BIN_SETTING = "ACCELBENCH_VLLM_BIN"
+
+
+class BenchProcessError(AccelbenchError):
+    """The bench runner could not start, or stopped without answering."""
+
+
+def vllm_interpreter(vllm: str) -> str:
+    """The Python of the environment the `vllm` executable belongs to (its bin/ holds both)."""
+    exe = shutil.which(vllm)
+    if exe is None:
+        raise BenchProcessError(f"{VLLM_BIN_SETTING}: {vllm!r} is not an executable on PATH")
+    for name in ("python", "python3"):
+        candidate = Path(exe).parent / name  # not resolved: a venv's python is a symlink to its base
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    raise BenchProcessError(
+        f"{VLLM_BIN_SETTING}: no python beside {exe}; install vLLM into a virtual environment"
+    )
+
+
+def child_setup(cpus: set[int] | None) -> Callable[[], None]:
+    """What runs in the child before exec: die with the driver; pinned to `cpus` if given."""
+
+    def setup() -> None:
+        die_with_parent(signal.SIGTERM)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    return setup
+
+
+class BenchClient:
+    """Runs `vllm bench serve <args>` in the warm runner; start() early to hide the import (e.g. while
+    the server starts), or let the first run() start it."""
+
+    def __init__(self, vllm: str, cpus: set[int] | None = None, start_timeout_s: float = 300.0) -> None:
+        self.vllm, self.cpus, self.start_timeout_s = vllm, cpus, start_timeout_s
+        self.proc: subprocess.Popen[str] | None = None
+        self.version: str | None = None
+        self.starts = 0
+
+    def start(self) -> BenchClient:
+        """Launch the runner (does not wait for its import)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                [vllm_interpreter(self.vllm), "-P", str(RUNNER)],  # -P: the script's folder not on sys.path
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                preexec_fn=child_setup(self.cpus),
+            )
+            self.version, self.starts = None, self.starts + 1
+        return self
+
+    def _reply(self, timeout_s: float, what: str) -> dict[str, Any] | None:
+        """The runner's next line, or None if it exited; kills it and raises TimeoutExpired on timeout."""
+        assert self.proc is not None and self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        if not ready:
+            self._kill()
+            raise subprocess.TimeoutExpired(what, timeout_s)
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def _ready(self) -> None:
+        self.start()
+        if self.version is not None:
+            return
+        started = time.monotonic()
+        reply = self._reply(self.start_timeout_s, "vllm bench runner start")
+        if reply is None or "ready" not in reply:
+            code = self._kill()
+            raise BenchProcessError(f"the vllm bench runner exited with {code} before it was ready")
+        self.version = str(reply["ready"])
+        log.info("vllm bench runner ready (vLLM %s), waited %.1f s", self.version, time.monotonic() - started)
+
+    def run(self, args: list[str], log_path: Path, timeout_s: float) -> int:
+        """`vllm bench serve`'s exit code for `args`, its output in `log_path`. A runner that dies during
+        the run gives its own exit status (negative: a signal); one that outlasts timeout_s is killed."""
+        deadline = time.monotonic() + timeout_s
+        self._ready()
+        assert self.proc is not None and self.proc.stdin is not None
+        self._send(self.proc.stdin, {"args": args, "log": str(log_path)})
+        reply = self._reply(max(0.0, deadline - time.monotonic()), "vllm bench serve")
+        if reply is None:
+            return self._kill()
+        return int(reply["exit"])
+
+    def _send(self, stdin: IO[str], job: dict[str, Any]) -> None:
+        try:
+            stdin.write(json.dumps(job) + "\n")
+            stdin.flush()
+        except BrokenPipeError:
+            code = self._kill()
+            raise BenchProcessError(f"the vllm bench runner had exited with {code}") from None
+
+    def _kill(self) -> int:
+        """Stop the runner now; its exit status."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.kill()
+        code = self.proc.wait()
+        self._close_pipes()
+        return code
+
+    def _close_pipes(self) -> None:
+        assert self.proc is not None
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    pipe.close()
+
+    def close(self) -> None:
+        """End of input: the runner exits on its own; killed if it does not within 10 s."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self._close_pipes()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        self._close_pipes()
+        self.proc = None
+
+    def __enter__(self) -> BenchClient:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,67 @@
+"""Run `vllm bench serve` many times in one process, so vLLM is imported once per server, not per level.
+
+Importing vLLM takes about 9 s on one core: as a fresh process per level, that start-up was 43% of a
+small local campaign's wall time (benchmarks/campaign_overhead.py). This script runs in the vLLM
+environment's Python (stdlib and vLLM only: it never imports accelbench) and goes through vLLM's own
+command line, `vllm.entrypoints.cli.main.main`, for every level: the same parsing, validation and
+benchmark code as the `vllm` executable.
+
+Protocol (bench_client.BenchClient is the other end): one line `{"ready": <vllm version>}` on stdout
+once vLLM is imported; then, for each JSON line `{"args": [...], "log": path}` on stdin, the run's
+stdout and stderr go to `log` and one line `{"exit": code}` comes back. It exits at end of input.
+Anything printed between runs goes to this process's stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+
+def run(args: list[str], log_path: str) -> int:
+    from vllm.entrypoints.cli.main import main
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    sys.argv = ["vllm", *args]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:  # argparse and explicit exits: the code the executable would return
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+    return code
+
+
+def main() -> int:
+    control = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray output between runs: to stderr, never into the control channel
+    import vllm
+    import vllm.benchmarks.serve
+    import vllm.entrypoints.cli.main
+
+    control.write(json.dumps({"ready": vllm.__version__}) + "\n")
+    for line in sys.stdin:
+        if line.strip():
+            job = json.loads(line)
+            control.write(json.dumps({"exit": run(job["args"], job["log"])}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

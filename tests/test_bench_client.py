@@ -1,0 +1,111 @@
+"""The warm `vllm bench serve` runner: many levels in one process, the same results as a fresh process,
+and a bad, crashed or hung level fails alone. Real vLLM (its bench code) against the zero-work server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from accelbench.loadgen.bench_client import BenchClient, BenchProcessError, vllm_interpreter
+from accelbench.loadgen.bench_command import Level, bench_args
+
+from tests.conftest import REPO
+from tests.test_loadgen import spec_for
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from zero_pipeline import zero_server
+
+
+def _args(tiny_model: Path, url: str, out: Path, name: str, seed: int = 5, prompts: int = 6) -> list[str]:
+    return bench_args(
+        spec_for(tiny_model),
+        url,
+        num_prompts=prompts,
+        seed=seed,
+        result_dir=out,
+        result_file=f"{name}.json",
+        level=Level("concurrency", 2),
+        metadata={"accelbench_run_id": name},
+    )
+
+
+@pytest.mark.vllm
+def test_levels_share_one_warm_process_and_match_a_fresh_one(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
+    vllm = str(vllm_python.parent / "vllm")
+    with zero_server(ttft_ms=2, itl_ms=1) as (url, _pid):
+        with BenchClient(vllm) as client:
+            codes = [
+                client.run(_args(tiny_model, url, tmp_path, f"level{i}", seed=i), tmp_path / f"l{i}.log", 120)
+                for i in range(3)
+            ]
+            assert client.proc is not None and client.proc.poll() is None
+            runner_pid = client.proc.pid
+        assert client.proc is None and codes == [0, 0, 0] and client.starts == 1
+        with pytest.raises(ProcessLookupError):
+            os.kill(runner_pid, 0)  # closed: the runner exited at the end of its input
+        # The same level as a fresh `vllm bench serve` process: the same prompts (lengths), the same shape.
+        (tmp_path / "fresh").mkdir()
+        fresh = subprocess.run(
+            [vllm, *_args(tiny_model, url, tmp_path / "fresh", "level1", seed=1)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert fresh.returncode == 0, fresh.stdout[-2000:] + fresh.stderr[-2000:]
+    warm = json.loads((tmp_path / "level1.json").read_text())
+    cold = json.loads((tmp_path / "fresh" / "level1.json").read_text())
+    assert warm["input_lens"] == cold["input_lens"] and warm["output_lens"] == cold["output_lens"]
+    assert sorted(warm) == sorted(cold) and warm["completed"] == cold["completed"] == 6
+    assert json.loads((tmp_path / "level2.json").read_text())["accelbench_run_id"] == "level2"
+    # Each level's output went to its own log, none into the control channel or another level's log.
+    logs = {i: (tmp_path / f"l{i}.log").read_text() for i in range(3)}
+    assert all("Successful requests:" in text for text in logs.values())
+    assert all(text.count("Serving Benchmark Result") == 1 for text in logs.values())
+
+
+@pytest.mark.vllm
+def test_a_bad_or_crashed_level_fails_alone(tiny_model: Path, vllm_python: Path, tmp_path: Path) -> None:
+    vllm = str(vllm_python.parent / "vllm")
+    with zero_server(ttft_ms=1500, itl_ms=1) as (url, _pid), BenchClient(vllm) as client:
+        # A flag vLLM does not know: argparse's exit code and message, and the runner lives on.
+        wrong = [*_args(tiny_model, url, tmp_path, "bad"), "--no-such-flag"]
+        bad = client.run(wrong, tmp_path / "bad.log", 120)
+        assert bad == 2 and "--no-such-flag" in (tmp_path / "bad.log").read_text()
+        assert client.starts == 1
+
+        # The runner is killed during a level: that level gets the signal's status; the next one runs.
+        assert client.proc is not None
+        victim = client.proc.pid
+        threading.Timer(1.0, os.kill, (victim, signal.SIGKILL)).start()
+        assert client.run(_args(tiny_model, url, tmp_path, "killed"), tmp_path / "killed.log", 120) == -9
+        assert client.run(_args(tiny_model, url, tmp_path, "after"), tmp_path / "after.log", 120) == 0
+        assert client.starts == 2 and (tmp_path / "after.json").is_file()
+
+        # A level that outlasts its timeout: TimeoutExpired, and the runner is gone, not left running.
+        hung = client.proc.pid if client.proc else 0
+        started = time.monotonic()
+        with pytest.raises(subprocess.TimeoutExpired):
+            client.run(_args(tiny_model, url, tmp_path, "slow", prompts=2), tmp_path / "slow.log", 0.5)
+        assert time.monotonic() - started < 30
+        with pytest.raises(ProcessLookupError):
+            os.kill(hung, 0)
+
+
+def test_a_vllm_without_an_environment_is_named(tmp_path: Path) -> None:
+    with pytest.raises(BenchProcessError, match="ACCELBENCH_VLLM_BIN: 'no-such-vllm' is not an executable"):
+        vllm_interpreter("no-such-vllm")
+    lone = tmp_path / "bin" / "vllm"
+    lone.parent.mkdir()
+    lone.write_text("#!/bin/sh\n")
+    lone.chmod(0o755)
+    with pytest.raises(BenchProcessError, match="no python beside"):
+        vllm_interpreter(str(lone))
