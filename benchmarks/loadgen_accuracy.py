@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import statistics
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -26,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accelbench.campaign.spec import LoadPlan
-from zero_pipeline import run_pipeline, spec, zero_server
+from zero_pipeline import CLIENT_CPU, run_pipeline, spec, zero_server
 
 TARGET_MS = 1.0
 
@@ -45,7 +48,7 @@ def one_run(
     with zero_server(ttft_ms, itl_ms) as (url, pid):
         lake, envelope = run_pipeline(spec(load, f"accuracy-c{concurrency}"), url, pid, work)
         with urllib.request.urlopen(f"{url}/stats", timeout=10) as resp:
-            server = np.array(json.loads(resp.read())["applied"][load.warmups :])
+            stats = json.loads(resp.read())
     requests = lake.read("requests", columns=["ttft_s", "e2el_s", "success", "output_tokens"]).to_pydict()
     assert all(requests["success"]) and set(requests["output_tokens"]) == {output_len}, "a request failed"
     true_ttft, true_e2el = ttft_ms / 1000, (ttft_ms + (output_len - 1) * itl_ms) / 1000
@@ -55,14 +58,16 @@ def one_run(
     # Where each error arose, on the one clock both processes read (perf_counter = CLOCK_MONOTONIC):
     # the client's start stamp (bench start_times) -> the server handler's start (send), the server's
     # lateness against its plan (server), its write -> the client's stamp of that chunk (receive).
-    # Requests are paired in start order; a wrong pairing would show as a negative hop.
+    # Requests are paired by id: `vllm bench serve` numbers its x-request-id in the order of its detailed
+    # output. A wrong pairing would show as a negative hop.
     (level,) = envelope["levels"]
     bench = json.loads(next((work / "raw").rglob(level["result_file"])).read_text())
-    order = np.argsort(bench["start_times"])
-    start = np.array(bench["start_times"])[order]
-    ttft, e2el = np.array(bench["ttfts"])[order], np.array(bench["latencies"])[order]
+    start, ttft, e2el = (np.array(bench[k]) for k in ("start_times", "ttfts", "latencies"))
     assert np.allclose(np.sort(ttft), np.sort(requests["ttft_s"])), "lake and client disagree"
-    arrived, first, last = server[np.argsort(server[:, 0])].T
+    served = list(zip(stats["request_ids"], stats["applied"], strict=True))[load.warmups :]  # the level's
+    assert len({rid.rsplit("-", 1)[0] for rid, _ in served}) == 1, "requests of another run"
+    by_index = {int(rid.rsplit("-", 1)[1]): times for rid, times in served}
+    arrived, first, last = np.array([by_index[i] for i in range(len(start))]).T
     hops = {
         "send": arrived - start,
         "server_ttft": first - arrived - true_ttft,
@@ -78,6 +83,37 @@ def one_run(
         "e2el_median": float(np.median(e2el_err)),
         "e2el_p99": float(np.percentile(e2el_err, 99)),
     } | {k: float(np.median(v)) * 1000 for k, v in hops.items()}
+
+
+def raw_send_hop(requests: int = 200) -> float:
+    """Median ms from a bare socket's sendall of a whole request to the server handler's start: the
+    kernel's and the server's part of the send hop. The rest of the pipeline's send hop is the client
+    preparing its request (aiohttp in `vllm bench serve`) after stamping its start."""
+    body = json.dumps({"model": "tiny", "prompt": "x", "max_tokens": 1, "stream": True}).encode()
+    sends = []
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {CLIENT_CPU})  # where the bench client runs
+    try:
+        with zero_server() as (url, _pid):
+            host, port = url.removeprefix("http://").split(":")
+            with socket.create_connection((host, int(port))) as sock:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                for i in range(requests):
+                    head = (
+                        f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(body)}\r\nx-request-id: probe-{i}\r\n\r\n"
+                    )
+                    sends.append(time.perf_counter())
+                    sock.sendall(head.encode() + body)
+                    reply = b""
+                    while not reply.endswith(b"0\r\n\r\n"):  # the chunked stream's end
+                        reply += sock.recv(65536)
+            with urllib.request.urlopen(f"{url}/stats", timeout=10) as resp:
+                stats = json.loads(resp.read())
+    finally:
+        os.sched_setaffinity(0, before)
+    arrived = np.array([times[0] for times in stats["applied"]])
+    return float(np.median(arrived - np.array(sends))) * 1000
 
 
 def main() -> None:
@@ -100,6 +136,11 @@ def main() -> None:
         f"{'server':>6} {'receive':>7} (E2EL)   ms, medians over runs"
     )
     verdict = None
+    probes = [raw_send_hop() for _ in range(args.runs)]
+    print(
+        f"send hop of a bare socket client (kernel + server parsing), median over runs: "
+        f"{statistics.median(probes):.3f} ms"
+    )
     for c in (int(x) for x in args.concurrency.split(",")):
         prompts = max(200, 8 * c)
         runs = []

@@ -6,7 +6,8 @@ the shape vLLM's OpenAI server uses (a final chunk with `usage`, then `[DONE]`).
 TTFT should be ttft_ms and its E2EL ttft_ms + (max_tokens - 1) * itl_ms, and with zero delays the
 client is the only thing that limits the request rate. /health, /v1/models and /metrics (the vLLM
 counters the driver scrapes) answer too; /stats returns (and resets), per finished request, the
-`time.perf_counter()` of its handler's start and of the start of its first and last token writes.
+`time.perf_counter()` of its handler's start and of the start of its first and last token writes,
+and its `x-request-id`.
 That clock is CLOCK_MONOTONIC, shared by every process on the host, so a client's own stamps can be
 set against them.
 
@@ -45,6 +46,7 @@ class ZeroServer:
         # (handler start, first token written, last token written) per finished request, perf_counter: what
         # the server actually did (asyncio wakes a little late), so a benchmark can split an error by hop.
         self.applied: list[tuple[float, float, float]] = []
+        self.request_ids: list[str | None] = []  # the client's x-request-id of each, in the same order
 
     async def health(self, _: web.Request) -> web.Response:
         return web.Response(text="")
@@ -120,12 +122,13 @@ class ZeroServer:
         self.generation_tokens += n
         self.success += 1
         self.applied.append((arrived, first, last))
+        self.request_ids.append(request.headers.get("x-request-id"))
         return response
 
     async def stats(self, _: web.Request) -> web.Response:
         """(start, first write, last write) of each request so far, then forgotten: one level per call."""
-        applied, self.applied = self.applied, []
-        return web.json_response({"applied": applied})
+        applied, ids, self.applied, self.request_ids = self.applied, self.request_ids, [], []
+        return web.json_response({"applied": applied, "request_ids": ids})
 
 
 def app(server: ZeroServer) -> web.Application:

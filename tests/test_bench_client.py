@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -98,6 +99,32 @@ def test_a_bad_or_crashed_level_fails_alone(tiny_model: Path, vllm_python: Path,
         assert time.monotonic() - started < 30
         with pytest.raises(ProcessLookupError):
             os.kill(hung, 0)
+
+
+@pytest.mark.vllm
+def test_a_loopback_server_is_never_reached_through_a_proxy(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's client trusts the environment; the runner does not for a loopback server. A proxy that
+    refuses every connection, and no NO_PROXY: the fresh `vllm` executable fails, the runner does not."""
+    vllm = str(vllm_python.parent / "vllm")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead_proxy = f"http://127.0.0.1:{closed.getsockname()[1]}"  # bound, never listening: refused
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", dead_proxy)
+        monkeypatch.setenv("http_proxy", dead_proxy)
+        with zero_server(ttft_ms=1, itl_ms=1) as (url, _pid):
+            with BenchClient(vllm) as client:
+                assert client.run(_args(tiny_model, url, tmp_path, "warm"), tmp_path / "warm.log", 120) == 0
+            stock = [vllm, *_args(tiny_model, url, tmp_path, "fresh")]
+            fresh = subprocess.run(stock, capture_output=True, text=True, check=False)
+    assert json.loads((tmp_path / "warm.json").read_text())["completed"] == 6
+    # The stock client went to the proxy: every request failed there.
+    cold = json.loads((tmp_path / "fresh.json").read_text())
+    assert fresh.returncode == 0 and cold["completed"] == 0 and cold["failed"] == 6
+    assert all(dead_proxy.removeprefix("http://") in error for error in cold["errors"])
 
 
 def test_a_vllm_without_an_environment_is_named(tmp_path: Path) -> None:
