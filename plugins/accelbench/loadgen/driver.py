@@ -239,9 +239,9 @@ class Driver:
         info = server_info(self.base_url)
         failure: str | None = None
         owned = self.client is None
-        if owned:
-            self.client = BenchClient(self.vllm, self.client_cpus).start()
         try:
+            if owned:  # inside the try: a client that cannot start is a warm-up failure in the envelope
+                self.client = BenchClient(self.vllm, self.client_cpus).start()
             self.warm_up()
             for level in levels(self.spec):
                 for repeat in range(self.spec.load.repeats):
