@@ -21,6 +21,22 @@ class PricingEndpoint(BaseHTTPRequestHandler):
         pass
 
 
+def _fee(term: str, usd: str | None) -> dict:
+    """A one-off fee dimension, shaped like the "Upfront Fee" of a Reserved All Upfront term."""
+    if usd is None:
+        return {}
+    code = f"{term}.2TG2D8R56U"
+    return {
+        code: {
+            "unit": "Quantity",
+            "description": "Upfront Fee",
+            "appliesTo": [],
+            "rateCode": code,
+            "pricePerUnit": {"USD": usd},
+        }
+    }
+
+
 def price_document(
     instance_type: str,
     usd: str,
@@ -29,7 +45,11 @@ def price_document(
     sku: str = "ABCDEFGH12345678",
     effective: str = "2026-07-01T00:00:00Z",
     metal: bool = False,
+    unit: str = "Hrs",
+    currency: str = "USD",
+    fee: str | None = None,
 ) -> str:
+    """One entry; `unit`/`currency` bend its OnDemand rate, `fee` adds a one-off Quantity dimension."""
     od_code, rate = "JRTCKXETXF", "6YS6EN2CT7"
     product_family = "Compute Instance (bare metal)" if metal else "Compute Instance"
     doc = {
@@ -71,14 +91,15 @@ def price_document(
                 f"{sku}.{od_code}": {
                     "priceDimensions": {
                         f"{sku}.{od_code}.{rate}": {
-                            "unit": "Hrs",
+                            "unit": unit,
                             "endRange": "Inf",
                             "description": f"${usd} per On Demand Linux {instance_type} Instance Hour",
                             "appliesTo": [],
                             "rateCode": f"{sku}.{od_code}.{rate}",
                             "beginRange": "0",
-                            "pricePerUnit": {"USD": usd},
-                        }
+                            "pricePerUnit": {currency: usd},
+                        },
+                        **_fee(f"{sku}.{od_code}", fee),
                     },
                     "sku": sku,
                     "effectiveDate": effective,

@@ -93,23 +93,27 @@ def test_bare_metal_price_uses_the_bare_metal_query() -> None:
     assert price.usd_per_hour == pytest.approx(7.65696)
 
 
-def test_conflicting_prices_are_an_error_for_that_type() -> None:
+def lookup_error(instance_type: str, docs: list[str], stats: ParseStats | None = None) -> PriceLookupError:
+    """The PriceLookupError that one stubbed GetProducts page of `docs` ends in."""
     client = pricing_client()
     with Stubber(client) as stub:
-        expect_products(
-            stub,
-            "m8g.large",
-            [
-                [
-                    price_document("m8g.large", "0.0897600000", sku="A" * 16),
-                    price_document("m8g.large", "0.1200000000", sku="B" * 16),
-                ]
-            ],
-        )
+        expect_products(stub, instance_type, [docs])
         with pytest.raises(PriceLookupError) as err:
-            fetch_on_demand(client, "m8g.large", "us-east-1", ParseStats())
-    assert not err.value.skip
-    assert "m8g.large" in str(err.value) and "2 conflicting" in str(err.value)
+            fetch_on_demand(client, instance_type, "us-east-1", stats or ParseStats())
+        stub.assert_no_pending_responses()
+    return err.value
+
+
+def test_conflicting_prices_are_an_error_for_that_type() -> None:
+    err = lookup_error(
+        "m8g.large",
+        [
+            price_document("m8g.large", "0.0897600000", sku="A" * 16),
+            price_document("m8g.large", "0.1200000000", sku="B" * 16),
+        ],
+    )
+    assert not err.skip
+    assert "m8g.large" in str(err) and "2 conflicting" in str(err)
 
 
 def test_malformed_documents_are_skipped_and_counted() -> None:
@@ -121,16 +125,67 @@ def test_malformed_documents_are_skipped_and_counted() -> None:
         )
         price = fetch_on_demand(client, "c8g.large", "us-east-1", stats)
     assert price.usd_per_hour == pytest.approx(0.07976)
-    assert len(stats.malformed) == 2 and stats.documents == 3
+    assert stats.documents == 3
+    assert stats.malformed[0].startswith("not JSON (") and stats.malformed[1] == "no OnDemand in terms"
 
 
 def test_only_zero_prices_is_a_skip_not_a_failure() -> None:
+    err = lookup_error("c8g.large", [price_document("c8g.large", "0.0000000000")])
+    assert err.skip and "1 zero prices" in str(err)
+
+
+def test_a_non_hourly_dimension_is_skipped_and_counted_not_taken_as_the_price() -> None:
     client = pricing_client()
+    stats = ParseStats()
     with Stubber(client) as stub:
-        expect_products(stub, "c8g.large", [[price_document("c8g.large", "0.0000000000")]])
-        with pytest.raises(PriceLookupError) as err:
-            fetch_on_demand(client, "c8g.large", "us-east-1", ParseStats())
-    assert err.value.skip and "1 zero prices" in str(err.value)
+        expect_products(
+            stub, "c8g.large", [[price_document("c8g.large", "0.0797600000", fee="350.0000000000")]]
+        )
+        price = fetch_on_demand(client, "c8g.large", "us-east-1", stats)
+    assert price.usd_per_hour == pytest.approx(0.07976)
+    assert stats.non_hourly == ["Quantity"] and stats.malformed == []
+
+
+def test_only_non_hourly_dimensions_are_refused_with_the_reason() -> None:
+    stats = ParseStats()
+    err = lookup_error("c8g.large", [price_document("c8g.large", "0.0797600000", unit="Quantity")], stats)
+    assert not err.skip
+    assert "c8g.large in us-east-1" in str(err)
+    assert "no hourly (Hrs) price dimension" in str(err) and "skipped units: Quantity" in str(err)
+    assert stats.non_hourly == ["Quantity"]
+
+
+@pytest.mark.parametrize(
+    ("usd", "reason"),
+    [
+        ("-0.5000000000", "negative"),
+        ("abc", "not a number"),
+        ("", "not a number"),
+        ("NaN", "not a finite number"),
+        ("Infinity", "not a finite number"),
+        ("-Infinity", "not a finite number"),
+    ],
+)
+def test_a_bad_price_is_refused_even_beside_a_good_one(usd: str, reason: str) -> None:
+    err = lookup_error(
+        "m8g.large",
+        [
+            price_document("m8g.large", "0.0897600000", sku="A" * 16),
+            price_document("m8g.large", usd, sku="B" * 16),
+        ],
+    )
+    assert not err.skip
+    assert str(err).startswith("m8g.large in us-east-1: refused the on-demand price")
+    assert f"USD {usd!r} per Hrs is {reason}" in str(err) and "B" * 16 in str(err)
+
+
+def test_a_document_without_a_usd_price_says_so() -> None:
+    stats = ParseStats()
+    err = lookup_error("c8g.large", [price_document("c8g.large", "0.5600000000", currency="CNY")], stats)
+    assert not err.skip
+    assert "c8g.large in us-east-1" in str(err) and "1 malformed" in str(err)
+    assert "no USD price" in str(err) and "pricePerUnit holds CNY" in str(err)
+    assert "KeyError" not in str(err) and len(stats.malformed) == 1
 
 
 class _ThrottleThenAnswer(PricingEndpoint):
@@ -259,6 +314,37 @@ def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_ot
     assert again.stored == 0
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(InstancePrice)) == 5
+
+
+def test_refresh_reports_a_refused_price_as_a_failure_of_that_type_only(engine) -> None:  # type: ignore[no-untyped-def]
+    specs = [s for s in load_seed() if s.instance_type in {"m8g.large", "r8g.large"}]
+    upsert_instance_types(engine, specs)
+    pricing = pricing_client()
+    ec2 = make_client(SESSION, "ec2", "us-east-1", 3)
+    with Stubber(pricing) as ps, Stubber(ec2) as es:
+        for spec in specs:
+            name = spec.instance_type
+            usd = "-0.5000000000" if name == "m8g.large" else "0.1178200000"
+            fee = None if name == "m8g.large" else "350.0000000000"  # an upfront fee beside the hourly price
+            expect_products(ps, name, [[price_document(name, usd, fee=fee)]])
+            es.add_response(
+                "describe_spot_price_history",
+                _spot_page(name, {"us-east-1a": "0.04"}),
+                {"InstanceTypes": [name], "ProductDescriptions": ANY, "StartTime": DAY},
+            )
+        report = refresh_online(
+            engine,
+            SESSION,
+            specs,
+            ["us-east-1"],
+            now=NOW,
+            pricing_client=pricing,
+            ec2_clients={"us-east-1": ec2},
+        )
+    assert len(report.failed) == 1 and report.failed[0].startswith("m8g.large us-east-1 on_demand: ")
+    assert "USD '-0.5000000000' per Hrs is negative" in report.failed[0]
+    assert "r8g.large us-east-1 on_demand" in report.priced and report.stored == 3
+    assert report.non_hourly_dimensions == 1 and "1 non-hourly price dimensions skipped" in report.summary()
 
 
 def test_refresh_offline_labels_rows_with_the_snapshot(engine) -> None:  # type: ignore[no-untyped-def]

@@ -32,11 +32,13 @@ class RefreshReport:
     stored: int = 0
     malformed_documents: int = 0
     zero_prices: int = 0
+    non_hourly_dimensions: int = 0
 
     def summary(self) -> str:
         return (
             f"priced {len(self.priced)} / skipped {len(self.skipped)} / failed {len(self.failed)}; "
             f"{self.stored} new history rows, {self.zero_prices} zero prices skipped, "
+            f"{self.non_hourly_dimensions} non-hourly price dimensions skipped, "
             f"{self.malformed_documents} malformed price documents skipped"
         )
 
@@ -47,6 +49,7 @@ class RefreshReport:
             "failed": len(self.failed),
             "stored": self.stored,
             "zero_prices": self.zero_prices,
+            "non_hourly_dimensions": self.non_hourly_dimensions,
             "malformed_documents": self.malformed_documents,
             "failures": self.failed,
             "skips": self.skipped,
@@ -120,6 +123,7 @@ def refresh_online(
                 now,
             )
             report.zero_prices += stats.zero_prices
+            report.non_hourly_dimensions += len(stats.non_hourly)
             report.malformed_documents += len(stats.malformed)
             _record(
                 engine,
