@@ -12,11 +12,13 @@ from accelbench.airflow.dag_defaults import (
     MODEL_PATTERN,
     VERSION_PATTERN,
     campaign_defaults,
+    cpu_instance_type_items,
     cpu_instance_types,
     dag_kwargs,
     slos_schema,
 )
 from accelbench.execution.modes import MODES, default_mode
+from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 from airflow.sdk import Param, dag, task
 
 INSTANCE_TYPES = cpu_instance_types()
@@ -33,8 +35,8 @@ DEFAULTS = campaign_defaults()
             type="array",
             minItems=1,
             uniqueItems=True,
-            items={"type": "string", "enum": INSTANCE_TYPES},
-            description="Graviton instance types (one server each)",
+            items=cpu_instance_type_items(INSTANCE_TYPES),
+            description="Graviton3 or newer instance types (one server each; Graviton2 lacks BF16)",
         ),
         "model": Param(
             DEFAULTS["model"],
@@ -63,8 +65,8 @@ DEFAULTS = campaign_defaults()
             DEFAULTS["concurrency"],
             type="array",
             minItems=1,
-            items={"type": "integer", "minimum": 1},
-            description="Concurrency levels",
+            items={"type": "integer", "minimum": 1, "maximum": LOADGEN_MAX_IN_FLIGHT},
+            description=f"Concurrency levels (at most {LOADGEN_MAX_IN_FLIGHT}: the load generator's sizing)",
         ),
         "input_len": Param(DEFAULTS["input_len"], type="integer", minimum=1, maximum=131072),
         "output_len": Param(DEFAULTS["output_len"], type="integer", minimum=1, maximum=32768),
@@ -99,7 +101,8 @@ def accelbench_cpu_campaign() -> None:
 
         request = dict(params)
         as_of = dag_run.logical_date or dag_run.run_after
-        return plan_benchmarks(request, campaign_id(dag_run.dag_id, dag_run.run_id), as_of)
+        scheduled = dag_run.run_type != "manual"  # cron or backfill: an unconfigured install skips
+        return plan_benchmarks(request, campaign_id(dag_run.dag_id, dag_run.run_id), as_of, scheduled)
 
     measure_and_land(plan())
 

@@ -159,3 +159,63 @@ def driven(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPat
         )
         envelope = driver.run()
     return driver, envelope
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: offline, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
+contexts: [{name: offline, context: {cluster: offline, user: offline}}]
+current-context: offline
+users: [{name: offline, user: {token: offline}}]
+"""
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The operator's hook reads a kubeconfig; nothing connects to the (absent) cluster."""
+    path = tmp_path_factory.mktemp("kube") / "config"
+    path.write_text(KUBECONFIG)
+    return path
+
+
+def hub_model(model_dir: Path, where: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
+    """`model_dir` as the model id `local/<name>` in an offline Hugging Face cache (HF_HOME, HF_HUB_OFFLINE
+    set), as a benchmark pod finds a model it has downloaded, plus a model store with its config.json.
+    Returns (model id, store)."""
+    name = model_dir.name
+    snapshot = where / "hf" / "hub" / f"models--local--{name}" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    for file in model_dir.iterdir():
+        (snapshot / file.name).symlink_to(file)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+    store = where / "model-store" / f"local--{name}"
+    store.mkdir(parents=True)
+    (store / "config.json").write_text((model_dir / "config.json").read_text())
+    monkeypatch.setenv("HF_HOME", str(where / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return f"local/{name}", store.parent
+
+
+@pytest.fixture
+def kubernetes_ready(
+    aws_on_moto: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[str]:
+    """What kubernetes mode's planning checks: an S3 lake (a fresh moto bucket), a load-generator image and
+    a Kubernetes connection to the API stand-in. Yields the lake URI."""
+    import json
+
+    import boto3
+
+    from tests.kube_api import FakeKubeAPI
+
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+    monkeypatch.setenv("ACCELBENCH_LAKE_URI", f"s3://{bucket}")
+    monkeypatch.setenv("ACCELBENCH_LOADGEN_IMAGE", "registry.example.org/accelbench-loadgen:0.1.0")
+    with FakeKubeAPI() as fake:
+        extra = {"kube_config_path": str(fake.kubeconfig(tmp_path / "kubeconfig"))}
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
+        )
+        yield f"s3://{bucket}"

@@ -22,21 +22,6 @@ from tests.conftest import REPO
 STORE = str(REPO / "tests" / "data" / "model_configs")
 CATALOG = {s.instance_type: s for s in load_seed()}
 K8S_VERSIONS = ["1.33", "1.34", "1.35", "1.36", "1.37"]
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: offline, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
-contexts: [{name: offline, context: {cluster: offline, user: offline}}]
-current-context: offline
-users: [{name: offline, user: {token: offline}}]
-"""
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The operator's hook reads a kubeconfig; nothing connects to the (absent) cluster."""
-    path = tmp_path_factory.mktemp("kube") / "config"
-    path.write_text(KUBECONFIG)
-    return path
 
 
 def render(kubeconfig: Path, runtime: str, instance_type: str, model: str = "local/tiny-llama") -> dict:

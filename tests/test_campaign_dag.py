@@ -15,8 +15,7 @@ from airflow.models.asset import AssetEvent
 from airflow.utils.session import create_session
 from sqlalchemy import select
 
-from tests.conftest import REPO
-from tests.test_benchmark_pod import KUBECONFIG
+from tests.conftest import KUBECONFIG, REPO
 from tests.test_dags import _dagbag, _run, _states
 
 pytestmark = [pytest.mark.airflow, pytest.mark.vllm]
@@ -111,44 +110,44 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     )  # opens offline: nothing fetched
 
 
-def test_kubernetes_mode_without_a_cluster_fails_the_benchmark_and_emits_no_lake_event(
+def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
     airflow_db, accelbench_env: Path, tmp_path: Path, monkeypatch, capfd, caplog, aws_on_moto
 ) -> None:  # type: ignore[no-untyped-def]
-    """The mode switch reaches KubernetesPodOperator: with an unreachable API server the benchmark
-    fails (after its one retry), ingest finds no evidence and skips, the summary skips (no asset
-    event), the watcher fails. A local lake is refused first: pods could not write it."""
+    """The mode switch reaches the plan task's preflight: a local lake, no load-generator image, a model
+    only on the worker's disk and an unreachable API server are four problems of one failed plan, named by
+    their settings; then, with the rest set up, the unreachable API server alone. No pod, no lake event,
+    no client traceback in the log."""
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG.replace("6443", "9"))  # port 9 (discard): connection refused
     connection = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
     assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
-    conf = {
-        "model": str(REPO / "tests" / "data" / "model_configs" / "local--tiny-llama"),
-        "execution_mode": "kubernetes",
-    }
+    store = REPO / "tests" / "data" / "model_configs"
+    conf = {"model": str(store / "local--tiny-llama"), "execution_mode": "kubernetes"}
     capfd.readouterr()
     run = _run(airflow_db, "accelbench_cpu_campaign", conf)  # the default lake: a local directory
-    assert _states(run)["benchmark"] == "failed"
-    assert "kubernetes mode needs an s3:// lake" in "".join(capfd.readouterr()) + caplog.text
+    states = _states(run)
+    assert str(run.state) == "failed" and states["plan"] == "failed" and states["watcher"] == "failed"
+    assert states["benchmark"] == "upstream_failed"
+    text = "".join(capfd.readouterr()) + caplog.text
+    assert "campaign refused, 4 problem(s)" in text
+    assert "ACCELBENCH_LAKE_URI=" in text and "kubernetes mode needs an s3:// lake" in text
+    assert "ACCELBENCH_LOADGEN_IMAGE=None: unset" in text
+    assert "is a path on the worker" in text and "ACCELBENCH_MODEL_STORE" in text
+    assert "kubernetes_conn_id='kubernetes_default'" in text and "https://127.0.0.1:9 did not answer" in text
 
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
     monkeypatch.setenv("ACCELBENCH_LAKE_URI", f"s3://{bucket}")
+    monkeypatch.setenv("ACCELBENCH_LOADGEN_IMAGE", "registry.example.org/accelbench-loadgen:0.1.0")
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(store))
     caplog.clear()
-    run = _run(airflow_db, "accelbench_cpu_campaign", conf)
-    states = _states(run)
-    assert str(run.state) == "failed"
-    assert states == {
-        "plan": "success",
-        "benchmark": "failed",
-        "ingest": "skipped",
-        "summary": "skipped",
-        "watcher": "failed",
-    }, states
+    run = _run(airflow_db, "accelbench_cpu_campaign", conf | {"model": "local/tiny-llama"})
+    assert str(run.state) == "failed" and _states(run)["plan"] == "failed"
     text = "".join(capfd.readouterr()) + caplog.text
-    assert "kubernetes mode" in text and "no raw evidence for m8g-xlarge-" in text
-    assert "127.0.0.1', port=9" in text  # the provider really tried the API server
+    assert "campaign refused, 1 problem(s)" in text and "kubernetes_conn_id='kubernetes_default'" in text
+    assert "ConfigException" not in text and "MaxRetryError" in text  # the cause, in one line
     assert not (accelbench_env / "work").exists()  # nothing ran locally
     with create_session() as session:
         events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()

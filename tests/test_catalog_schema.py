@@ -23,6 +23,7 @@ CPU_ROW = {
     "vcpu": 2,
     "memory_gib": 16.0,
     "numa_nodes": 1,
+    "max_pods": 29,
     "accelerator_type": "cpu",
     "accelerator_name": None,
     "accelerator_count": 0,
@@ -57,7 +58,7 @@ def test_migrations_create_every_table_and_match_the_models(engine) -> None:  # 
 
 
 def test_migrate_is_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
-    assert migrate(engine) == migrate(engine) == "0002"
+    assert migrate(engine) == migrate(engine) == "0003"
 
 
 @pytest.mark.parametrize(
@@ -69,6 +70,7 @@ def test_migrate_is_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
         ({"accelerator_type": "gpu", "accelerator_count": -1}, "accelerat"),
         ({"vcpu": 0}, "vcpu_positive"),
         ({"architecture": "i386"}, "architecture"),
+        ({"max_pods": 0}, "max_pods_positive"),
     ],
 )
 def test_instance_type_constraints_live_in_the_schema(engine, change, constraint) -> None:  # type: ignore[no-untyped-def]
@@ -151,7 +153,7 @@ def test_revision_0002_keeps_runtime_versions_and_allows_announced(catalog_url: 
         )
         with pytest.raises(IntegrityError), conn.begin_nested():
             conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
-    assert migrate(engine) == "0002"
+    assert migrate(engine) == "0003"
     with engine.begin() as conn:
         conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
         assert conn.execute(text("SELECT version, digest, status FROM runtime_versions")).one() == (
@@ -161,4 +163,25 @@ def test_revision_0002_keeps_runtime_versions_and_allows_announced(catalog_url: 
         )
         with pytest.raises(IntegrityError), conn.begin_nested():
             conn.execute(text("UPDATE runtime_versions SET status = 'bogus'"))
+    engine.dispose()
+
+
+def test_revision_0003_keeps_instance_rows_with_max_pods_unknown(catalog_url: str) -> None:
+    """Rows seeded before max_pods existed survive the upgrade with NULL (the planner then refuses them)."""
+    from accelbench.catalog.db import alembic_config
+    from alembic import command
+
+    engine = make_engine(catalog_url)
+    command.upgrade(alembic_config(engine), "0002")
+    _insert(engine, "instance_types", {k: v for k, v in CPU_ROW.items() if k != "max_pods"})
+    assert migrate(engine) == "0003"
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT instance_type, vcpu, max_pods FROM instance_types")).one() == (
+            CPU_ROW["instance_type"],
+            CPU_ROW["vcpu"],
+            None,
+        )
+        with pytest.raises(IntegrityError), conn.begin_nested():
+            conn.execute(text("UPDATE instance_types SET max_pods = -1"))
+        conn.execute(text("UPDATE instance_types SET max_pods = 58"))
     engine.dispose()

@@ -347,10 +347,12 @@ def _kubernetes_campaign(fake: FakeKubeAPI, tmp_path: Path, monkeypatch: pytest.
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
     monkeypatch.setenv("ACCELBENCH_LAKE_URI", f"s3://{bucket}")
+    monkeypatch.setenv("ACCELBENCH_LOADGEN_IMAGE", "registry.example.org/accelbench-loadgen:0.1.0")
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(TINY_CONFIG.parent))
     return f"s3://{bucket}"
 
 
-K8S_CONF = {"model": str(TINY_CONFIG), "instance_types": ["m8g.xlarge"], "execution_mode": "kubernetes"}
+K8S_CONF = {"model": "local/tiny-llama", "instance_types": ["m8g.xlarge"], "execution_mode": "kubernetes"}
 
 
 @pytest.mark.airflow
@@ -367,6 +369,7 @@ def test_a_benchmark_pod_that_never_schedules_fails_naming_the_type_nodepool_and
         started = time.monotonic()
         run = _run(airflow_db, "accelbench_cpu_campaign", K8S_CONF)
         elapsed = time.monotonic() - started
+    assert fake.rejections == [], fake.rejections  # the pod and every patch passed strict validation
     states = _states(run)
     assert states["benchmark"] == "failed" and states["watcher"] == "failed", states
     text = "".join(capfd.readouterr()) + caplog.text
@@ -415,12 +418,14 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     from accelbench.campaign.spec import BenchmarkSpec
     from accelbench.execution.local_server import LocalServer
 
-    from tests.conftest import DAGS
+    from tests.conftest import DAGS, hub_model
     from tests.test_campaign_dag import tiny_campaign_conf
     from tests.test_dags import _dagbag, _run, _states
     from tests.test_loadgen_pod import run_loadgen
 
-    conf = tiny_campaign_conf(tiny_model) | {"execution_mode": "kubernetes"}
+    # The pod names the model by its id; the server and the tokenizer find it in the Hugging Face cache.
+    model_id, store = hub_model(tiny_model, tmp_path, monkeypatch)
+    conf = tiny_campaign_conf(tiny_model) | {"model": model_id, "execution_mode": "kubernetes"}
     pods_ran: list[str] = []
 
     def main_container(pod: dict[str, Any]) -> dict[str, Any]:
@@ -430,8 +435,9 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         pods_ran.append(pod["metadata"]["name"])
         work = tmp_path / f"pod-{len(pods_ran)}"
         with LocalServer(spec.server, work / "server", python=vllm_python) as server:
-            # The pod's environment, but the server is on its own port here, not the pod's.
-            pod_env = {k: v for k, v in env.items() if k != "ACCELBENCH_SERVER_URL"}
+            # The pod's environment, but the server is on its own port here, and the Hugging Face cache is
+            # the prefilled one of this test, not the pod's empty /tmp/hf.
+            pod_env = {k: v for k, v in env.items() if k not in ("ACCELBENCH_SERVER_URL", "HF_HOME")}
             proc = run_loadgen(
                 spec, server, lake_uri, work / "raw", vllm=vllm_python.parent / "vllm", pod_env=pod_env
             )
@@ -440,6 +446,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
 
     with FakeKubeAPI(mode="run") as fake:
         lake_uri = _kubernetes_campaign(fake, tmp_path, monkeypatch)
+        monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(store))
         fake.on_finish = main_container
         assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
         when = "2026-11-30T06:00:00+00:00"
@@ -463,6 +470,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         dag = _dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
         run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)  # the retry
     assert fake.errors == [], fake.errors[0]
+    assert fake.rejections == [], fake.rejections  # the pod and every patch passed strict validation
     states = _states(run)
     assert str(run.state) == "success", states
     text = "".join(capfd.readouterr()) + caplog.text

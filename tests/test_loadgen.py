@@ -55,6 +55,7 @@ def test_bench_args_always_carry_the_documented_flags() -> None:
         "--save-detailed",
         "--request-rate 2.5",
         "--burstiness 1.0",
+        "--max-concurrency 1024",  # the in-flight cap of a Poisson level
         "--model tiny",
         "--metadata k=v",
     ):

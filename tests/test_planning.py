@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -12,6 +13,7 @@ from accelbench.catalog.seed_file import load_seed
 from accelbench.sizing.model_config import load_model_shape
 
 from tests.conftest import REPO
+from tests.kube_api import FakeKubeAPI
 
 STORE = str(REPO / "tests" / "data" / "model_configs")
 CATALOG = {s.instance_type: s for s in load_seed()}
@@ -99,7 +101,7 @@ def test_int_quantization_needs_a_compressed_tensors_checkpoint() -> None:
     )
 
 
-def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from accelbench.airflow.tasks import plan_benchmarks
     from accelbench.catalog.seed import upsert_instance_types
     from airflow.sdk.exceptions import AirflowFailException
@@ -129,8 +131,58 @@ def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch) -> 
         )
     assert "kv_cache_dtype='fp8'" in str(err.value) and "instance_types[1]='m6g.large'" in str(err.value)
     request = {"instance_types": ["r8g.4xlarge"], "model": "local/tiny-llama", "execution_mode": "kubernetes"}
-    specs = plan_benchmarks(request, "c-1")
+    monkeypatch.setenv("ACCELBENCH_LAKE_URI", "s3://lake/accelbench")
+    monkeypatch.setenv("ACCELBENCH_LOADGEN_IMAGE", "registry.example.org/accelbench-loadgen:0.1.0")
+    with FakeKubeAPI() as fake:
+        config = {"kube_config_path": str(fake.kubeconfig(tmp_path / "kubeconfig"))}
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": config})
+        )
+        specs = plan_benchmarks(request, "c-1")
     assert specs[0]["server"]["version"] == "0.18.0"  # the recipe default: the catalog has no vllm-cpu row
+
+
+def test_a_scheduled_campaign_on_a_fresh_install_skips_saying_what_to_configure(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No model store yet: the weekly run skips (a green run) and says what to set; a user's run fails."""
+    from accelbench.airflow.dag_defaults import campaign_defaults
+    from accelbench.airflow.tasks import plan_benchmarks
+    from accelbench.catalog.seed import upsert_instance_types
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+    upsert_instance_types(engine, load_seed())
+    monkeypatch.setenv("ACCELBENCH_CATALOG_URL", engine.url.render_as_string(hide_password=False))
+    monkeypatch.setenv("ACCELBENCH_EXECUTION_MODE", "kubernetes")
+    with pytest.raises(AirflowSkipException) as err:
+        plan_benchmarks(campaign_defaults(), "c-1", scheduled=True)
+    said = str(err.value)
+    assert "model='Qwen/Qwen2.5-0.5B-Instruct'" in said and "ACCELBENCH_MODEL_STORE" in said
+    assert "ACCELBENCH_DEFAULT_MODEL" in said
+    with pytest.raises(AirflowFailException):  # asked for by a user: a failure with every problem
+        plan_benchmarks(campaign_defaults(), "c-1")
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", STORE)  # configured: the scheduled run plans (and fails
+    with pytest.raises(AirflowFailException) as err:  # here only on kubernetes mode's own needs)
+        plan_benchmarks(campaign_defaults(), "c-1", scheduled=True)
+    assert (
+        "ACCELBENCH_LOADGEN_IMAGE" in str(err.value) and "Qwen" not in str(err.value).split("problem(s)")[1]
+    )
+
+
+def test_the_form_refuses_graviton2_with_the_reason(airflow_db) -> None:  # type: ignore[no-untyped-def]
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    dag = DagBag(dag_folder=str(REPO / "dags" / "accelbench_cpu_campaign.py")).get_dag(
+        "accelbench_cpu_campaign"
+    )
+    param = dag.params.get_param("instance_types")
+    for graviton2 in ("m6g.xlarge", "c6gn.16xlarge", "r6gd.large"):
+        with pytest.raises(ParamValidationError) as err:
+            param.resolve([graviton2])
+        assert graviton2 in str(err.value) and "lacks FEAT_BF16" in str(err.value)
+    with pytest.raises(ParamValidationError) as err:
+        param.resolve(["m8g.huge"])
+    assert "is not one of" in str(err.value)
+    assert param.resolve(["m8g.xlarge", "r8g.16xlarge"]) == ["m8g.xlarge", "r8g.16xlarge"]
 
 
 def test_dense_models_above_13b_are_refused_with_the_quantized_alternative() -> None:
@@ -255,4 +307,4 @@ def test_duplicate_levels_or_types_are_refused() -> None:
     assert "more than once" in found["instance_types"] and "more than once" in found["concurrency"]
     with pytest.raises(PlanningError) as err:
         parse_request({"model": "m", "instance_types": ["r8g.4xlarge"], "concurrency": [4, 0]})
-    assert "greater than 0" in {p.field: p.message for p in err.value.problems}["concurrency[1]"]
+    assert "greater than or equal to 1" in {p.field: p.message for p in err.value.problems}["concurrency[1]"]

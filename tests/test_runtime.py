@@ -29,7 +29,7 @@ def cpu_server(**overrides) -> ServerSpec:  # type: ignore[no-untyped-def]
         accelerator_count=0,
         vcpu=192,
         server_cpu=190,
-        server_memory_gib=1400,
+        server_memory_mib=1400 * 1024,
         model_weights_gib=15.0,
     )
     return ServerSpec(**(fields | overrides))

@@ -59,19 +59,59 @@ def test_quantized_weights_shrink_only_the_linear_layers() -> None:
 
 
 def test_node_budget_by_hand() -> None:
-    budget = fit.NodeBudget.for_instance(memory_gib=32, vcpu=4)  # r8g.xlarge
-    capacity = 32 * (1 - 0.075)
-    spare = capacity - (255 + 11 * 110) / 1024 - 100 / 1024 - 0.5 - 2
-    assert budget.server_memory_gib == math.floor(spare) == 25
-    assert budget.server_cpu == 2  # 4 vCPU - 1 loadgen - 1 system
+    """r8g.xlarge: Karpenter's allocatable (29258Mi and 3920m in its published table) minus what else runs."""
+    budget = fit.NodeBudget.for_instance(
+        memory_gib=32, vcpu=4, architecture="arm64", max_pods=58, loadgen_mib=1152
+    )
+    capacity = (32768 - 64) - math.ceil((32768 - 64) * 0.075)  # Graviton CMA, then vmMemoryOverheadPercent
+    allocatable = capacity - (255 + 11 * 58) - 100  # kube-reserved for 58 ENI-limited pods, eviction
+    assert budget.node.memory_mib == allocatable == 29258
+    assert budget.node.cpu_m == 4000 - (60 + 10 + 10) == 3920
+    daemonsets = 0 + 0 + 0 + 40  # aws-node, kube-proxy, pod identity agent, ebs-csi-node
+    assert budget.server_memory_mib == allocatable - daemonsets - 1152 - 32
+    assert budget.server_cpu == 2  # 3 exclusive cores (one reserved) - 1 for the load generator
+
+
+def test_x86_nodes_keep_the_cma_and_big_nodes_keep_whole_cores() -> None:
+    gpu = fit.NodeBudget.for_instance(
+        memory_gib=32, vcpu=4, architecture="x86_64", max_pods=58, loadgen_mib=1152
+    )
+    assert gpu.node.memory_mib == 32768 - math.ceil(32768 * 0.075) - (255 + 11 * 58) - 100
+    big = fit.NodeBudget.for_instance(
+        memory_gib=1536, vcpu=192, architecture="arm64", max_pods=737, loadgen_mib=1152
+    )
+    assert big.node.cpu_m == 192000 - (60 + 10 + 10 + int(188000 * 0.0025))
+    assert big.server_cpu == 190
+
+
+def test_load_generator_memory_follows_the_load_plan() -> None:
+    """Measured base at 1024 in flight plus the per-request timings it keeps (benchmarks/pod_reserves.py)."""
+    assert fit.loadgen_memory_mib(200, 512, 128) == 1152  # 1,100 MiB + 3.9 MiB, rounded up to 64 MiB
+    big = 10_000 * (8 * 4096 + 128 * 512) / 2**20 + 1100
+    assert fit.loadgen_memory_mib(10_000, 4096, 512) == math.ceil(big / 64) * 64
+    assert fit.loadgen_memory_mib(10_000, 4096, 512, range_ratio=0.5) > fit.loadgen_memory_mib(
+        10_000, 4096, 512
+    )
+
+
+def test_each_tensor_parallel_rank_adds_a_worker_process() -> None:
+    assert fit.process_overhead_gib(1) == fit.PROCESS_OVERHEAD_GIB
+    assert fit.process_overhead_gib(2) == fit.PROCESS_OVERHEAD_GIB + fit.PROCESS_OVERHEAD_PER_EXTRA_RANK_GIB
+
+
+def _budget(memory_gib: float, vcpu: int) -> fit.NodeBudget:
+    return fit.NodeBudget.for_instance(
+        memory_gib=memory_gib, vcpu=vcpu, architecture="arm64", max_pods=58, loadgen_mib=1152
+    )
 
 
 def test_kv_cache_is_clamped_to_what_fits_and_says_so() -> None:
     shape = load_model_shape("local/tiny-llama", STORE)
     plan = fit.plan_fit(
         shape,
-        memory_gib=16,
+        budget=_budget(16, 4),
         vcpu=4,
+        tensor_parallel_size=1,
         numa_nodes=1,
         generation="graviton4",
         context_len=2048,
@@ -89,7 +129,14 @@ def test_kv_cache_is_clamped_to_what_fits_and_says_so() -> None:
 def test_kv_cache_is_what_was_asked_when_it_fits() -> None:
     shape = load_model_shape("local/tiny-llama", STORE)
     plan = fit.plan_fit(
-        shape, memory_gib=64, vcpu=8, numa_nodes=1, generation="graviton4", context_len=2048, concurrency=1024
+        shape,
+        budget=_budget(64, 8),
+        vcpu=8,
+        tensor_parallel_size=1,
+        numa_nodes=1,
+        generation="graviton4",
+        context_len=2048,
+        concurrency=1024,
     )
     assert plan.kv_cache_gib == math.ceil(shape.kv_bytes_per_token() * 2048 * 1024 / GIB) == 4
     assert plan.warnings == []

@@ -30,7 +30,7 @@ MATRIX = json.dumps(
 
 
 @pytest.fixture
-def catalog(airflow_db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def catalog(airflow_db, monkeypatch, kubernetes_ready) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
     monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", MATRIX)
@@ -84,7 +84,7 @@ def test_version_matrix_plans_at_the_partition_version_and_skips_what_the_lake_h
     assert {s.load.concurrency for s in specs} == {(1, 2)} and {s.load.repeats for s in specs} == {2}
     m8g = next(s for s in specs if s.server.instance_type == "m8g.xlarge")
 
-    lake = Lake(str(accelbench_env / "lake"))
+    lake = Lake.from_env()
     _land(lake, m8g, [1, 2], 1)  # one repeat of two: not complete
     _land(lake, next(s for s in specs if s is not m8g), [1, 2], 2, status="failed")  # failed: not measured
     assert measured_specs(lake, specs) == []
@@ -139,7 +139,7 @@ def test_version_backfill_requests_only_versions_not_yet_measured(
     from tests.test_dags import _states
 
     monkeypatch.setenv("ACCELBENCH_EXECUTION_MODE", "kubernetes")  # plans need no local vLLM here
-    lake = Lake(str(accelbench_env / "lake"))
+    lake = Lake.from_env()
     for spec in (BenchmarkSpec.model_validate(s) for s in _plan("0.18.0")):
         _land(lake, spec, [1, 2], 2)
 
@@ -203,7 +203,7 @@ def test_partition_keys_are_checked_and_retracted_runs_do_not_count_as_measured(
     assert _plan("v0.19.1") == _plan("0.19.1")  # one spelling in images, matrix keys and the lake
 
     specs = [BenchmarkSpec.model_validate(s) for s in _plan("0.19.1")]
-    lake = Lake(str(accelbench_env / "lake"))
+    lake = Lake.from_env()
     for spec in specs:
         _land(lake, spec, [1, 2], 2)
     assert len(measured_specs(lake, specs)) == 2

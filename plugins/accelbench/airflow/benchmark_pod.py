@@ -13,16 +13,18 @@ from typing import Any
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import PodDefaults
 from kubernetes.client import models as k8s
+from kubernetes.config import ConfigException
 
 from accelbench.airflow.benchmark_operator import NODE_XCOM
 from accelbench.campaign.spec import BenchmarkSpec
-from accelbench.errors import PodNotScheduled
+from accelbench.errors import ConfigError, PodNotScheduled
 from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
+from accelbench.sizing.fit import XCOM_SIDECAR_CPU_M, XCOM_SIDECAR_MEMORY_MIB
 
-XCOM_SIDECAR_RESOURCES = guaranteed("10m", "32Mi")
+XCOM_SIDECAR_RESOURCES = guaranteed(f"{XCOM_SIDECAR_CPU_M}m", f"{XCOM_SIDECAR_MEMORY_MIB}Mi")
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 log = logging.getLogger(__name__)
@@ -136,6 +138,10 @@ class BenchmarkPod(KubernetesPodOperator):
         execute = inspect.unwrap(KubernetesPodOperator.execute)
         try:
             return execute(self, context) or {}
+        except ConfigException as exc:  # the client's own message, not its traceback
+            raise ConfigError(
+                f"connection {self.kubernetes_conn_id}", None, f"no usable Kubernetes configuration ({exc})"
+            ) from None
         except Exception as exc:
             if isinstance(self.loadgen_result, dict) and "spec_id" in self.loadgen_result:
                 return self.loadgen_result

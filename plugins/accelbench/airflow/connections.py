@@ -64,3 +64,51 @@ def aws_session(settings: Settings) -> boto3.session.Session | None:
         log.info("no AWS credentials (connection %r or the default chain): working offline", conn_id)
         return None
     return session
+
+
+KUBERNETES_CONN_ID = "kubernetes_default"  # KubernetesPodOperator's default: the connection BenchmarkPod uses
+KUBERNETES_CHECK_TIMEOUT_S = 10
+
+
+def kubernetes_problem(namespace: str, conn_id: str = KUBERNETES_CONN_ID) -> str | None:
+    """Why the benchmark pods could not be started through this connection, or None.
+
+    Loads the connection's configuration as the operator will, then lists pods in the benchmark namespace
+    (what the worker's Role allows), so a missing kubeconfig, an unreachable API server or missing RBAC is
+    a planning problem instead of a client traceback after the campaign started.
+    """
+    from airflow.exceptions import AirflowException
+    from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+    from kubernetes.client import CoreV1Api
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+
+    hook = KubernetesHook(conn_id=conn_id)
+    try:
+        extras = hook.conn_extras
+    except AirflowException as exc:
+        return f"connection {conn_id!r} cannot be read ({exc})"
+    try:
+        api = hook.api_client
+    except (ConfigException, AirflowException, OSError) as exc:
+        how = (
+            "in_cluster is set but the worker runs outside a cluster (no service-account token)"
+            if extras.get("in_cluster")
+            else 'on EKS give it the extra {"in_cluster": true}; elsewhere a "kube_config_path"'
+        )
+        return f"connection {conn_id!r} gives no usable Kubernetes configuration ({exc}): {how}"
+    where = "in-cluster" if extras.get("in_cluster") else "kubeconfig"
+    try:
+        CoreV1Api(api).list_namespaced_pod(namespace, limit=1, _request_timeout=KUBERNETES_CHECK_TIMEOUT_S)
+    except ApiException as exc:
+        return (
+            f"connection {conn_id!r} ({where}): the API server at {api.configuration.host} refused to list "
+            f"pods in {namespace} (HTTP {exc.status} {exc.reason}): check the worker's RBAC "
+            "(infra/k8s/airflow-worker-rbac.yaml)"
+        )
+    except Exception as exc:  # urllib3's connection and timeout errors
+        return (
+            f"connection {conn_id!r} ({where}): the API server at {api.configuration.host} did not answer "
+            f"within {KUBERNETES_CHECK_TIMEOUT_S} s ({type(exc).__name__}: {exc})"
+        )
+    return None

@@ -137,19 +137,54 @@ def _local_version(requested: str | None) -> str:
     return local
 
 
+def _kubernetes_preflight(model: str) -> list[Any]:
+    """Kubernetes mode's needs (lake, image, model store, a reachable API server), as planning problems."""
+    from accelbench.airflow.connections import KUBERNETES_CONN_ID, kubernetes_problem
+    from accelbench.campaign.problems import Problem
+    from accelbench.k8s.placement import BENCHMARK_NAMESPACE
+    from accelbench.k8s.preflight import kubernetes_problems
+    from accelbench.lake.store import Lake
+
+    problems = kubernetes_problems(model, Lake.from_env().uri)
+    why = kubernetes_problem(BENCHMARK_NAMESPACE)
+    if why:
+        problems.append(Problem("kubernetes_conn_id", KUBERNETES_CONN_ID, why))
+    return problems
+
+
+def _skip_unconfigured_schedule(request: Any) -> None:
+    """A scheduled campaign whose model the store lacks (a fresh install) skips, saying what to set."""
+    from accelbench.sizing.model_config import MODEL_STORE_SETTING, find_config
+
+    try:
+        find_config(request.model)
+    except ConfigError as exc:
+        raise AirflowSkipException(
+            f"the scheduled campaign has nothing to measure yet: {exc}. Put the model's config.json in "
+            f"the model store ({MODEL_STORE_SETTING}; README, Deploy on EKS) or set ACCELBENCH_DEFAULT_MODEL "
+            "to a model it holds; a manual run with a model of your choice works meanwhile"
+        ) from None
+
+
 @_fail_on_library_error
 def plan_benchmarks(
-    params: dict[str, Any], campaign_id: str, as_of: datetime | None = None
+    params: dict[str, Any], campaign_id: str, as_of: datetime | None = None, scheduled: bool = False
 ) -> list[dict[str, Any]]:
-    """First task of a campaign: every problem fails it, with the text naming each field."""
+    """First task of a campaign: every problem fails it, with the text naming each field.
+
+    `scheduled`: the run was made by the scheduler (cron, backfill), not by a user, so an install that
+    has no model yet skips instead of failing."""
     from accelbench.campaign.planner import parse_request, plan_campaign
     from accelbench.runtime.recipes import recipe_for
     from accelbench.runtime.versions import resolve_version
 
     request = parse_request(params)
+    if scheduled:
+        _skip_unconfigured_schedule(request)
     settings = Settings.from_env()
     version = request.version
     local = check_mode(request.execution_mode or default_mode()) == "local"
+    preflight = [] if local else _kubernetes_preflight(request.model)
     if local:
         version = _local_version(request.version)
     with catalog_engine(settings) as engine:
@@ -159,6 +194,6 @@ def plan_benchmarks(
             log.info("%s version %s (%s)", request.runtime, version, source)
         # Pods pull by the digest discovery recorded; a local server runs its own build, no image.
         digest = None if local else queries.image_digest(engine, request.runtime, version)
-    plan = plan_campaign(request, catalog, version, campaign_id, image_digest=digest)
+    plan = plan_campaign(request, catalog, version, campaign_id, image_digest=digest, preflight=preflight)
     log.info("planned %d benchmark pods", len(plan.specs))
     return [spec.model_dump(mode="json") for spec in plan.specs]

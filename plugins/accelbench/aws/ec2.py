@@ -20,6 +20,20 @@ class Ec2Facts:
     architectures: tuple[str, ...]
     accelerator_count: int
     accelerator_memory_gib: float
+    max_pods: int | None = (
+        None  # ENI-limited pods, as Karpenter derives them; None when EC2 gave no NetworkInfo
+    )
+
+
+def eni_limited_pods(network: dict[str, Any]) -> int | None:
+    """Karpenter's ENILimitedPods (no reserved ENIs): default card's ENIs x (IPv4 per ENI - 1) + 2."""
+    try:
+        cards = network["NetworkCards"]
+        index = network.get("DefaultNetworkCardIndex", 0)
+        enis = next(c for c in cards if c.get("NetworkCardIndex", 0) == index)["MaximumNetworkInterfaces"]
+        return int(enis) * (int(network["Ipv4AddressesPerInterface"]) - 1) + 2
+    except (KeyError, StopIteration, TypeError, ValueError):
+        return None
 
 
 def _facts(item: dict[str, Any]) -> Ec2Facts:
@@ -35,6 +49,7 @@ def _facts(item: dict[str, Any]) -> Ec2Facts:
         architectures=tuple(item["ProcessorInfo"]["SupportedArchitectures"]),
         accelerator_count=count,
         accelerator_memory_gib=mem,
+        max_pods=eni_limited_pods(item.get("NetworkInfo") or {}),
     )
 
 

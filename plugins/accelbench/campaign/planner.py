@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -13,11 +13,11 @@ from accelbench.campaign import guards
 from accelbench.campaign.problems import PlanningError, Problem, problems_from_validation
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
-from accelbench.catalog.families import refuse_graviton2
+from accelbench.catalog.families import CPU_FAMILIES, refuse_graviton2
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
-from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, plan_fit
+from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, loadgen_memory_mib, plan_fit
 from accelbench.sizing.model_config import ModelShape, load_model_shape
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,51 @@ def _tensor_parallel(req: CampaignRequest, inst: InstanceSpec) -> tuple[int, lis
     return tp, []
 
 
+def node_budget(inst: InstanceSpec, load: LoadPlan) -> NodeBudget:
+    """What the server container gets on a Karpenter node of this type (the catalog row has max_pods)."""
+    if inst.max_pods is None:
+        raise ValueError(f"{inst.instance_type}: the catalog row has no max_pods")
+    return NodeBudget.for_instance(
+        memory_gib=inst.memory_gib,
+        vcpu=inst.vcpu,
+        architecture=inst.architecture,
+        max_pods=inst.max_pods,
+        loadgen_mib=loadgen_memory(load),
+    )
+
+
+def loadgen_memory(load: LoadPlan) -> int:
+    return loadgen_memory_mib(load.prompts_per_level, load.input_len, load.output_len, load.range_ratio)
+
+
+def _fit(shape: ModelShape, inst: InstanceSpec, tp: int, load: LoadPlan, context_len: int) -> FitPlan:
+    return plan_fit(
+        shape,
+        budget=node_budget(inst, load),
+        vcpu=inst.vcpu,
+        numa_nodes=inst.numa_nodes,
+        tensor_parallel_size=tp,
+        generation=inst.generation,
+        context_len=context_len,
+        concurrency=load.max_concurrency,
+    )
+
+
+def _smallest_fit(
+    shape: ModelShape, catalog: Mapping[str, InstanceSpec], load: LoadPlan, context_len: int
+) -> str:
+    """The refusal's advice: the smallest CPU type of the catalog (by memory, then vCPUs) the model fits."""
+    for inst in sorted(catalog.values(), key=lambda i: (i.memory_gib, i.vcpu, i.instance_type)):
+        if inst.accelerator_type != "cpu" or inst.max_pods is None or inst.family not in CPU_FAMILIES:
+            continue
+        if (
+            node_budget(inst, load).server_cpu >= 1
+            and _fit(shape, inst, inst.numa_nodes, load, context_len).fits
+        ):
+            return f"The smallest catalog type it fits is {inst.instance_type} ({inst.memory_gib:g} GiB)."
+    return "No CPU type of the catalog fits it: use a quantized checkpoint or a GPU/Neuron tier."
+
+
 def parse_request(params: Mapping[str, object]) -> CampaignRequest:
     """DAG params -> CampaignRequest; every invalid field becomes a Problem."""
     try:
@@ -101,10 +146,14 @@ def plan_campaign(
     campaign_id: str,
     load_shape: Callable[[str], ModelShape] = load_model_shape,
     image_digest: str | None = None,
+    preflight: Sequence[Problem] = (),
 ) -> Plan:
-    """All guards run; a PlanningError lists every problem, each naming its field and value."""
+    """All guards run; a PlanningError lists every problem, each naming its field and value.
+
+    `preflight`: problems of the execution environment found by the caller (kubernetes mode's lake,
+    image, connection), reported with the campaign's own."""
     recipe = recipe_for(req.runtime)
-    problems: list[Problem] = guards.check_engine_args(req)
+    problems: list[Problem] = [*preflight, *guards.check_engine_args(req)]
     plan = Plan(specs=[])
     cpu = recipe.accelerator_type == "cpu"
     if cpu:
@@ -143,15 +192,27 @@ def plan_campaign(
             continue
         tp, tp_problems = _tensor_parallel(req, inst)
         problems += tp_problems
-        budget = NodeBudget.for_instance(inst.memory_gib, inst.vcpu)
-        if budget.server_cpu < 1 or budget.server_memory_gib < 1:
+        if inst.max_pods is None:
             problems.append(
                 Problem(
                     f"instance_types[{i}]",
                     name,
-                    f"too small for a benchmark pod "
-                    f"({inst.vcpu} vCPU, {inst.memory_gib:g} GiB): the server needs at least "
-                    "1 core and 1 GiB after the load generator and system reserves",
+                    "the catalog row has no max_pods (it predates catalog revision 0003), so the node's "
+                    "kube-reserved memory is unknown: run accelbench_instance_catalog to re-seed it",
+                )
+            )
+            continue
+        budget = node_budget(inst, load)
+        if budget.server_cpu < 1 or budget.server_memory_mib < 1024:
+            problems.append(
+                Problem(
+                    f"instance_types[{i}]",
+                    name,
+                    f"too small for a benchmark pod ({inst.vcpu} vCPU, {inst.memory_gib:g} GiB): after "
+                    f"Karpenter's reserves, the DaemonSets and the load generator (1 core, "
+                    f"{budget.loadgen_mib / 1024:.2f} GiB for this load plan), the server would get "
+                    f"{budget.server_cpu} core(s) and {budget.server_memory_gib:.2f} GiB; it needs at least "
+                    "1 core and 1 GiB",
                 )
             )
             continue
@@ -159,24 +220,17 @@ def plan_campaign(
             continue
         kv_gib = 0
         if cpu:
-            fit = plan_fit(
-                shape,
-                memory_gib=inst.memory_gib,
-                vcpu=inst.vcpu,
-                numa_nodes=inst.numa_nodes,
-                generation=inst.generation,
-                context_len=req.context_len,
-                concurrency=load.max_concurrency,
-            )
+            fit = _fit(shape, inst, tp, load, req.context_len)
             plan.fits[name] = fit
             if not fit.fits:
                 problems.append(
                     Problem(
                         f"instance_types[{i}]",
                         name,
-                        f"{req.model} does not fit: "
-                        f"{fit.describe()}; needs at least {fit.min_kv_gib:.1f} GiB of KV "
-                        "cache for one full-context sequence",
+                        f"{req.model} does not fit: {fit.describe()}; it needs at least "
+                        f"{fit.needed_gib:.2f} GiB with {fit.min_kv_gib:.1f} GiB of KV cache for one "
+                        f"full-context sequence: short by {fit.shortfall_gib:.2f} GiB. "
+                        + _smallest_fit(shape, catalog, load, req.context_len),
                     )
                 )
                 continue
@@ -213,7 +267,7 @@ def plan_campaign(
             accelerator_count=inst.accelerator_count,
             vcpu=inst.vcpu,
             server_cpu=budget.server_cpu,
-            server_memory_gib=budget.server_memory_gib,
+            server_memory_mib=budget.server_memory_mib,
             model_weights_gib=round(shape.weight_bytes() / GIB, 3),
             extra_engine_args=tuple(req.extra_engine_args),
         )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
 from accelbench.campaign.spec import Runtime
 from accelbench.execution.modes import ExecutionMode
+from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 
 Quantization = Literal["none", "int8", "int4"]
 DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
@@ -31,7 +32,9 @@ class CampaignRequest(BaseModel):
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     input_len: int = Field(default=512, ge=1)
     output_len: int = Field(default=128, ge=1)
-    concurrency: list[PositiveInt] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
+    concurrency: list[Annotated[int, Field(ge=1, le=LOADGEN_MAX_IN_FLIGHT)]] = Field(
+        default_factory=lambda: [1, 4, 16], min_length=1
+    )
     request_rates: list[PositiveFloat] = Field(default_factory=list)
     prompts_per_level: int = Field(default=200, ge=1)
     repeats: int = Field(default=1, ge=1)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Runtime = Literal["vllm-cpu", "vllm-gpu", "vllm-neuron"]
 
@@ -36,9 +36,18 @@ class ServerSpec(_Frozen):
     accelerator_count: int = Field(ge=0)
     vcpu: int = Field(ge=1)
     server_cpu: int = Field(ge=1)
-    server_memory_gib: int = Field(ge=1)
+    server_memory_mib: int = Field(ge=1)  # the container's memory request = limit
     model_weights_gib: float = Field(ge=0)
     extra_engine_args: tuple[str, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_memory(cls, data: Any) -> Any:
+        """Specs recorded before MiB sizing (evidence already in the lake) said server_memory_gib."""
+        if isinstance(data, dict) and "server_memory_gib" in data and "server_memory_mib" not in data:
+            data = dict(data)
+            data["server_memory_mib"] = round(float(data.pop("server_memory_gib")) * 1024)
+        return data
 
 
 class LoadPlan(_Frozen):

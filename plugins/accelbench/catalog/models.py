@@ -57,6 +57,7 @@ class InstanceType(Base):
         CheckConstraint("vcpu > 0", name="vcpu_positive"),
         CheckConstraint("memory_gib > 0", name="memory_positive"),
         CheckConstraint("numa_nodes >= 1", name="numa_nodes_positive"),
+        CheckConstraint("max_pods IS NULL OR max_pods >= 1", name="max_pods_positive"),
     )
 
     instance_type: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -67,6 +68,7 @@ class InstanceType(Base):
     vcpu: Mapped[int] = mapped_column(Integer)
     memory_gib: Mapped[float] = mapped_column(Float)
     numa_nodes: Mapped[int] = mapped_column(Integer)
+    max_pods: Mapped[int | None] = mapped_column(Integer)
     accelerator_type: Mapped[str] = mapped_column(String(16))
     accelerator_name: Mapped[str | None] = mapped_column(String(64))
     accelerator_count: Mapped[int] = mapped_column(Integer)

@@ -32,6 +32,9 @@ class InstanceSpec:
     vcpu: int
     memory_gib: float
     numa_nodes: int
+    # The kubelet's ENI-limited pod count (Karpenter's label karpenter.k8s.aws/instance-pods): it sets the
+    # kube-reserved memory of an AL2023 node, which the node budget needs. None = unknown (an old row).
+    max_pods: int | None
     accelerator_type: str
     accelerator_name: str | None
     accelerator_count: int
@@ -71,6 +74,7 @@ def _parse_row(row: dict[str, str], where: str) -> InstanceSpec:
         vcpu=int(num("vcpu", int)),
         memory_gib=float(num("memory_gib", float)),
         numa_nodes=int(num("numa_nodes", int)),
+        max_pods=int(num("max_pods", int)) if (row.get("max_pods") or "").strip() else None,
         accelerator_type=row["accelerator_type"],
         accelerator_name=row.get("accelerator_name") or None,
         accelerator_count=int(num("accelerator_count", int)),
@@ -88,6 +92,8 @@ def _parse_row(row: dict[str, str], where: str) -> InstanceSpec:
             spec.architecture,
             f"expected one of {', '.join(ARCHITECTURES)}",
         )
+    if spec.max_pods is not None and spec.max_pods < 1:
+        raise ConfigError(f"{where}.max_pods", spec.max_pods, "must be at least 1")
     if spec.accelerator_type == "cpu" and spec.family not in CPU_FAMILIES:
         raise ConfigError(
             f"{where}.family",

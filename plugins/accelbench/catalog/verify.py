@@ -65,6 +65,8 @@ def compare(spec: InstanceSpec, facts: Ec2Facts) -> list[Mismatch]:
             math.isclose(spec.accelerator_memory_gib, facts.accelerator_memory_gib, rel_tol=1e-6),
         ),
     ]
+    if facts.max_pods is not None:
+        checks.append(("max_pods", spec.max_pods, facts.max_pods, spec.max_pods == facts.max_pods))
     for name, ours, theirs, ok in checks:
         if not ok:
             found.append(Mismatch(spec.instance_type, name, ours, theirs))

@@ -73,7 +73,7 @@ def server_spec(model: Path | str) -> ServerSpec:
         accelerator_count=0,
         vcpu=2,
         server_cpu=1,
-        server_memory_gib=4,
+        server_memory_mib=4096,
         model_weights_gib=0.02,
         extra_engine_args=("--enforce-eager",),
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kubernetes.client import models as k8s
 
 from accelbench import __version__
+from accelbench.campaign.planner import loadgen_memory
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS
 from accelbench.errors import ConfigError
@@ -19,7 +20,7 @@ from accelbench.execution.modes import MODE_SETTING
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
 from accelbench.runtime.recipes import SERVER_PORT, recipe_for
-from accelbench.sizing.fit import LOADGEN_CPU, LOADGEN_MEMORY_GIB
+from accelbench.sizing.fit import LOADGEN_CPU
 
 LOADGEN_IMAGE_SETTING = "ACCELBENCH_LOADGEN_IMAGE"
 # Pinned: it must not change with the server version under test (deltas measure the server).
@@ -126,7 +127,7 @@ def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
         ),
         resources=guaranteed(
             str(s.server_cpu),
-            f"{s.server_memory_gib}Gi",
+            f"{s.server_memory_mib}Mi",
             _device_resources(s.accelerator_type, s.accelerator_count),
         ),
         security_context=k8s.V1SecurityContext(
@@ -177,7 +178,7 @@ def build_pod_parts(
         "gpu": placement.GPU_NODEPOOL,
         "neuron": placement.NEURON_NODEPOOL,
     }[s.accelerator_type]
-    shm_gib = max(1, min(16, s.server_memory_gib // 4))
+    shm_gib = max(1, min(16, s.server_memory_mib // 4096))
     weights_gib = s.model_weights_gib
     return PodParts(
         name=f"accelbench-{spec.spec_id}",
@@ -186,7 +187,7 @@ def build_pod_parts(
         loadgen_image=os.environ.get(LOADGEN_IMAGE_SETTING, "").strip() or DEFAULT_LOADGEN_IMAGE,
         loadgen_cmds=["accelbench-loadgen"],
         loadgen_env=loadgen_env(spec, lake_uri),
-        loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{LOADGEN_MEMORY_GIB}Gi"),
+        loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{loadgen_memory(spec.load)}Mi"),
         loadgen_security_context=k8s.V1SecurityContext(
             capabilities=k8s.V1Capabilities(drop=["ALL"]),
             allow_privilege_escalation=False,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 
 PERCENTILE_METRICS = "ttft,tpot,itl,e2el"
 METRIC_PERCENTILES = "50,90,95,99"
@@ -94,7 +95,9 @@ def bench_args(
     if level is None or level.kind == "concurrency":
         args += ["--max-concurrency", f"{int(level.value) if level else 1}", "--request-rate", "inf"]
     else:
+        # Open loop up to the in-flight cap the pod's memory is sized for (a capped level is client-limited).
         args += ["--request-rate", f"{level.value:g}", "--burstiness", "1.0"]
+        args += ["--max-concurrency", str(LOADGEN_MAX_IN_FLIGHT)]
     if load.goodput_slos_ms:
         args += ["--goodput", *(f"{k}:{v:g}" for k, v in sorted(load.goodput_slos_ms.items()))]
     if metadata:

@@ -1,13 +1,16 @@
 """Does a model fit a node, and how much KV cache to give it (VLLM_CPU_KVCACHE_SPACE).
 
-Budget of a CPU node, all in GiB (documented in the README):
-  EC2 memory x (1 - VM_MEMORY_OVERHEAD: what the kernel and firmware keep; Karpenter's default)
-  - kube-reserved (255 MiB + 11 MiB x max pods) - eviction threshold (100 MiB)
-  - daemonsets (DAEMONSET_RESERVE_GIB) - the loadgen container (LOADGEN_MEMORY_GIB)
+Budget of a node, in MiB (infra/README.md has the formula with worked examples):
+  Karpenter's allocatable for the type (accelbench.sizing.karpenter)
+  - the DaemonSets every node runs (accelbench.sizing.daemonsets)
+  - the load-generator container (loadgen_memory_mib) - the XCom sidecar (XCOM_SIDECAR_MEMORY_MIB)
   = the server container's limit, of which FIT_FRACTION may be planned; the rest absorbs
   allocator fragmentation and page cache of the mmapped checkpoint.
-Inside the plan: weights + process overhead (~2 GB: API server, engine, worker each import
-torch) + activation headroom + KV cache.
+CPU: whole cores (the static CPU manager gives Guaranteed containers exclusive cores only for whole CPUs):
+the load generator's core and the server's must fit both the allocatable CPU (with the DaemonSets and the
+XCom sidecar) and the cores the static CPU manager can hand out (all but the reserved one).
+Inside the plan: weights + process overhead (API server, engine, worker each import torch)
++ activation headroom + KV cache.
 """
 
 from __future__ import annotations
@@ -16,19 +19,33 @@ import math
 from dataclasses import dataclass, field
 
 from accelbench.sizing.bandwidth import BandwidthAdvisory, advisory
+from accelbench.sizing.daemonsets import node_daemonset_requests
+from accelbench.sizing.karpenter import Allocatable, allocatable, exclusive_cpus
 from accelbench.sizing.model_config import ModelShape
 
 GIB = 1024**3
-VM_MEMORY_OVERHEAD = 0.075
-MAX_PODS = 110
-KUBE_RESERVED_GIB = (255 + 11 * MAX_PODS) / 1024
-EVICTION_GIB = 100 / 1024
-DAEMONSET_RESERVE_GIB = 0.5
-LOADGEN_MEMORY_GIB = 2
+MIB = 1024**2
 LOADGEN_CPU = 1
-SYSTEM_CPU = 1  # kube/system reserved CPU rounded up: the static CPU manager hands out whole cores
+# The most requests the load generator keeps in flight: the highest concurrency a campaign may ask for, and
+# the cap of a Poisson level (an overloaded server would otherwise pile every prompt up in the client).
+LOADGEN_MAX_IN_FLIGHT = 1024
+# The load-generator container's memory, from benchmarks/pod_reserves.py (RESULTS.md, "Pod reserves"): the
+# driver + warm `vllm bench serve` tree peaked at 917 MiB (cgroup charge; RSS 930) at 1024 in flight with a
+# 151,665-token tokenizer, plus ~117 B per output token and up to ~5 B per input token of each prompt (the
+# per-request timings it keeps). Sized with margin: 1,100 MiB + prompts x (8 B x input + 128 B x output),
+# rounded up to 64 MiB.
+LOADGEN_BASE_MIB = 1100
+LOADGEN_BYTES_PER_INPUT_TOKEN = 8
+LOADGEN_BYTES_PER_OUTPUT_TOKEN = 128
+# KubernetesPodOperator's XCom sidecar (a shell loop); requests = limits like every container of the pod.
+XCOM_SIDECAR_CPU_M = 10
+XCOM_SIDECAR_MEMORY_MIB = 32
 FIT_FRACTION = 0.90
-PROCESS_OVERHEAD_GIB = 2.0
+# vLLM CPU beyond weights and KV cache, from benchmarks/pod_reserves.py: the server tree's peak RSS less KV
+# and weights was 1,709 MiB (eager) and 1,771 MiB (compiled) for the tiny model on vllm-cpu 0.32.0 (cgroup
+# charge 1,450 / 1,511 MiB), of which the Worker process held 654-716 MiB; a tensor-parallel rank adds one.
+PROCESS_OVERHEAD_GIB = 1.75
+PROCESS_OVERHEAD_PER_EXTRA_RANK_GIB = 0.75
 MAX_BATCHED_TOKENS = 4096  # prefill chunk the activation headroom is sized for
 ACTIVATION_BUFFERS = 4
 DENSE_REFUSE_PARAMS = 13e9
@@ -37,16 +54,41 @@ DENSE_WARN_PARAMS = 8e9
 
 @dataclass(frozen=True)
 class NodeBudget:
-    memory_gib: float
-    vcpu: int
-    server_memory_gib: int
+    """What the server container gets on a node of one instance type, after everything else on it."""
+
+    node: Allocatable
+    server_memory_mib: int
     server_cpu: int
+    loadgen_mib: int
+
+    @property
+    def memory_gib(self) -> float:
+        return self.node.instance_memory_mib / 1024
+
+    @property
+    def server_memory_gib(self) -> float:
+        return self.server_memory_mib / 1024
 
     @classmethod
-    def for_instance(cls, memory_gib: float, vcpu: int) -> NodeBudget:
-        capacity = memory_gib * (1 - VM_MEMORY_OVERHEAD)
-        spare = capacity - KUBE_RESERVED_GIB - EVICTION_GIB - DAEMONSET_RESERVE_GIB - LOADGEN_MEMORY_GIB
-        return cls(memory_gib, vcpu, max(0, math.floor(spare)), max(0, vcpu - LOADGEN_CPU - SYSTEM_CPU))
+    def for_instance(
+        cls,
+        *,
+        memory_gib: float,
+        vcpu: int,
+        architecture: str,
+        max_pods: int,
+        loadgen_mib: int,
+        daemonsets: tuple[int, int] | None = None,
+    ) -> NodeBudget:
+        """`daemonsets`: (millicores, MiB) of the node's DaemonSets; default: accelbench.sizing.daemonsets."""
+        node = allocatable(
+            memory_mib=round(memory_gib * 1024), vcpu=vcpu, architecture=architecture, max_pods=max_pods
+        )
+        ds_cpu_m, ds_memory_mib = daemonsets if daemonsets is not None else node_daemonset_requests()
+        memory = node.memory_mib - ds_memory_mib - loadgen_mib - XCOM_SIDECAR_MEMORY_MIB
+        cpu_room = node.cpu_m - ds_cpu_m - XCOM_SIDECAR_CPU_M - LOADGEN_CPU * 1000
+        cpu = min(cpu_room // 1000, exclusive_cpus(vcpu) - LOADGEN_CPU)
+        return cls(node, max(0, memory), max(0, cpu), loadgen_mib)
 
 
 @dataclass
@@ -67,13 +109,38 @@ class FitPlan:
     advisory: BandwidthAdvisory
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def needed_gib(self) -> float:
+        """The least the server must plan: weights, overhead, activations and one full-context sequence."""
+        return self.weights_gib + self.overhead_gib + self.activation_gib + math.ceil(self.min_kv_gib)
+
+    @property
+    def shortfall_gib(self) -> float:
+        """How much more server memory (its container limit) the model needs on this node; 0 if it fits."""
+        return max(0.0, self.needed_gib / FIT_FRACTION - self.budget.server_memory_gib)
+
     def describe(self) -> str:
         return (
-            f"weights {self.weights_gib:.1f} GiB + overhead {self.overhead_gib:.1f} GiB + activations "
-            f"{self.activation_gib:.1f} GiB + KV {self.kv_cache_gib} GiB of {self.usable_gib:.1f} GiB usable "
-            f"({FIT_FRACTION:.0%} of the server's {self.budget.server_memory_gib} GiB limit on a "
-            f"{self.budget.memory_gib:g} GiB node)"
+            f"weights {self.weights_gib:.2f} GiB + overhead {self.overhead_gib:.2f} GiB + activations "
+            f"{self.activation_gib:.2f} GiB + KV {self.kv_cache_gib} GiB of {self.usable_gib:.2f} GiB usable "
+            f"({FIT_FRACTION:.0%} of the server's {self.budget.server_memory_gib:.2f} GiB limit on a "
+            f"{self.budget.memory_gib:g} GiB node, beside a {self.budget.loadgen_mib / 1024:.2f} GiB load "
+            "generator)"
         )
+
+
+def loadgen_memory_mib(prompts: int, input_len: int, output_len: int, range_ratio: float = 0.0) -> int:
+    """The load-generator container's memory for a load plan (lengths at the top of their random range)."""
+    top = 1 + range_ratio
+    per_prompt = (
+        LOADGEN_BYTES_PER_INPUT_TOKEN * input_len * top + LOADGEN_BYTES_PER_OUTPUT_TOKEN * output_len * top
+    )
+    mib = LOADGEN_BASE_MIB + prompts * per_prompt / MIB
+    return math.ceil(mib / 64) * 64
+
+
+def process_overhead_gib(tensor_parallel_size: int) -> float:
+    return PROCESS_OVERHEAD_GIB + PROCESS_OVERHEAD_PER_EXTRA_RANK_GIB * (tensor_parallel_size - 1)
 
 
 def activation_gib(shape: ModelShape, context_len: int) -> float:
@@ -85,15 +152,15 @@ def activation_gib(shape: ModelShape, context_len: int) -> float:
 def plan_fit(
     shape: ModelShape,
     *,
-    memory_gib: float,
+    budget: NodeBudget,
     vcpu: int,
     numa_nodes: int,
+    tensor_parallel_size: int,
     generation: str,
     context_len: int,
     concurrency: int,
 ) -> FitPlan:
     """Size the KV cache for context x concurrency, clamped to what fits, and say whether anything fits."""
-    budget = NodeBudget.for_instance(memory_gib, vcpu)
     weights = shape.weight_bytes()
     weights_gib = weights / GIB
     per_token = shape.kv_bytes_per_token()
@@ -101,7 +168,8 @@ def plan_fit(
     min_kv = max(1.0, per_token * context_len / GIB)  # at least one full-context sequence
     act = activation_gib(shape, context_len)
     usable = budget.server_memory_gib * FIT_FRACTION
-    room = usable - weights_gib - PROCESS_OVERHEAD_GIB - act
+    overhead = process_overhead_gib(tensor_parallel_size)
+    room = usable - weights_gib - overhead - act
     kv = min(math.ceil(requested), math.floor(room)) if room > 0 else 0
     kv = max(kv, math.ceil(min_kv)) if room >= math.ceil(min_kv) else kv
     fits = room >= math.ceil(min_kv)
@@ -113,7 +181,7 @@ def plan_fit(
         kv_bytes_per_token=per_token,
         kv_requested_gib=requested,
         kv_cache_gib=max(kv, 0),
-        overhead_gib=PROCESS_OVERHEAD_GIB,
+        overhead_gib=overhead,
         activation_gib=act,
         usable_gib=usable,
         budget=budget,

@@ -181,7 +181,11 @@ def find_config(model: str, store: str | None = None) -> Path:
     for path in candidates:
         if path.is_file():
             return path
-    where = f" or in the model store {store}" if store else f" (set {MODEL_STORE_SETTING} to a model store)"
+    where = (
+        f" or in the model store {MODEL_STORE_SETTING}={store}"
+        if store
+        else f" ({MODEL_STORE_SETTING}, the model store, is unset)"
+    )
     raise ConfigError("model", model, f"no config.json found as a local path{where}")
 
 
