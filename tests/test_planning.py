@@ -205,7 +205,7 @@ def test_a_model_that_does_not_fit_names_the_instance_and_the_numbers() -> None:
     found = problems(instance_types=["m8g.xlarge", "r8g.xlarge"], model="meta-llama/Llama-3.1-8B")
     assert set(found) == {"instance_types[0]"}
     assert (
-        "'m8g.xlarge': meta-llama/Llama-3.1-8B does not fit: weights 15.0 GiB" in found["instance_types[0]"]
+        "'m8g.xlarge': meta-llama/Llama-3.1-8B does not fit: weights 14.96 GiB" in found["instance_types[0]"]
     )
 
 

