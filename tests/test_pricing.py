@@ -254,6 +254,13 @@ def _spot_page(instance_type: str, zones: dict[str, str]) -> dict:
     }
 
 
+def _refresh_us_east_1(engine, specs, pricing, ec2):  # type: ignore[no-untyped-def]
+    """refresh_online for us-east-1 at NOW through the given (stubbed) clients."""
+    return refresh_online(
+        engine, SESSION, specs, ["us-east-1"], now=NOW, pricing_client=pricing, ec2_clients={"us-east-1": ec2}
+    )
+
+
 def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_others(engine) -> None:  # type: ignore[no-untyped-def]
     specs = [s for s in load_seed() if s.instance_type in {"r8g.large", "m8g.large", "c8g.metal-48xl"}]
     upsert_instance_types(engine, specs)
@@ -285,15 +292,7 @@ def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_ot
                     _spot_page(name, {"us-east-1a": "0.04", "us-east-1b": "0.05", "us-east-1c": "0.09"}),
                     {"InstanceTypes": [name], "ProductDescriptions": ANY, "StartTime": DAY},
                 )
-            report = refresh_online(
-                engine,
-                SESSION,
-                specs,
-                ["us-east-1"],
-                now=NOW,
-                pricing_client=pricing,
-                ec2_clients={"us-east-1": ec2},
-            )
+            report = _refresh_us_east_1(engine, specs, pricing, ec2)
             ps.assert_no_pending_responses()
             es.assert_no_pending_responses()
         return report
@@ -332,15 +331,7 @@ def test_refresh_reports_a_refused_price_as_a_failure_of_that_type_only(engine) 
                 _spot_page(name, {"us-east-1a": "0.04"}),
                 {"InstanceTypes": [name], "ProductDescriptions": ANY, "StartTime": DAY},
             )
-        report = refresh_online(
-            engine,
-            SESSION,
-            specs,
-            ["us-east-1"],
-            now=NOW,
-            pricing_client=pricing,
-            ec2_clients={"us-east-1": ec2},
-        )
+        report = _refresh_us_east_1(engine, specs, pricing, ec2)
     assert len(report.failed) == 1 and report.failed[0].startswith("m8g.large us-east-1 on_demand: ")
     assert "USD '-0.5000000000' per Hrs is negative" in report.failed[0]
     assert "r8g.large us-east-1 on_demand" in report.priced and report.stored == 3

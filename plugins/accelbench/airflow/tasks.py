@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from accelbench.airflow.connections import aws_session, catalog_url
 from accelbench.aws.clients import check_region, make_client
 from accelbench.aws.ec2 import describe_instance_types
+from accelbench.campaign.problems import Problem
 from accelbench.catalog import queries
 from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.price_refresh import refresh_offline, refresh_online
@@ -137,10 +138,9 @@ def _local_version(requested: str | None) -> str:
     return local
 
 
-def _kubernetes_preflight(model: str) -> list[Any]:
+def _kubernetes_preflight(model: str) -> list[Problem]:
     """Kubernetes mode's needs (lake, image, model store, a reachable API server), as planning problems."""
     from accelbench.airflow.connections import KUBERNETES_CONN_ID, kubernetes_problem
-    from accelbench.campaign.problems import Problem
     from accelbench.k8s.placement import BENCHMARK_NAMESPACE
     from accelbench.k8s.preflight import kubernetes_problems
     from accelbench.lake.store import Lake

@@ -20,9 +20,8 @@ class Ec2Facts:
     architectures: tuple[str, ...]
     accelerator_count: int
     accelerator_memory_gib: float
-    max_pods: int | None = (
-        None  # ENI-limited pods, as Karpenter derives them; None when EC2 gave no NetworkInfo
-    )
+    # ENI-limited pods, as Karpenter derives them; None when EC2 gave no NetworkInfo.
+    max_pods: int | None = None
 
 
 def eni_limited_pods(network: dict[str, Any]) -> int | None:

@@ -103,10 +103,12 @@ def loadgen_memory(load: LoadPlan) -> int:
     return loadgen_memory_mib(load.prompts_per_level, load.input_len, load.output_len, load.range_ratio)
 
 
-def _fit(shape: ModelShape, inst: InstanceSpec, tp: int, load: LoadPlan, context_len: int) -> FitPlan:
+def _fit(
+    shape: ModelShape, inst: InstanceSpec, budget: NodeBudget, tp: int, load: LoadPlan, context_len: int
+) -> FitPlan:
     return plan_fit(
         shape,
-        budget=node_budget(inst, load),
+        budget=budget,
         vcpu=inst.vcpu,
         numa_nodes=inst.numa_nodes,
         tensor_parallel_size=tp,
@@ -123,10 +125,8 @@ def _smallest_fit(
     for inst in sorted(catalog.values(), key=lambda i: (i.memory_gib, i.vcpu, i.instance_type)):
         if inst.accelerator_type != "cpu" or inst.max_pods is None or inst.family not in CPU_FAMILIES:
             continue
-        if (
-            node_budget(inst, load).server_cpu >= 1
-            and _fit(shape, inst, inst.numa_nodes, load, context_len).fits
-        ):
+        budget = node_budget(inst, load)
+        if budget.server_cpu >= 1 and _fit(shape, inst, budget, inst.numa_nodes, load, context_len).fits:
             return f"The smallest catalog type it fits is {inst.instance_type} ({inst.memory_gib:g} GiB)."
     return "No CPU type of the catalog fits it: use a quantized checkpoint or a GPU/Neuron tier."
 
@@ -220,7 +220,7 @@ def plan_campaign(
             continue
         kv_gib = 0
         if cpu:
-            fit = _fit(shape, inst, tp, load, req.context_len)
+            fit = _fit(shape, inst, budget, tp, load, req.context_len)
             plan.fits[name] = fit
             if not fit.fits:
                 problems.append(
