@@ -12,7 +12,8 @@ That clock is CLOCK_MONOTONIC, shared by every process on the host, so a client'
 set against them.
 
 Run: .venv/bin/python benchmarks/zero_server.py --port 8000 [--ttft-ms 50 --itl-ms 5] [--cpu 1]
-It binds 127.0.0.1 only and prints `ready <port>` when it listens.
+It binds 127.0.0.1 only and prints `ready <port>` when it listens. `--fail-every N` (off by default)
+answers HTTP 500 to every Nth completion request, for tests of levels with some failed requests.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ async def until(due: float) -> None:
 
 
 class ZeroServer:
-    def __init__(self, ttft_s: float, itl_s: float, model: str) -> None:
+    def __init__(self, ttft_s: float, itl_s: float, model: str, fail_every: int = 0) -> None:
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
+        self.fail_every, self.received = fail_every, 0  # fail_every 0: every request succeeds
         self.running = 0
         self.prompt_tokens = 0
         self.generation_tokens = 0
@@ -81,6 +83,9 @@ class ZeroServer:
         n = int(body.get("max_tokens") or 16)
         prompt = body.get("prompt") or ""
         n_in = len(prompt) if isinstance(prompt, list) else max(1, len(str(prompt).split()))
+        self.received += 1
+        if self.fail_every and self.received % self.fail_every == 0:
+            return web.json_response({"error": {"message": "injected failure", "code": 500}}, status=500)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
@@ -148,10 +153,11 @@ def main() -> None:
     parser.add_argument("--itl-ms", type=float, default=0.0)
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--cpu", type=int, help="pin the server to this CPU")
+    parser.add_argument("--fail-every", type=int, default=0, help="answer 500 to every Nth request (0: none)")
     args = parser.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
-    server = ZeroServer(args.ttft_ms / 1000, args.itl_ms / 1000, args.model)
+    server = ZeroServer(args.ttft_ms / 1000, args.itl_ms / 1000, args.model, args.fail_every)
 
     async def serve() -> None:
         runner = web.AppRunner(app(server), access_log=None)

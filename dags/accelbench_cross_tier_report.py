@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET, RETRACTIONS_ASSET
 from accelbench.airflow.dag_defaults import DEFAULT_SLOS, VERSION_PATTERN, dag_kwargs, slos_schema
+from accelbench.report.model import DEFAULT_MAX_ERROR_RATE
 from airflow.sdk import Param, dag, task
 
 
@@ -30,7 +31,14 @@ from airflow.sdk import Param, dag, task
         "region": Param(
             None, type=["null", "string"], description="price region; empty = ACCELBENCH_REGIONS' first"
         ),
-        "slos": Param(dict(DEFAULT_SLOS), **slos_schema("ttft_p99_ms", "tpot_p99_ms")),
+        "slos": Param(dict(DEFAULT_SLOS), **slos_schema("ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms")),
+        "max_error_rate": Param(
+            DEFAULT_MAX_ERROR_RATE,
+            type=["null", "number"],
+            minimum=0,
+            maximum=1,
+            description="a level with a larger share of failed requests misses the SLOs; empty = no limit",
+        ),
     },
     **dag_kwargs("report"),
 )

@@ -59,5 +59,11 @@ if [ -z "$html" ] || [ ! -f "$html" ]; then
   echo "demo: the report DAG did not say where its HTML is; see $logs/accelbench_cross_tier_report.log" >&2
   exit 1
 fi
+echo "demo: the answer (from the report's task log):"
+sed -n '/ report [0-9TZ]*: [0-9]* points/,/report files:/p' "$logs/accelbench_cross_tier_report.log" | sed '1d;$d' | sed 's/ \[accelbench.*$//;s/^/  /'
 echo "demo: report (tables as Parquet and CSV beside it; opens offline in any browser):"
 echo "  $html"
+echo "demo: this run measured on this machine ($(uname -m), $(nproc) vCPU), not on m8g.xlarge: its rows say"
+echo "  'local: ...' and are never priced. Each run of the demo adds a campaign to $ACCELBENCH_HOME/lake, and"
+echo "  the report pools the repeats of a point across campaigns (its 'Campaigns' column says how many)."
+echo "  To start from an empty lake: rm -rf '$ACCELBENCH_HOME/lake' (or set ACCELBENCH_HOME to a new folder)."

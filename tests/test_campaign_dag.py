@@ -11,6 +11,7 @@ import boto3
 import pendulum
 import pytest
 from accelbench.lake.store import Lake
+from accelbench.loadgen.host import host_facts
 from airflow.models.asset import AssetEvent
 from airflow.utils.session import create_session
 from sqlalchemy import select
@@ -65,6 +66,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     }
     lake = Lake(str(accelbench_env / "lake"))
     runs = lake.read("runs").to_pylist()
+    here = host_facts()
     assert [(r["level_value"], r["status"]) for r in runs] == [(1.0, "ok"), (2.0, "ok")]
     for r in runs:
         assert r["tokens_agree"] and r["total_output_tokens"] == 6 * 8
@@ -72,6 +74,10 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
         assert r["dag_run_id"] == run.run_id and r["vllm_version"].startswith("0.32")
         assert r["mean_ttft_ms"] <= r["mean_e2el_ms"]
         assert r["request_goodput"] is not None  # the form's default SLOs reach `vllm bench serve --goodput`
+        # Where it ran: this machine, said on the row; not an m8g.xlarge unless EC2's DMI says so.
+        assert {k: r[k] for k in here} == here and r["image"].startswith("vllm/vllm-openai-cpu:v")
+        assert r["measured_on_instance"] is (here["host_instance_type"] == "m8g.xlarge")
+        assert r["server_image_id"].startswith("vllm==0.32") and "local process" in r["server_image_id"]
     requests = lake.read("requests")
     assert requests.num_rows == 12
     assert {r["date"] for r in runs} == {"2026-11-30"} and runs[0]["pinning"] is not None
@@ -90,7 +96,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
         Path(r["source_uri"]).name == "envelope.json" and Path(r["source_uri"]).is_file() for r in runs
     )
 
-    # Then prices and the report DAG: the campaign's points, priced, in a self-contained HTML page.
+    # Then prices and the report DAG: the campaign's points, labelled local and unpriced, in one page.
     assert str(_run(airflow_db, "accelbench_pricing_refresh").state) == "success"
     report = _run(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
     assert _states(report) == {"report": "success"}
@@ -99,12 +105,15 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     assert (
         summary["runs_read"] == 2
         and summary["rows"]["points"] == 2
-        and summary["rows"]["best_under_slo"] == 1
+        and summary["rows"]["local_results"] == 1  # measured here, not on an m8g.xlarge
+        and summary["rows"]["best_under_slo"] == 0
     )
     html = Path(folder, "report.html").read_text()
-    best = html[html.index('id="best-table"') : html.index("</table>", html.index('id="best-table"'))]
-    assert "m8g.xlarge" in best and "snapshot" in best  # priced from the offline snapshot
-    assert html.count("<svg") == 3
+    local = html[html.index('id="local-table"') : html.index("</table>", html.index('id="local-table"'))]
+    assert "m8g.xlarge" in local and "local: " in local and "USD" not in local  # labelled, never priced
+    assert "local host only: not an instance measurement, not priced" in html
+    # Throughput vs latency only: nothing priced to plot a cost of, no instance result for a version trend.
+    assert html.count("<svg") == 1
     assert not re.search(
         r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", html
     )  # opens offline: nothing fetched

@@ -119,11 +119,11 @@ def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monk
     run = _run(airflow_db, "accelbench_pricing_refresh")
     assert str(run.state) == "success"
     prices = latest_prices(engine)
-    assert len(prices) == 85 and all("offline snapshot" in p.source for p in prices)
+    assert len(prices) == 99 and all("offline snapshot" in p.source for p in prices)  # every catalog type
     again = _run(airflow_db, "accelbench_pricing_refresh")  # same day: nothing added
     assert str(again.state) == "success"
     with engine.connect() as conn:
-        assert conn.scalar(select(func.count()).select_from(InstancePrice)) == 85
+        assert conn.scalar(select(func.count()).select_from(InstancePrice)) == 99
     engine.dispose()
 
 

@@ -1,9 +1,12 @@
-"""Faults, each test named for one: S3, the Pricing API, the catalog database and the worker failing.
+"""Faults, each test named for one: S3, the Pricing API, the catalog database, the worker and the server
+failing.
 
 Every fault is real at the protocol level: S3 is moto behind a proxy on 127.0.0.1 that drops connections or
 answers 503; the Pricing API is an HTTP endpoint on 127.0.0.1 that answers 5xx or throttles; the catalog is
 a real PostgreSQL server whose backend is terminated in the middle of a transaction; the worker is a real
-process running a local benchmark against a real vLLM CPU server, killed with SIGKILL.
+process running a local benchmark against a real vLLM CPU server, killed with SIGKILL; the server is the
+zero-work server run as LocalServer runs vLLM, SIGKILLed mid-level or failing some requests, or a pod's server
+sidecar that the API stand-in reports OOM-killed and restarted.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -34,9 +41,11 @@ from accelbench.catalog.price_refresh import refresh_online
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import load_seed
 from accelbench.errors import CatalogUnavailable
+from accelbench.execution.local_server import LocalServer
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake
+from accelbench.loadgen.bench_client import BenchClient
 from botocore.stub import ANY, Stubber
 from sqlalchemy import event, func, select
 
@@ -484,3 +493,264 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         "kubernetes"
     }
     assert lake.read("requests").num_rows == 12
+
+
+# ---- the server dies mid-level, or fails some requests and lives -----------------------------------
+
+
+@dataclass
+class ZeroServerProcess(LocalServer):
+    """The zero-work server (benchmarks/zero_server.py), launched as LocalServer launches `vllm serve`:
+    its own process group, a log file, /health awaited. A level's server death without an engine."""
+
+    zero_args: tuple[str, ...] = ()
+
+    def command(self) -> list[str]:
+        script = REPO / "benchmarks" / "zero_server.py"
+        return [sys.executable, str(script), "--port", str(self.port), *self.zero_args]
+
+
+def _zero_spec(tiny_model: Path, concurrency: tuple[int, ...], prompts: int) -> Any:
+    from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+
+    from tests.test_local_server import tiny_spec
+
+    plan = LoadPlan(
+        input_len=16, output_len=16, concurrency=concurrency, prompts_per_level=prompts, warmups=0
+    )
+    return BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="server-faults")
+
+
+@pytest.fixture(scope="module")
+def warm_bench(vllm_python: Path) -> Iterator[BenchClient]:
+    """One warm `vllm bench serve` runner for these tests: vLLM's import is most of each one's time."""
+    with BenchClient(str(vllm_python.parent / "vllm")) as client:
+        yield client
+
+
+def _landed(driver: Any, envelope: dict[str, Any], tmp_path: Path, **hints: Any) -> Lake:
+    lake = Lake(str(tmp_path / "lake"))
+    where = RawLocation("cpu", DATE, envelope["spec"]["campaign_id"], envelope["spec_id"])
+    upload_raw(lake, driver.spec_dir, where)
+    assert ingest_raw(lake, where, "manual__server-faults", **hints) is not None
+    return lake
+
+
+@pytest.mark.vllm
+def test_a_server_killed_mid_level_leaves_a_failed_row_with_the_clients_counts(
+    tiny_model: Path, vllm_python: Path, warm_bench: BenchClient, tmp_path: Path
+) -> None:
+    from accelbench.loadgen import server_metrics
+    from accelbench.loadgen.driver import Driver, summary
+
+    prompts, killed_after = 80, 20
+    spec = _zero_spec(tiny_model, (4, 8), prompts)
+    # 16 tokens, 20 ms to the first and 10 ms between: 80 requests 4 at a time take about 3.4 s.
+    server = ZeroServerProcess(
+        spec.server, tmp_path / "server", zero_args=("--ttft-ms", "20", "--itl-ms", "10")
+    )
+    with server:
+        driver = Driver(
+            spec,
+            server.url,
+            tmp_path / "raw",
+            vllm=str(vllm_python.parent / "vllm"),
+            server_pid=server.process.pid,
+            server_exit=server.exit_status,
+            metrics_interval_s=0.2,
+            client=warm_bench,
+        )
+
+        def kill_mid_level() -> None:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline:
+                with contextlib.suppress(OSError):
+                    if server_metrics.scrape(server.url)["request_success"] >= killed_after:
+                        break
+                time.sleep(0.02)
+            os.killpg(server.process.pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_mid_level, daemon=True)
+        killer.start()
+        envelope = driver.run()
+        killer.join(timeout=5)
+    (level,) = envelope["levels"]  # the driver stopped: level 8 never ran
+    assert (level["level_value"], level["status"], level["result_file"]) == (4, "failed", "c4-r0.json")
+    done, failed = level["client_completed"], level["client_failed"]
+    assert killed_after <= done < prompts and failed > 0 and done + failed == prompts
+    assert level["server_exit_code"] == 128 + signal.SIGKILL  # as a container reports it
+    assert "ready" in level["server_log_tail"]  # the zero server's own log line
+    assert level["error"].startswith(f"server died during the level: {failed} of {prompts} requests failed")
+    assert "exit code 137" in level["error"]
+    assert level["tokens_agree"] is None and level["server_counters"] == {}  # no counters after a death
+    assert "c4-r0" in envelope["failure"]
+    assert summary(envelope)["levels"][0]["client_completed"] == done
+
+    runs = _landed(driver, envelope, tmp_path).read("runs").to_pylist()
+    (row,) = runs
+    assert (row["status"], row["completed"], row["failed"]) == ("failed", done, failed)
+    assert (row["server_exit_code"], row["server_log_tail"]) == (137, level["server_log_tail"])
+    # The percentiles are the finished requests': at least the server's 20 ms to the first token.
+    assert row["p50_ttft_ms"] >= 20 and row["mean_e2el_ms"] >= 20 + 15 * 10
+    assert row["total_output_tokens"] == 16 * done
+
+
+@pytest.mark.vllm
+def test_a_level_with_some_failed_requests_is_errors_and_the_next_level_runs(
+    tiny_model: Path, vllm_python: Path, warm_bench: BenchClient, tmp_path: Path
+) -> None:
+    from accelbench.lake.ingest import Provenance, ingest
+    from accelbench.lake.raw import dir_reader
+    from accelbench.loadgen.driver import Driver
+
+    spec = _zero_spec(tiny_model, (2, 4), 20)
+    # Every 10th request is answered 500 (as vLLM 0.32's client fails 1 in 10^4 at high concurrency).
+    with ZeroServerProcess(spec.server, tmp_path / "server", zero_args=("--fail-every", "10")) as server:
+        driver = Driver(
+            spec,
+            server.url,
+            tmp_path / "raw",
+            vllm=str(vllm_python.parent / "vllm"),
+            server_exit=server.exit_status,
+            client=warm_bench,
+        )
+        envelope = driver.run()
+        assert server.exit_status() is None  # alive to the end
+    assert envelope["failure"] is None
+    levels = envelope["levels"]
+    assert [(r["level_value"], r["status"]) for r in levels] == [(2, "errors"), (4, "errors")]
+    for r in levels:
+        assert (r["client_completed"], r["client_failed"]) == (18, 2)
+        assert r["error"] == "2 of 20 requests failed (first error: Internal Server Error)"
+        # The server counted the 18 it answered, as the client did (the zero server counts prompt words, not
+        # tokens: only the generated tokens can agree).
+        assert r["server_counters"]["request_success"] == 18 and r["server_exit_code"] is None
+        assert r["server_counters"]["generation_tokens"] == r["client_output_tokens"] == 18 * 16
+    rows = ingest(envelope, dir_reader(driver.spec_dir), Provenance("manual__x", "local")).runs.to_pylist()
+    assert [(r["status"], r["completed"], r["failed"]) for r in rows] == [("errors", 18, 2)] * 2
+
+
+# ---- the server container dies in a benchmark pod (kubernetes mode) --------------------------------
+
+
+class _ServerDiedAPI(FakeKubeAPI):
+    """The API stand-in, with a server sidecar that was OOM-killed once and restarted by the kubelet."""
+
+    died_log: ClassVar[list[str]] = [f"INFO step {i}" for i in range(40)] + ["ERROR engine core died"]
+
+    def _status(self, key: tuple[str, str]) -> dict[str, Any]:
+        status = super()._status(key)
+        for container in status.get("initContainerStatuses", []):
+            if container["name"] == "server":
+                container["restartCount"] = 1
+                container["lastState"] = {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": "OOMKilled",
+                        "startedAt": "2026-11-30T06:00:00Z",
+                    }
+                }
+        return status
+
+    async def _log(self, request: Any) -> Any:
+        from aiohttp import web
+
+        if request.query.get("container") != "server":
+            return await super()._log(request)
+        self._record(request)
+        previous = request.query.get("previous", "").lower() in ("1", "t", "true")  # Go ParseBool
+        lines = self.died_log if previous else ["INFO restarted"]
+        tail = int(request.query.get("tailLines", 0))
+        return web.Response(text="".join(f"{line}\n" for line in (lines[-tail:] if tail else lines)))
+
+
+def test_the_pod_reads_how_its_server_died_before_the_pod_is_deleted(tmp_path: Path) -> None:
+    from accelbench.airflow.benchmark_pod import BenchmarkPod
+    from accelbench.campaign.planner import plan_campaign
+    from accelbench.campaign.request import CampaignRequest
+    from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES
+    from accelbench.sizing.model_config import load_model_shape
+
+    from tests.test_benchmark_pod import CATALOG, STORE
+
+    req = CampaignRequest(instance_types=["m8g.xlarge"], model="local/tiny-llama", runtime="vllm-cpu")
+    plan = plan_campaign(req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE))
+    with _ServerDiedAPI() as fake:
+        op = BenchmarkPod(
+            task_id="bench",
+            spec=plan.specs[0],
+            config_file=str(fake.kubeconfig(tmp_path / "kubeconfig")),
+            lake_uri="s3://lake-bucket/accelbench",
+        )
+        pod = op.pod_manager.create_pod(op.build_pod_request_obj())
+        with pytest.raises(Exception, match="returned a failure"):  # its load generator never finished
+            op.cleanup(pod, op.pod_manager.read_pod(pod))
+        assert not fake.pods  # deleted, after the server's status and log were read
+        logs = [p for m, p in fake.calls if p.endswith("/log")]
+    assert op.server_death["server_exit_code"] == 137
+    tail = op.server_death["server_log_tail"].splitlines()
+    # The log of the instance that died (not the restarted one), its last lines, then the kubelet's word.
+    assert tail[-2:] == [
+        "ERROR engine core died",
+        "kubelet: container server terminated, exit code 137, reason OOMKilled",
+    ]
+    assert len(tail) == SERVER_LOG_TAIL_LINES and "INFO restarted" not in tail and len(logs) == 1
+
+
+def test_server_termination_reads_a_restart_or_a_nonzero_exit_only() -> None:
+    from accelbench.airflow.benchmark_pod import server_termination
+    from kubernetes.client import models as k8s
+
+    def pod(restarts: int, state: dict[str, Any], last: dict[str, Any] | None = None) -> k8s.V1Pod:
+        status = k8s.V1ContainerStatus(
+            name="server",
+            image="x",
+            image_id="x",
+            ready=False,
+            restart_count=restarts,
+            state=k8s.V1ContainerState(**state),
+            last_state=k8s.V1ContainerState(**(last or {})),
+        )
+        return k8s.V1Pod(status=k8s.V1PodStatus(init_container_statuses=[status]))
+
+    running = {"running": k8s.V1ContainerStateRunning()}
+    oom = {"terminated": k8s.V1ContainerStateTerminated(exit_code=137, reason="OOMKilled")}
+    clean = {"terminated": k8s.V1ContainerStateTerminated(exit_code=0, reason="Completed")}
+    assert server_termination(pod(0, running), "server") is None
+    assert server_termination(pod(0, clean), "server") is None  # stopped at the pod's end
+    assert server_termination(pod(0, oom), "server") == (oom["terminated"], False)
+    assert server_termination(pod(2, clean, last=oom), "server") == (oom["terminated"], True)
+    assert server_termination(pod(0, running), "base") is None
+
+
+def test_the_pods_server_death_lands_on_the_failed_level_only(tmp_path: Path) -> None:
+    from accelbench import __version__
+    from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+    from accelbench.execution.tiny_model import server_spec
+    from accelbench.lake.raw import ENVELOPE
+    from accelbench.loadgen.driver import LevelRecord
+
+    plan = LoadPlan(input_len=8, output_len=8, concurrency=(1, 2, 4))
+    spec = BenchmarkSpec(server=server_spec("m"), load=plan, campaign_id="pod-death")
+    started = datetime.now(UTC).isoformat()
+    levels = [
+        LevelRecord(f"pod-death/{spec.spec_id}/c{c}-r0", "concurrency", c, 0, 0, status, started_at=started)
+        for c, status in ((1, "ok"), (2, "errors"), (4, "failed"))
+    ]
+    envelope = {"spec": spec.model_dump(mode="json"), "spec_id": spec.spec_id, "attempt": "a-1"}
+    envelope |= {"server": {}, "loadgen_version": __version__, "levels": [asdict(r) for r in levels]}
+    spec_dir = tmp_path / "raw"
+    spec_dir.mkdir()
+    (spec_dir / ENVELOPE).write_text(json.dumps(envelope))
+    lake = Lake(str(tmp_path / "lake"))
+    where = RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id)
+    upload_raw(lake, spec_dir, where)
+    hints = {"node": "ip-10-0-7-21", "server_exit_code": 137, "server_log_tail": "kubelet: OOMKilled\n"}
+    ingest_raw(lake, where, "manual__pod-death", "a-1", **hints)
+    rows = sorted(lake.read("runs").to_pylist(), key=lambda r: r["level_value"])
+    assert [(r["status"], r["server_exit_code"], r["server_log_tail"]) for r in rows] == [
+        ("ok", None, None),
+        ("errors", None, None),
+        ("failed", 137, "kubelet: OOMKilled\n"),
+    ]
+    assert {r["node"] for r in rows} == {"ip-10-0-7-21"}  # provenance hints still reach every row

@@ -82,7 +82,7 @@ def test_import_keeps_every_good_file_names_the_bad_one_and_is_idempotent(tmp_pa
     assert lake.read("runs").num_rows == 2 and lake.read("requests").num_rows == 20  # replaced, not added
 
 
-def test_a_file_with_failed_requests_is_a_failed_level_and_a_bad_field_refuses_only_its_file(
+def test_a_file_with_failed_requests_is_an_errors_level_and_a_bad_field_refuses_only_its_file(
     tmp_path: Path,
 ) -> None:
     lake = Lake(str(tmp_path / "lake"))
@@ -95,11 +95,14 @@ def test_a_file_with_failed_requests_is_a_failed_level_and_a_bad_field_refuses_o
     )
     (source / "c-bad-type.json").write_text(json.dumps(original | {"ttfts": ["x"] * 20}))
     (source / "d-good.json").write_text(json.dumps(original | {"max_concurrency": 8}))
+    none_done = {"max_concurrency": 4, "completed": 0, "failed": 20}
+    (source / "e-all-failed.json").write_text(json.dumps(original | none_done))
     report = import_results(lake, str(source), GPU, "manual__x", (tmp_path,))
     assert sorted(Path(k).name for k in report.refused) == ["b-bad-rate.json", "c-bad-type.json"]
     assert "request_rate" in report.refused[str(source / "b-bad-rate.json")]
     runs = {r["level_value"]: r for r in lake.read("runs").to_pylist()}
-    assert runs[2]["status"] == "failed" and runs[2]["error"] == "8 of 20 requests failed"
+    assert runs[2]["status"] == "errors" and runs[2]["error"] == "8 of 20 requests failed"
+    assert runs[4]["status"] == "failed" and runs[4]["error"] == "20 of 20 requests failed"
     assert runs[8]["status"] == "ok" and runs[8]["requested_rate"] is None
     assert runs[8]["achieved_rate"] > 0 and runs[8]["peak_concurrency"] >= 1
 

@@ -155,6 +155,7 @@ def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
         tmp_path / "raw",
         vllm=str(vllm_python.parent / "vllm"),
         server_pid=server.process.pid,
+        server_exit=server.exit_status,
     )
 
     def kill_after_first_level() -> None:
@@ -175,7 +176,8 @@ def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
     assert envelope["failure"].startswith("test-campaign/") and "c4-r0" in envelope["failure"]
     assert (driver.spec_dir / "c1-r0.json").is_file() and (driver.spec_dir / "c1-r1.json").is_file()
     saved = json.loads((driver.spec_dir / "envelope.json").read_text())
-    assert saved["levels"][2]["error"]
+    assert saved["levels"][2]["error"] and saved["levels"][2]["server_exit_code"] == 137
+    assert "exit code 137" in saved["levels"][2]["error"] and saved["levels"][2]["server_log_tail"]
 
 
 def test_arrival_rate_excludes_the_drain_tail() -> None:

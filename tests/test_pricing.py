@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import boto3
 import pytest
+from accelbench.aws import offline
 from accelbench.aws.clients import check_region, make_client
+from accelbench.aws.offline import Snapshot, index_snapshots, load_snapshot, load_snapshots, snapshot_files
 from accelbench.aws.pricing import ParseStats, PriceLookupError, fetch_on_demand, on_demand_filters
 from accelbench.catalog.models import InstancePrice
 from accelbench.catalog.price_refresh import refresh_offline, refresh_online
@@ -19,7 +24,9 @@ from accelbench.errors import UnknownRegion
 from botocore.stub import ANY, Stubber
 from sqlalchemy import func, select
 
+from tests.conftest import REPO
 from tests.pricelist import PricingEndpoint, price_document
+from tests.servers import missing
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 DAY = datetime(2026, 11, 30, tzinfo=UTC)
@@ -342,9 +349,8 @@ def test_refresh_offline_labels_rows_with_the_snapshot(engine) -> None:  # type:
     specs = load_seed()
     upsert_instance_types(engine, specs)
     report = refresh_offline(engine, specs, ["us-east-1", "eu-west-1"], now=NOW)
-    cpu = [s for s in specs if s.accelerator_type == "cpu"]
-    assert len(report.priced) == len(cpu)
-    assert len(report.skipped) == len(specs) - len(cpu) + len(specs)  # GPU/Neuron + every eu-west-1 lookup
+    assert len(report.priced) == len(specs)  # every catalog row, CPU, GPU and Neuron, in us-east-1
+    assert len(report.skipped) == len(specs)  # every eu-west-1 lookup
     assert any("covers us-east-1 only" in s for s in report.skipped)
     rows = {p.instance_type: p for p in latest_prices(engine)}
     assert rows["r8g.16xlarge"].usd_per_hour == pytest.approx(3.77024)
@@ -352,3 +358,112 @@ def test_refresh_offline_labels_rows_with_the_snapshot(engine) -> None:  # type:
     assert rows["c8g.4xlarge"].effective_at.date().isoformat() == "2026-07-20"
     assert "prices-us-east-1-2026-07-20.json" in rows["c8g.4xlarge"].source
     assert refresh_offline(engine, specs, ["us-east-1"], now=NOW).stored == 0
+
+
+ACCELERATED_SNAPSHOT = "prices-us-east-1-accelerated-2026-08-26.json"
+
+
+def test_every_gpu_and_neuron_catalog_row_gets_an_offline_price_labelled_with_its_source(engine) -> None:  # type: ignore[no-untyped-def]
+    specs = load_seed()
+    upsert_instance_types(engine, specs)
+    report = refresh_offline(engine, specs, ["us-east-1"], now=NOW)
+    accelerated = {s.instance_type for s in specs if s.accelerator_type in ("gpu", "neuron")}
+    assert accelerated and not report.skipped and not report.failed
+    rows = {p.instance_type: p for p in latest_prices(engine)}
+    for name in accelerated:
+        row = rows[name]
+        assert row.region == "us-east-1" and row.pricing_model == "on_demand" and row.usd_per_hour > 0
+        assert row.effective_at.date().isoformat() == "2026-08-26"
+        assert f"offline snapshot {ACCELERATED_SNAPSHOT} dated 2026-08-26" in row.source
+        assert "tsaol/aws-gpu" in row.source and "299375be7a2b940b53b3d80ec79fd66ee688f4fa" in row.source
+    assert rows["g6e.xlarge"].usd_per_hour == pytest.approx(1.861)
+    assert rows["p5.48xlarge"].usd_per_hour == pytest.approx(55.04)  # after AWS's June 2025 P5 price cut
+    assert rows["inf2.48xlarge"].usd_per_hour == pytest.approx(12.98127)
+    # The CPU rows keep the Graviton snapshot's label and date: each row names its own snapshot.
+    assert "prices-us-east-1-2026-07-20.json dated 2026-07-20" in rows["c8g.4xlarge"].source
+    assert rows["c8g.4xlarge"].effective_at.date().isoformat() == "2026-07-20"
+
+
+def test_the_snapshots_are_usd_per_hour_dated_by_their_names_and_price_each_type_once() -> None:
+    assert snapshot_files() == ["prices-us-east-1-2026-07-20.json", ACCELERATED_SNAPSHOT]
+    snaps = {s.file: s for s in load_snapshots()}
+    for snap in snaps.values():
+        raw = json.loads((REPO / "plugins/accelbench/aws/data" / snap.file).read_text())
+        assert (raw["currency"], raw["unit"], raw["region"]) == ("USD", "Hrs", "us-east-1")
+        assert snap.prices and all(v > 0 for v in snap.prices.values())
+    assert snaps[ACCELERATED_SNAPSHOT].effective_at == datetime(2026, 8, 26, tzinfo=UTC)
+    assert load_snapshot().effective_at == datetime(2026, 7, 20, tzinfo=UTC)
+    catalog = {s.instance_type: s.accelerator_type for s in load_seed()}
+    assert {catalog[n] for n in snaps[ACCELERATED_SNAPSHOT].prices} == {"gpu", "neuron"}
+    assert set(index_snapshots(tuple(snaps.values()))) == {("us-east-1", n) for n in catalog}
+
+
+def test_the_graviton_snapshot_is_the_shared_reference_copy() -> None:
+    reference = REPO.parent / "shared" / "reference" / "prices-us-east-1-2026-07-20.json"
+    if not reference.is_file():
+        missing(f"the reference snapshot {reference} (shared/ beside the repository)")
+    shipped = REPO / "plugins/accelbench/aws/data/prices-us-east-1-2026-07-20.json"
+    assert shipped.read_bytes() == reference.read_bytes()
+
+
+def test_a_type_priced_by_two_snapshots_is_refused() -> None:
+    day = datetime(2026, 8, 26, tzinfo=UTC)
+    a = Snapshot("prices-us-east-1-a-2026-08-26.json", "us-east-1", day, "x", {"g6e.xlarge": 1.861})
+    b = Snapshot("prices-us-east-1-b-2026-08-26.json", "us-east-1", day, "y", {"g6e.xlarge": 1.9})
+    elsewhere = Snapshot("prices-eu-west-1-2026-08-26.json", "eu-west-1", day, "z", {"g6e.xlarge": 2.3})
+    with pytest.raises(ValueError, match=re.escape("g6e.xlarge in us-east-1 is priced by both")):
+        index_snapshots((a, b))
+    assert len(index_snapshots((a, elsewhere))) == 2  # one type in two regions is two prices
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "error"),
+    [
+        ("prices-us-east-1-2026-08-26.json", {"unit": "Quantity"}, "expected USD per Hrs"),
+        ("prices-us-east-1-2026-08-26.json", {"region": "eu-west-1"}, "its name says 'us-east-1'"),
+        ("prices-us-east-1-2026-08-26.json", {"source": " "}, "no source"),
+        (
+            "prices-us-east-1-2026-08-26.json",
+            {"prices": {"p5.4xlarge": 0}},
+            "non-positive prices for p5.4xlarge",
+        ),
+        ("prices-us-east-1.json", {}, "not a snapshot name"),
+    ],
+)
+def test_a_bad_snapshot_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: dict, error: str
+) -> None:
+    doc = {
+        "currency": "USD",
+        "unit": "Hrs",
+        "region": "us-east-1",
+        "source": "s",
+        "prices": {"p5.4xlarge": 6.88},
+    }
+    (tmp_path / name).write_text(json.dumps(doc | body))
+    monkeypatch.setattr(offline, "_data_dir", lambda: tmp_path)
+    with pytest.raises(ValueError, match=re.escape(error)):
+        load_snapshot(name)
+
+
+# Rows of the AWS offer file AmazonEC2/current/us-east-1/index.json, version 20260910195514
+# (SKU, on-demand USD string), as copied into a public Price List emulator fixture: an
+# independent read of the Price List that the accelerated snapshot must agree with.
+OFFER_ROWS = {
+    "inf2.xlarge": ("M85N22VB4U7UGU9M", "0.7582000000"),
+    "p5.48xlarge": ("3D4V8UAYEMB38GU2", "55.0400000000"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OFFER_ROWS))
+def test_the_accelerated_snapshot_agrees_with_the_price_list_parsed_like_get_products(name: str) -> None:
+    sku, usd = OFFER_ROWS[name]
+    docs = [price_document(name, usd, sku=sku, effective="2026-09-01T00:00:00Z")]
+    docs.append(price_document(name, "0.0000000000", sku="ZEROCAPACITYBLK1"))  # zero rates are skipped
+    client = pricing_client()
+    with Stubber(client) as stub:
+        expect_products(stub, name, [docs])
+        stats = ParseStats()
+        price = fetch_on_demand(client, name, "us-east-1", stats)
+    assert stats.zero_prices == 1
+    assert price.usd_per_hour == load_snapshot(ACCELERATED_SNAPSHOT).prices[name]

@@ -110,7 +110,7 @@ def test_the_gate_compares_the_matrix_logs_reports_notifies_and_can_fail(
 
     result = regression_gate("0.20.0", {"dag_run": "r"}, fail=False)
     (line,) = result["regressions"]
-    assert "concurrency=1: 0.19.0 -> 0.20.0" in line  # c4 is within noise; the other load is not compared
+    assert "concurrency 1: 0.19.0 -> 0.20.0" in line  # c4 is within noise; the other load is not compared
     (note,) = NOTIFIED
     assert note["dag_run"] == "r" and "1 regression(s)" in note["accelbench_regressions"]
     html = Path(result["report"]).read_text()

@@ -36,7 +36,7 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
     assert _states(run) == {"report": "success"}, _states(run)
     (folder,) = lake.fs.ls(lake.path("reports"))
     with open(f"{folder}/best_under_slo.csv", newline="") as fh:
-        best = {r["Instance type"]: {name: r[label(name)] for name in NAMES} for r in csv.DictReader(fh)}
+        best = {r[label("instance_type")]: {n: r[label(n)] for n in NAMES} for r in csv.DictReader(fh)}
     assert set(best) == {"m8g.xlarge", "g6e.xlarge", "r8g.large"}
     assert float(best["m8g.xlarge"]["level_value"]) == 2  # c4 breaks the TTFT SLO
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
@@ -45,11 +45,18 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
         for p in latest_prices(engine)
         if (p.instance_type, p.region, p.pricing_model) == ("m8g.xlarge", "us-east-1", "on_demand")
     )
+    gpu_price = next(  # the accelerated types' offline snapshot prices GPU results too
+        p.usd_per_hour
+        for p in latest_prices(engine)
+        if (p.instance_type, p.region, p.pricing_model) == ("g6e.xlarge", "us-east-1", "on_demand")
+    )
     engine.dispose()
     expected = price / 3600 / 200 * 1e6  # 200 output tokens/s at the snapshot's hourly price
     assert float(best["m8g.xlarge"]["on_demand_usd_per_1m_output_tokens"]) == pytest.approx(expected)
     assert best["m8g.xlarge"]["output_throughput_per_accelerator"] == ""  # blank for CPU in the CSV
-    assert best["g6e.xlarge"]["on_demand_usd_per_1m_output_tokens"] == ""  # no GPU price offline
+    assert float(best["g6e.xlarge"]["on_demand_usd_per_1m_output_tokens"]) == pytest.approx(
+        gpu_price / 3600 / 3600 * 1e6
+    )
     assert lake.fs.exists(f"{folder}/points.parquet") and lake.fs.exists(f"{folder}/version_deltas.csv")
     html = Path(folder, "report.html").read_text()
     assert html.count("<svg") == 3 and "g6e.xlarge" in html

@@ -63,15 +63,20 @@ def _table(html: str, table_id: str) -> list[dict[str, str]]:
 
 def test_best_table_shows_costs_and_leaves_per_accelerator_blank_for_cpu() -> None:
     html = _render()
-    best = {r["Instance type"]: r for r in _table(html, "best-table")}
-    assert set(best) == {"m8g.xlarge", "g6e.xlarge", "r8g.large"}
-    per_accel = "Output tokens per s per accelerator (blank on CPU)"
-    assert best["m8g.xlarge"][per_accel] == "" and best["r8g.large"][per_accel] == ""
-    assert best["g6e.xlarge"][per_accel] == "3600"
+    best = {r["Configuration"].split(" · ")[0]: r for r in _table(html, "best-table")}
+    assert list(best) == ["g6e.xlarge", "m8g.xlarge", "r8g.large"]  # cheapest first
     # m8g.xlarge c2: 200 tokens/s at 0.18 USD/h (the price in force on 2026-11-10) -> 0.25 USD per 1M
-    assert best["m8g.xlarge"]["On-demand USD per 1M output tokens"] == "0.25"
+    assert best["m8g.xlarge"]["On-demand USD / 1M output tokens"] == "0.25"
     assert best["m8g.xlarge"]["Sample-size warning"].startswith("p99 from 200 requests")
-    assert best["g6e.xlarge"]["Spot USD per 1M output tokens"] == ""  # no spot price: blank, not 0
+    assert best["g6e.xlarge"]["Spot USD / 1M output tokens"] == ""  # no spot price: blank, not 0
+    assert (
+        best["m8g.xlarge"]["Model"] == "model"
+        and best["m8g.xlarge"]["Workload (dataset input→output tokens)"]
+    )
+    points = _table(html, "points-table")
+    per_accel = "Output tokens per s per accelerator (blank on CPU)"
+    by_type = {r["Configuration"].split(" · ")[0]: r[per_accel] for r in points}
+    assert by_type["g6e.xlarge"] == "3600" and by_type["m8g.xlarge"] == "" and by_type["r8g.large"] == ""
 
 
 def test_page_is_self_contained_escaped_and_stable() -> None:
@@ -79,14 +84,15 @@ def test_page_is_self_contained_escaped_and_stable() -> None:
     html = _render(runs)
     assert HOSTILE not in html and "&lt;script&gt;" in html  # tables and SVG text both escaped
     assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", html)
-    assert "<script" not in html and "<link" not in html
+    # The only scripts are the capacity planner's, inline: its data and its code, nothing fetched.
+    assert html.count("<script") == 2 and "<script src" not in html and "<link" not in html
     assert html.count("<svg") == 3
     assert _render(runs) == html  # same tables, same bytes (fixed SVG ids, no timestamps)
 
 
 def test_retracted_runs_have_their_own_section_and_leave_the_rest() -> None:
     html = _render(retracted=[Retraction("r6", "node was throttled", "r5")])
-    assert "r8g.large" not in {r["Instance type"] for r in _table(html, "best-table")}
+    assert "r8g.large" not in {r["Configuration"].split(" · ")[0] for r in _table(html, "best-table")}
     (gone,) = _table(html, "retracted-table")
     assert (gone["Run id"], gone["Retraction reason"], gone["Superseded by run"]) == (
         "r6",

@@ -6,8 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 from accelbench.report.model import (
+    GIB,
     Price,
     Retraction,
+    Slos,
     best_under_slos,
     cost_per_million,
     frontier,
@@ -45,9 +47,19 @@ def _run(
         "p99_ttft_ms": ttft,
         "p99_tpot_ms": tpot,
         "completed": 200,
+        "failed": 0,
         "accelerator_count": 1 if tier == "gpu" else 0,
-        "server_rss_peak_bytes": 1000 + repeat,
+        "server_rss_peak_bytes": 3 * GIB,  # total RSS: the weights' page cache too; never reported
+        "server_rss_anon_peak_bytes": GIB + repeat * GIB // 2,
         "started_at": datetime(2026, 11, 10 + repeat, tzinfo=UTC),
+        "campaign_id": "c1",
+        "dataset": "random",
+        "input_len": 128,
+        "output_len": 32,
+        "range_ratio": 0.0,
+        "tensor_parallel_size": 1,
+        "execution_mode": "kubernetes",
+        "measured_on_instance": True,
     } | kw
 
 
@@ -106,7 +118,9 @@ def test_level_points_take_medians_over_ok_repeats_and_price_them() -> None:
     assert c1["spot_usd_per_1m_output_tokens"] == pytest.approx(0.07 / 3600 / 110 * 1e6)
     assert c1["output_throughput_per_accelerator"] is None  # blank for CPU, never zero
     assert c1["sample_warning"] == "p99 from 200 requests (< 1000)"
-    assert c1["server_rss_peak_bytes"] == 1001
+    assert c1["server_memory_peak_gib"] == 1.5  # the larger RssAnon peak of the two repeats, in GiB
+    assert c1["workload"] == "random 128→32" and c1["level"] == "concurrency 1"
+    assert c1["configuration"] == "m8g.xlarge · vLLM 0.32.0 · TP1" and c1["campaigns"] == 1
     c2 = _point(points, "m8g.xlarge", 2)
     assert c2["repeats"] == 1 and c2["output_throughput"] == 200  # the failed repeat is left out
     gpu = _point(points, "g6e.xlarge", 16)
@@ -117,11 +131,13 @@ def test_level_points_take_medians_over_ok_repeats_and_price_them() -> None:
 
 def test_best_point_under_slos_and_the_frontier() -> None:
     points = level_points(RUNS, PRICES, "us-east-1")
-    best = best_under_slos(points, ttft_p99_ms=2000, tpot_p99_ms=50)
+    best = best_under_slos(points, Slos(ttft_p99_ms=2000, tpot_p99_ms=50))
     chosen = {p["instance_type"]: p["level_value"] for p in best}
     assert chosen == {"m8g.xlarge": 2.0, "g6e.xlarge": 16.0, "r8g.large": 1.0}  # c4 breaks the TTFT SLO
-    assert {p["instance_type"] for p in best_under_slos(points, tpot_p99_ms=12)} == {"r8g.large"}
-    # m8g c2: 0.25 USD/1M at 35 ms; g6e: 0.1436 at 15 ms (beats m8g on both); r8g: 0.2778 at 10 ms.
+    # Sorted by cost: g6e 0.1436 USD per 1M output tokens, m8g c2 0.25, r8g 0.2778.
+    assert [p["instance_type"] for p in best] == ["g6e.xlarge", "m8g.xlarge", "r8g.large"]
+    assert {p["instance_type"] for p in best_under_slos(points, Slos(tpot_p99_ms=12))} == {"r8g.large"}
+    # m8g c2: 0.25 USD/1M at 500/35 ms; g6e: 0.1436 at 300/15 ms (beats m8g on all); r8g: 0.2778 at 90/10.
     assert [p["instance_type"] for p in frontier(best)] == ["g6e.xlarge", "r8g.large"]
 
 

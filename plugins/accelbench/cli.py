@@ -1,4 +1,4 @@
-"""`accelbench` command: inspect the catalog from a shell (the DAGs do the writing)."""
+"""`accelbench` command: inspect the catalog and print the lake's Athena DDL (the DAGs do the writing)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from collections import Counter
 
 from accelbench.catalog import queries
 from accelbench.catalog.db import make_engine, redact
-from accelbench.config import Settings
+from accelbench.config import LAKE_SETTING, Settings
 from accelbench.errors import AccelbenchError
+from accelbench.lake import athena
+from accelbench.lake.store import Lake
 
 
 def show(settings: Settings) -> None:
@@ -35,14 +37,31 @@ def show(settings: Settings) -> None:
         )
 
 
+def print_ddl(lake_uri: str | None, database: str) -> None:
+    """The Athena DDL of the lake at --lake, else at the configured lake; a local lake is refused."""
+    lake = Lake(lake_uri) if lake_uri else Lake.from_env()
+    location = athena.check_location(lake.uri, "--lake" if lake_uri else LAKE_SETTING)
+    print(athena.ddl(location, athena.check_database(database)), end="")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="accelbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("show", help="print the instance catalog and the newest prices")
+    ddl = sub.add_parser(
+        "ddl",
+        help="print the Athena DDL of the lake's tables (partition projection: no MSCK REPAIR)",
+    )
+    ddl.add_argument("--lake", help=f"the lake, s3://bucket/prefix (default: {LAKE_SETTING})")
+    ddl.add_argument(
+        "--database", default=athena.DEFAULT_DATABASE, help="Athena database (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "show":
             show(Settings.from_env())
+        elif args.command == "ddl":
+            print_ddl(args.lake, args.database)
     except AccelbenchError as exc:
         print(f"accelbench: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

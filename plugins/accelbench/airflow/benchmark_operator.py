@@ -21,7 +21,9 @@ from accelbench.config import LAKE_SETTING
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.execution.modes import check_mode, default_mode
 
-NODE_XCOM = "node"  # XCom key: facts about the node the benchmark ran on (node, zone, capacity type)
+# XCom key: what only the orchestrator sees, as ingest hints: the node the benchmark ran on (node, zone,
+# capacity type) and, in kubernetes mode, how the server container died (exit code, log tail), if it did.
+NODE_XCOM = "node"
 RESULT_XCOM = "return_value"  # Airflow's key of a task's return value; pushed by hand on failure
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+from airflow.providers.cncf.kubernetes.utils.container import get_container_status
 from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import PodDefaults
 from kubernetes.client import models as k8s
 from kubernetes.config import ConfigException
@@ -22,11 +23,19 @@ from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
+from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
 from accelbench.sizing.fit import XCOM_SIDECAR_CPU_M, XCOM_SIDECAR_MEMORY_MIB
 
 XCOM_SIDECAR_RESOURCES = guaranteed(f"{XCOM_SIDECAR_CPU_M}m", f"{XCOM_SIDECAR_MEMORY_MIB}Mi")
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+# Provenance facts (ingest hints) read from the node's labels. The instance-type label overrides the
+# DMI product name the load generator read on the node: the scheduler placed the pod by it.
+NODE_LABELS = {
+    "zone": ZONE_LABEL,
+    "capacity_type": CAPACITY_TYPE_LABEL,
+    "host_instance_type": placement.INSTANCE_TYPE_LABEL,
+}
 log = logging.getLogger(__name__)
 
 
@@ -133,6 +142,7 @@ class BenchmarkPod(KubernetesPodOperator):
             k8s.V1EnvVar(name=ATTEMPT_ENV, value=attempt),
         ]
         self.loadgen_result: dict[str, Any] | None = None
+        self.server_death: dict[str, Any] = {}  # set by cleanup() when the server container died
         # unwrap: Airflow's ExecutorSafeguard would log that execute() runs outside the task runner,
         # which is by design here: BenchmarkOperator is the task, this operator its kubernetes engine.
         execute = inspect.unwrap(KubernetesPodOperator.execute)
@@ -150,22 +160,103 @@ class BenchmarkPod(KubernetesPodOperator):
             raise
         finally:
             facts = self._node_facts()
+            facts |= self.server_death  # ingest puts these on the failed level's row only
             if facts:
                 context["ti"].xcom_push(key=NODE_XCOM, value=facts)
 
+    def cleanup(
+        self,
+        pod: k8s.V1Pod,
+        remote_pod: k8s.V1Pod,
+        xcom_result: dict[Any, Any] | None = None,
+        context: Any = None,
+    ) -> None:
+        """The provider's cleanup, which deletes the pod; first, how the server container died, if it did:
+        the load generator cannot see that, and the pod's status and logs go with the pod."""
+        if remote_pod is not None:
+            self.server_death = self._server_death(remote_pod)
+        super().cleanup(pod, remote_pod, xcom_result, context)
+
+    def _server_death(self, remote_pod: k8s.V1Pod) -> dict[str, Any]:
+        """server_exit_code and server_log_tail (its last log lines, then the kubelet's reason) of a
+        server container that died while the pod ran; {} if it did not. Best effort."""
+        name = self.parts.server.name
+        try:
+            pod = self.pod_manager.read_pod(remote_pod)  # the latest status: a restart may be recent
+        except Exception as exc:
+            log.warning("cannot read pod %s to see if its server died: %s", remote_pod.metadata.name, exc)
+            return {}
+        died = server_termination(pod, name)
+        if died is None:
+            return {}
+        ended, restarted = died
+        said = f"kubelet: container {name} terminated, exit code {ended.exit_code}, reason {ended.reason}"
+        if ended.message:
+            said += f": {ended.message.strip()}"
+        log.error("%s", said)
+        try:  # a restarted container's log is its new instance's; the one that died is the previous one
+            lines = self.pod_manager.read_pod_logs(
+                pod, name, tail_lines=SERVER_LOG_TAIL_LINES, follow=False, previous=restarted
+            )
+            logged = b"".join(lines).decode(errors="replace")
+        except Exception as exc:
+            log.warning("cannot read the log of pod %s's %s container: %s", pod.metadata.name, name, exc)
+            logged = ""
+        tail = logged if not logged or logged.endswith("\n") else logged + "\n"
+        return {"server_exit_code": ended.exit_code, "server_log_tail": clip_log_tail(tail + said + "\n")}
+
     def _node_facts(self) -> dict[str, str]:
-        """Zone and capacity type of the pod's node (provenance and spot-vs-on-demand cost); best effort."""
+        """Zone, capacity type and instance type of the pod's node, and the server's image digest
+        (provenance, spot-vs-on-demand cost, whether prices apply); best effort."""
         pod = self.remote_pod or getattr(self, "pod", None)  # the API's copy knows the node
         node = pod.spec.node_name if pod is not None and pod.spec is not None else None
         if not node:
             return {}
         facts = {"node": node}
+        image = server_image_id(pod, self.parts.server.name)
+        if image:
+            facts["server_image_id"] = image
         try:
             labels = self.client.read_node(node).metadata.labels or {}
         except Exception as exc:  # the RBAC may not grant `get nodes`: keep the node name, say why
-            log.warning("cannot read node %s (%s); zone and capacity type stay empty", node, exc)
+            log.warning(
+                "cannot read node %s (%s); zone and capacity type stay empty, the instance type is the "
+                "load generator's DMI reading",
+                node,
+                exc,
+            )
             return facts
-        for key, label in (("zone", ZONE_LABEL), ("capacity_type", CAPACITY_TYPE_LABEL)):
+        for key, label in NODE_LABELS.items():
             if labels.get(label):
                 facts[key] = labels[label]
         return facts
+
+
+def server_image_id(pod: k8s.V1Pod, container: str) -> str | None:
+    """What the kubelet ran for `container`: its status's imageID (the pulled digest), not the tag asked for.
+
+    The server is a native sidecar, so its status is among the init containers'.
+    """
+    status = pod.status
+    if status is None:
+        return None
+    for state in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
+        if state.name == container and state.image_id:
+            return str(state.image_id)
+    return None
+
+
+def server_termination(pod: k8s.V1Pod, container: str) -> tuple[k8s.V1ContainerStateTerminated, bool] | None:
+    """How `container` died while the pod ran, and whether it has been restarted since; None if it did not.
+
+    The server is a native sidecar (restartPolicy Always): the kubelet restarts it when it dies, so a
+    restart count says it died and lastState says how. Without a restart, a terminated state with a
+    non-zero exit code (a clean stop at the pod's end exits 0).
+    """
+    status = get_container_status(pod, container)  # the provider's: init (sidecar) containers included
+    if status is None:
+        return None
+    if status.restart_count and status.last_state is not None and status.last_state.terminated is not None:
+        return status.last_state.terminated, True
+    ended = status.state.terminated if status.state is not None else None
+    return (ended, False) if ended is not None and ended.exit_code != 0 else None

@@ -17,6 +17,7 @@ from accelbench.report.build import (
     report_id,
     write_report,
 )
+from accelbench.report.model import DEFAULT_MAX_ERROR_RATE
 from accelbench.report.sources import price_history, retractions
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
         region=params.get("region") or Settings.from_env().regions[0],
         ttft_p99_ms=slos.get("ttft_p99_ms"),
         tpot_p99_ms=slos.get("tpot_p99_ms"),
+        e2el_p99_ms=slos.get("e2el_p99_ms"),
+        max_error_rate=params.get("max_error_rate", DEFAULT_MAX_ERROR_RATE),
     )
     lake = Lake.from_env()
     runs = lake.read("runs", where=partition_filter(flt)).to_pylist()
@@ -47,20 +50,20 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     tables = build_report(runs, prices, retracted, flt)
     rid = report_id()
     written = write_report(lake, rid, tables, flt, len(runs))
-    lines = [f"{'tier':<7}{'instance':<16}{'version':<10}{'level':>7}{'out tok/s':>11}{'$/1M out (od)':>15}"]
-    for p in tables["best_under_slo"]:
-        cost = p["on_demand_usd_per_1m_output_tokens"]
-        shown = f"{cost:.4f}" if cost else "-"
-        lines.append(
-            f"{p['accelerator_type']:<7}{p['instance_type']:<16}{p['vllm_version'] or '-':<10}"
-            f"{p['level_value']:>7g}{p['output_throughput'] or 0:>11.1f}{shown:>15}"
-        )
+    lines = []
+    for h in tables["headline"]:
+        cost = h.get("on_demand_usd_per_1m_output_tokens")
+        shown = f", {cost:.4f} USD per 1M output tokens on-demand" if cost is not None else ""
+        what = f"{h['configuration']} at {h['level']}{shown}" if h.get("configuration") else ""
+        host = f" [{h['host']}]" if h.get("host") not in (None, "instance") else ""
+        lines.append(f"{h['model_short']}, {h['workload']}: {h['answer']}{': ' if what else ''}{what}{host}")
     log.info(
-        "report %s: %d points, %d best under SLOs, %d on the frontier, %d version deltas, "
-        "%d retracted runs\n%s",
+        "report %s: %d points, %d best under SLOs on the instance, %d local, %d on the frontier, "
+        "%d version deltas, %d retracted runs\n%s",
         rid,
         len(tables["points"]),
         len(tables["best_under_slo"]),
+        len(tables["local_results"]),
         len(tables["frontier"]),
         len(tables["version_deltas"]),
         len(tables["retracted"]),

@@ -12,7 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sqlalchemy import Engine
 
 from accelbench.aws.clients import PRICING_ENDPOINT_REGIONS, check_region, make_client
-from accelbench.aws.offline import load_snapshot
+from accelbench.aws.offline import index_snapshots, load_snapshots
 from accelbench.aws.pricing import ParseStats, Price, PriceLookupError, fetch_on_demand
 from accelbench.aws.spot import fetch_spot
 from accelbench.catalog.queries import store_prices
@@ -139,26 +139,30 @@ def refresh_online(
 def refresh_offline(
     engine: Engine, specs: list[InstanceSpec], regions: list[str], now: datetime | None = None
 ) -> RefreshReport:
-    """Prices from the shipped snapshot, each row labelled with the snapshot's source and date."""
+    """Prices from the shipped snapshots, each row labelled with its own snapshot's source and date."""
     now = now or datetime.now(UTC)
     for region in regions:
         check_region(region, "regions")
-    snap = load_snapshot()
-    log.info("pricing offline from %s", snap.label)
+    snaps = load_snapshots()
+    index = index_snapshots(snaps)
+    covered = sorted({s.region for s in snaps})
+    for loaded in snaps:
+        log.info("pricing offline from %s", loaded.label)
     report = RefreshReport()
     for region in regions:
         for spec in specs:
             key = f"{spec.instance_type} {region} on_demand"
-            usd = snap.prices.get(spec.instance_type) if region == snap.region else None
-            if usd is None or usd <= 0:
+            snap = index.get((region, spec.instance_type))
+            if snap is None:
                 why = (
-                    f"the offline snapshot covers {snap.region} only"
-                    if region != snap.region
-                    else "not in the offline snapshot"
+                    f"the offline snapshot covers {', '.join(covered)} only"
+                    if region not in covered
+                    else "not in the offline snapshots"
                 )
                 report.skipped.append(f"{key}: {why}")
                 log.info("%s: skipped, %s", key, why)
                 continue
+            usd = snap.prices[spec.instance_type]
             price = Price(spec.instance_type, region, "on_demand", usd, snap.effective_at, snap.label)
             _record(engine, report, key, lambda p=price: p, now)
     log.info("pricing refresh (offline): %s", report.summary())

@@ -11,11 +11,12 @@ from typing import Any
 
 from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.config import Settings
-from accelbench.execution.local_server import LocalServer, Pinning, vllm_python
+from accelbench.execution.local_server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver, summary
+from accelbench.loadgen.host import host_facts
 
 log = logging.getLogger(__name__)
 SERVER_STARTS = "server-starts.jsonl"
@@ -54,6 +55,7 @@ def run_local(
             client_cpus=client_cpus,
             attempt=attempt,
             client=client,
+            server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
         )
         envelope = driver.run()
     write_execution(
@@ -62,6 +64,9 @@ def run_local(
         node=socket.gethostname(),
         pinning=json.dumps(pinning.describe()) if pinning else None,
         server_startup_s=server.startup_s,
+        **host_facts(),
+        # No image ran: the rows' `image` stays the plan, this says what was measured instead.
+        server_image_id=f"vllm=={local_vllm_version(python)} local process (no image)",
     )
     where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
     paths = upload_raw(lake, driver.spec_dir, where)

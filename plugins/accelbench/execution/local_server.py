@@ -33,6 +33,7 @@ from packaging.version import InvalidVersion, Version
 from accelbench.campaign.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent
+from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
 from accelbench.runtime.recipes import recipe_for
 
 log = logging.getLogger(__name__)
@@ -273,6 +274,15 @@ class LocalServer:
                 return "".join(deque(fh, maxlen=lines))
         except OSError:
             return "<no server log>"
+
+    def exit_status(self) -> tuple[int, str] | None:
+        """(exit code, last lines of its log) once the server has ended, None while it runs: local mode's
+        Driver.server_exit, so a level says why its server died. A process killed by signal N reports
+        128 + N, as a container's exit code does (137: SIGKILL), so both modes read the same."""
+        code = self.process.poll() if self.process is not None else None
+        if code is None:
+            return None
+        return (128 - code if code < 0 else code), clip_log_tail(self.log_tail(SERVER_LOG_TAIL_LINES))
 
     def _wait_healthy(self, started: float) -> None:
         assert self.process is not None

@@ -157,8 +157,9 @@ def _tables(
         "level_kind": kind,
         "level_value": value,
         "repeat": 0,
-        # As for a campaign level: any failed request fails it (its percentiles cover survivors only).
-        "status": "failed" if result.failed or not result.completed else "ok",
+        # As for a campaign level: some requests failed is "errors" (percentiles cover the finished ones),
+        # none completed is "failed".
+        "status": "failed" if not result.completed else "errors" if result.failed else "ok",
         "error": f"{result.failed} of {result.num_prompts} requests failed" if result.failed else None,
         "wall_s": result.duration,
         "requested_rate": value if kind == "rate" else None,
@@ -174,6 +175,9 @@ def _tables(
         "served_model_name": raw.get("model_id"),
         "quantization": target.quantization,
         "instance_type": target.instance_type,
+        # The importer declares where the file was measured: on the instance type itself, so prices apply.
+        "host_instance_type": target.instance_type,
+        "measured_on_instance": True,
         "accelerator_count": target.accelerator_count,
         "dataset": raw.get("dataset_name"),
         "execution_mode": "imported",

@@ -31,9 +31,19 @@ class Provenance:
     zone: str | None = None
     capacity_type: str | None = None
     source_uri: str | None = None  # the raw evidence the rows were made from
+    # The host the server ran on (execution.json; kubernetes mode adds the node's label and the image).
+    host_cpu_model: str | None = None
+    host_architecture: str | None = None
+    host_vcpus: int | None = None
+    host_kernel: str | None = None
+    host_instance_type: str | None = None
+    server_image_id: str | None = None
 
 
 PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance) if f.name != "dag_run_id")
+# Hints that belong to the "failed" level only: how the server died (kubernetes mode, where only the
+# orchestrator sees the server container's exit and log). What the driver recorded itself wins.
+SERVER_DEATH_FIELDS = ("server_exit_code", "server_log_tail")
 
 
 def request_table(result: dict[str, Any], run_id: str, campaign_id: str, spec_id: str) -> pa.Table:
@@ -164,6 +174,19 @@ def run_row(
         "capacity_type": prov.capacity_type,
         "source_uri": prov.source_uri,
         "matrix_key": BenchmarkSpec.model_validate(spec).matrix_key,
+        "max_model_len": server["max_model_len"],
+        "kv_cache_dtype": server.get("kv_cache_dtype", "auto"),
+        "engine_args": " ".join(server.get("extra_engine_args") or ()),
+        "host_cpu_model": prov.host_cpu_model,
+        "host_architecture": prov.host_architecture,
+        "host_vcpus": prov.host_vcpus,
+        "host_kernel": prov.host_kernel,
+        "host_instance_type": prov.host_instance_type,
+        # Prices apply only to a measurement of the instance type itself, never to a stand-in host.
+        "measured_on_instance": prov.host_instance_type == server["instance_type"],
+        "server_image_id": prov.server_image_id,
+        "server_exit_code": level.get("server_exit_code"),
+        "server_log_tail": level.get("server_log_tail"),
     }
     if result is not None:
         row |= result_columns(result)
@@ -212,11 +235,13 @@ class Landed:
 
 
 def level_rows(
-    envelope: dict[str, Any], read: Reader, prov: Provenance
+    envelope: dict[str, Any], read: Reader, prov: Provenance, server_death: dict[str, Any] | None = None
 ) -> Iterator[tuple[dict[str, Any], pa.Table | None]]:
     """Each level's `runs` row and `requests` table, one level at a time: only one raw result file is
-    held in memory (a level can hold 10^5 requests)."""
+    held in memory (a level can hold 10^5 requests). `server_death` fills the failed level's gaps."""
     for level in envelope["levels"]:
+        if server_death and level["status"] == "failed":
+            level = level | {k: v for k, v in server_death.items() if level.get(k) is None}
         result = read(level["result_file"]) if level.get("result_file") else None
         table = (
             request_table(result, level["run_id"], envelope["spec"]["campaign_id"], envelope["spec_id"])
@@ -250,7 +275,10 @@ def ingest_raw(
     With `attempt`, only an envelope of that attempt is accepted (StaleEvidence otherwise): the raw
     folder of a spec is the same for every attempt, and an attempt whose server never started leaves
     the previous one's files in place. `hints` are provenance facts only the orchestrator knows
-    (zone, capacity type of the node); they fill what the executor did not record.
+    (zone, capacity type of the node), and how the server container died (SERVER_DEATH_FIELDS, for the
+    failed level's row only); they override what the executor recorded (the node's instance-type
+    label is what the scheduler placed the pod by; the DMI reading is the fallback), except that the
+    server death hints never replace a cause the driver recorded itself.
     """
     read = where.reader(lake)
     envelope = read(ENVELOPE)
@@ -269,12 +297,13 @@ def ingest_raw(
     facts |= {k: v for k, v in hints.items() if k in PROVENANCE_FIELDS and v is not None}
     facts["source_uri"] = lake.uri_of(lake.path(*where.parts, ENVELOPE))
     prov = Provenance(dag_run_id=dag_run_id, **({"execution_mode": "unknown"} | facts))
+    death = {k: hints[k] for k in SERVER_DEATH_FIELDS if hints.get(k) is not None}
     # requests first: reports read runs, so a run becomes visible only once its requests are in place,
     # and a write that fails for good leaves no run behind (a retry rewrites both files). The requests
     # stream level by level into their file, so memory holds one level, not the spec.
     runs = []
     with lake.table_writer("requests", where.accelerator_type, where.date, where.stem) as sink:
-        for row, table in level_rows(envelope, read, prov):
+        for row, table in level_rows(envelope, read, prov, death):
             runs.append(row)
             if table is not None:
                 sink.write(table)

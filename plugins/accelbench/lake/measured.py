@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow.dataset as ds
 
 from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.lake.store import Lake
 from accelbench.loadgen.bench_command import levels
 
@@ -12,14 +13,15 @@ from accelbench.loadgen.bench_command import levels
 def measured_specs(
     lake: Lake, specs: list[BenchmarkSpec], retracted: set[str] | frozenset[str] = frozenset()
 ) -> list[BenchmarkSpec]:
-    """The specs whose every level x repeat already has a successful, unretracted run in the lake,
-    from any campaign, for the same server (version and image included) and load: `matrix_key`."""
+    """The specs whose every level x repeat already has a measured (MEASURED_STATUSES), unretracted run
+    in the lake, from any campaign, for the same server (version and image included) and load:
+    `matrix_key`."""
     if not specs:
         return []
     keys = sorted({s.matrix_key for s in specs})
     rows = lake.read(
         "runs",
-        where=ds.field("matrix_key").isin(keys) & (ds.field("status") == "ok"),
+        where=ds.field("matrix_key").isin(keys) & ds.field("status").isin(MEASURED_STATUSES),
         columns=["run_id", "matrix_key", "level_kind", "level_value", "repeat"],
     ).to_pylist()
     have = {

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: runs.source_uri, runs.matrix_key (older files read them as null)
+# 2: runs.source_uri, runs.matrix_key; 3: the engine settings of a point, where it ran (host_*,
+# measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail).
+# Older files read the newer columns as null.
+SCHEMA_VERSION = 3
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
+# runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
+# up), "failed" (no usable result, or the server died: the counts of what finished are kept).
+MEASURED_STATUSES = ("ok", "errors")  # a measurement: a report point, "already measured"
 METRICS = ("ttft", "tpot", "itl", "e2el")
 STATS = ("mean", "median", "std", "p50", "p90", "p95", "p99")
 
@@ -104,6 +110,21 @@ RUNS = pa.schema(
         ("capacity_type", pa.string()),
         ("source_uri", pa.string()),  # raw evidence: a campaign's envelope, or the imported file
         ("matrix_key", pa.string()),  # BenchmarkSpec.matrix_key: server + load, whatever the campaign
+        # engine settings that make a server configuration (with model, dtype, quantization, TP)
+        ("max_model_len", pa.int32()),
+        ("kv_cache_dtype", pa.string()),
+        ("engine_args", pa.string()),  # the spec's extra engine arguments, space-separated ("" if none)
+        # where it ran: the host the server ran on, as the executor saw it
+        ("host_cpu_model", pa.string()),
+        ("host_architecture", pa.string()),
+        ("host_vcpus", pa.int16()),
+        ("host_kernel", pa.string()),
+        ("host_instance_type", pa.string()),  # EC2's DMI product name, or the node's instance-type label
+        ("measured_on_instance", pa.bool_()),  # host_instance_type == instance_type: prices apply
+        ("server_image_id", pa.string()),  # what ran: the kubelet's imageID, or the local vLLM build
+        # why a level failed on the server side, when the server died during it
+        ("server_exit_code", pa.int32()),
+        ("server_log_tail", pa.string()),
     ]
 )
 

@@ -4,7 +4,8 @@ Drives the server through every level of the spec, writes the raw evidence to --
 the lake's raw/ area when a lake is configured (the pod's case), and prints a compact summary, also
 to /airflow/xcom/return.json when that directory exists.
 
-Exit codes: 0 every level ok; 1 a level failed (the levels before it are kept); 2 bad usage;
+Exit codes: 0 every level measured (status ok, or errors: some requests failed, the server stayed up);
+1 a level failed (the levels before it are kept); 2 bad usage;
 3 the evidence could not be copied to the lake (the summary says why); 4 an unexpected error.
 """
 
@@ -26,6 +27,7 @@ from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV, NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
 from accelbench.loadgen.driver import Driver, summary
+from accelbench.loadgen.host import host_facts
 from accelbench.loadgen.sampling import find_server_pid
 
 XCOM_RETURN = Path("/airflow/xcom/return.json")
@@ -78,6 +80,7 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
         driver.spec_dir,
         execution_mode=env.get(MODE_SETTING) or "standalone",
         node=env.get(NODE_NAME_ENV) or socket.gethostname(),
+        **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
     )
     code = EXIT_LEVEL_FAILED if result["failure"] else EXIT_OK
     if args.lake:

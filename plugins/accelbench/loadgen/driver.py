@@ -3,8 +3,13 @@
 For each level: scrape /metrics, run `vllm bench serve` (in one warm process per server, see
 bench_client) while sampling the server's memory and gauges, scrape again, then check the client's
 token totals against the server's counters and the achieved load against the requested one. Raw
-outputs and an envelope land in `out_dir`; a failed level stops the run, and everything measured
-before it is kept.
+outputs and an envelope land in `out_dir`.
+
+A level is "ok" (every request finished), "errors" (some failed, the server is still healthy: the run
+goes on, as one failed request in 10^4 must not end a campaign) or "failed" (no usable result, nothing
+completed, or the server died or stopped answering: the run stops, and everything measured before it
+is kept). A failed level keeps whatever the client wrote: the counts and latencies of the requests that
+finished, and how the server died when the executor can see its process (exit code, last log lines).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +49,12 @@ REQUIRED_RESULT_KEYS = (
     "input_lens",
 )
 CLIENT_LIMITED_RATIO = 0.9  # achieved / requested arrival rate below this: the client could not keep up
+# What a level keeps of a dead server's log (local mode's file, the pod's server container): enough to
+# say why it died, bounded so that a row stays small.
+SERVER_LOG_TAIL_LINES, SERVER_LOG_TAIL_BYTES = 20, 4096
+SERVER_EXIT_WAIT_S = 5.0  # a server that stopped answering gets this long to be seen exiting
+# (exit code, last log lines) once the server process has ended, None while it runs.
+ServerExit = Callable[[], tuple[int, str] | None]
 
 
 class LevelFailed(AccelbenchError):
@@ -73,6 +85,23 @@ class LevelRecord:
     max_concurrent_requests: int | None = None  # vLLM's: requests active within a 1-second bucket
     peak_concurrency: int | None = None  # requests in flight at the same instant
     client_limited: bool | None = None
+    client_completed: int | None = None  # the bench result's counts, also when the level failed
+    client_failed: int | None = None
+    server_exit_code: int | None = None  # set when the server died during the level
+    server_log_tail: str | None = None
+
+
+def clip_log_tail(text: str) -> str:
+    """The end of a server log as a level keeps it: the last lines, at most SERVER_LOG_TAIL_BYTES."""
+    tail = "".join(text.splitlines(keepends=True)[-SERVER_LOG_TAIL_LINES:])
+    return tail.encode()[-SERVER_LOG_TAIL_BYTES:].decode(errors="ignore")
+
+
+def first_error(result: dict[str, Any]) -> str:
+    """The last line of the first failed request's error (vLLM keeps a traceback there), shortened."""
+    text = next((e for e in result.get("errors") or () if e), "")
+    lines = text.strip().splitlines()
+    return lines[-1][:200] if lines else "no error text"
 
 
 def server_info(base_url: str) -> dict[str, Any]:
@@ -139,6 +168,8 @@ class Driver:
     attempt: str | None = None
     # A runner started early (local mode: while the server starts); the caller closes it. Else run() owns one.
     client: BenchClient | None = None
+    # How the server died, where the executor can see its process (local mode); checked after each level.
+    server_exit: ServerExit | None = None
     records: list[LevelRecord] = field(default_factory=list)
 
     @property
@@ -179,42 +210,59 @@ class Driver:
         )
         prompts = self.spec.load.prompts_per_level
         started = time.monotonic()
+        problem: str | None = None
+        before: dict[str, float] | None = None
+        gauges = Sampler(
+            lambda: {
+                k: v for k, v in server_metrics.scrape(self.base_url).items() if k in server_metrics.GAUGES
+            },
+            self.metrics_interval_s,
+        )
+        memory = Sampler(memory_probe(self.server_pid), self.memory_interval_s) if self.server_pid else None
         try:
             before = server_metrics.scrape(self.base_url)
-            gauges = Sampler(
-                lambda: {
-                    k: v
-                    for k, v in server_metrics.scrape(self.base_url).items()
-                    if k in server_metrics.GAUGES
-                },
-                self.metrics_interval_s,
-            )
-            memory = (
-                Sampler(memory_probe(self.server_pid), self.memory_interval_s) if self.server_pid else None
-            )
             with contextlib.ExitStack() as stack:
                 stack.enter_context(gauges)
                 if memory:
                     stack.enter_context(memory)
-                path = self._bench(name, level, prompts, seed, run_id)
-            after = server_metrics.scrape(self.base_url)
-            result = read_result(path, self.spec, prompts)
+                self._bench(name, level, prompts, seed, run_id)
         except (LevelFailed, BenchProcessError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
-            rec.status, rec.error = "failed", f"{type(exc).__name__}: {exc}"
-            rec.wall_s = time.monotonic() - started
-            return rec
+            problem = f"{type(exc).__name__}: {exc}"
         rec.wall_s = time.monotonic() - started
-        rec.status, rec.result_file = "ok", path.name
-        rec.server_counters = server_metrics.counter_delta(before, after)
         rec.server_gauge_peaks = dict(gauges.peaks)
         if memory:
             rec.memory_peaks, rec.memory_samples = dict(memory.peaks), memory.samples
+        # The client's result before the server's counters: a server that died mid-level cannot be
+        # scraped, and the result still holds the counts and latencies of the requests that finished.
+        result: dict[str, Any] | None = None
+        try:
+            result = read_result(self.spec_dir / f"{name}.json", self.spec, prompts)
+        except LevelFailed as exc:
+            problem = problem or str(exc)
+        if result is not None:
+            rec.result_file = f"{name}.json"
+            self._client_facts(rec, level, result)
+        after, gone = self._server_after(before)
+        if before is not None and after is not None:
+            rec.server_counters = server_metrics.counter_delta(before, after)
+            if result is not None:
+                rec.tokens_agree = (
+                    rec.server_counters["generation_tokens"] == rec.client_output_tokens
+                    and rec.server_counters["prompt_tokens"] == rec.client_input_tokens
+                )
+        exited = self._server_exited(wait_s=SERVER_EXIT_WAIT_S if gone else 0.0)
+        if exited is not None:
+            rec.server_exit_code, rec.server_log_tail = exited
+            last = next((ln.strip() for ln in reversed(exited[1].splitlines()) if ln.strip()), "")
+            gone = f"exit code {exited[0]}" + (f"; its log ends: {last[:300]}" if last else "")
+        rec.status, rec.error = self._verdict(result, prompts, problem, gone, died=exited is not None)
+        return rec
+
+    def _client_facts(self, rec: LevelRecord, level: Level, result: dict[str, Any]) -> None:
+        """What the bench result says about the load the client applied (also for a failed level)."""
+        rec.client_completed, rec.client_failed = int(result["completed"]), int(result["failed"])
         rec.client_input_tokens = int(result["total_input_tokens"])
         rec.client_output_tokens = int(result["total_output_tokens"])
-        rec.tokens_agree = (
-            rec.server_counters["generation_tokens"] == rec.client_output_tokens
-            and rec.server_counters["prompt_tokens"] == rec.client_input_tokens
-        )
         rec.max_concurrent_requests = result.get("max_concurrent_requests")
         if "start_times" in result and "latencies" in result:
             rec.peak_concurrency = peak_concurrency(result["start_times"], result["latencies"])
@@ -226,12 +274,47 @@ class Driver:
             )
         else:
             rec.client_limited = False
+
+    def _server_after(self, before: dict[str, float] | None) -> tuple[dict[str, float] | None, str | None]:
+        """The server's counters after a level, or why it cannot be trusted any more (gone, restarted)."""
+        try:
+            after = server_metrics.scrape(self.base_url)
+        except (OSError, ValueError) as exc:
+            return None, f"it stopped answering ({type(exc).__name__}: {exc})"
+        if before is not None and any(after[k] < before[k] for k in server_metrics.COUNTERS):
+            return None, "its counters went back (it restarted)"
+        return after, None
+
+    def _server_exited(self, wait_s: float) -> tuple[int, str] | None:
+        """(exit code, log tail) if the executor sees the server process ended; waits up to `wait_s`."""
+        if self.server_exit is None:
+            return None
+        deadline = time.monotonic() + wait_s
+        while (exited := self.server_exit()) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return exited
+
+    @staticmethod
+    def _verdict(
+        result: dict[str, Any] | None, prompts: int, problem: str | None, gone: str | None, died: bool
+    ) -> tuple[str, str | None]:
+        """(status, error) of a level: see the module's docstring for what each status means."""
+        lost = "server died" if died else "server lost"
+        if result is None:
+            return "failed", "; ".join(filter(None, [problem, f"{lost}: {gone}" if gone else None]))
+        counts = f"{result['failed']} of {prompts} requests failed"
+        if gone:
+            return "failed", f"{lost} during the level: {counts}; {gone}"
+        if problem:
+            return "failed", f"{problem} ({counts})"
+        if not result["completed"]:
+            return "failed", f"{counts}, none completed (first error: {first_error(result)})"
         if result["failed"]:
-            rec.status, rec.error = "failed", f"{result['failed']} of {prompts} requests failed"
-        return rec
+            return "errors", f"{counts} (first error: {first_error(result)})"
+        return "ok", None
 
     def run(self) -> dict[str, Any]:
-        """Every level x repeat in order; stops at the first failed level. Returns the envelope."""
+        """Every level x repeat in order; stops at the first "failed" level. Returns the envelope."""
         if self.spec_dir.exists():  # a retry: no evidence from an earlier attempt may be mixed in
             shutil.rmtree(self.spec_dir)
         self.spec_dir.mkdir(parents=True)
@@ -247,14 +330,26 @@ class Driver:
                 for repeat in range(self.spec.load.repeats):
                     rec = self.run_level(level, repeat)
                     self.records.append(rec)
-                    log.info("%s: %s%s", rec.run_id, rec.status, f" ({rec.error})" if rec.error else "")
-                    if rec.status != "ok":
+                    log.log(
+                        logging.INFO if rec.status == "ok" else logging.WARNING,
+                        "%s: %s, %s completed, %s failed%s",
+                        rec.run_id,
+                        rec.status,
+                        rec.client_completed,
+                        rec.client_failed,
+                        f" ({rec.error})" if rec.error else "",
+                    )
+                    if rec.server_log_tail:
+                        log.warning("%s: the server's log ends:\n%s", rec.run_id, rec.server_log_tail)
+                    if rec.status == "failed":
                         failure = f"{rec.run_id}: {rec.error}"
                         break
                 if failure:
                     break
         except (LevelFailed, BenchProcessError, OSError, subprocess.TimeoutExpired) as exc:
             failure = f"warm-up: {type(exc).__name__}: {exc}"
+            if (exited := self._server_exited(wait_s=0.0)) is not None:
+                failure += f"; the server exited with code {exited[0]}, its log ends:\n{exited[1]}"
         except Exception as exc:  # anything else: keep the levels measured so far, then say what broke
             failure = f"driver error: {type(exc).__name__}: {exc}"
             log.exception("driver error")
@@ -291,10 +386,13 @@ def summary(envelope: dict[str, Any]) -> dict[str, Any]:
                 for k in (
                     "run_id",
                     "status",
+                    "client_completed",
+                    "client_failed",
                     "client_output_tokens",
                     "tokens_agree",
                     "achieved_rate",
                     "client_limited",
+                    "server_exit_code",
                 )
             }
             for r in envelope["levels"]

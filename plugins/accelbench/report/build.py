@@ -18,16 +18,27 @@ import pyarrow.parquet as pq
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
 from accelbench.report.model import (
+    DEFAULT_MAX_ERROR_RATE,
     Price,
     Retraction,
+    Slos,
     best_under_slos,
     frontier,
+    headline,
     level_points,
     split_retracted,
     version_deltas,
 )
 
-TABLE_NAMES = ("points", "best_under_slo", "frontier", "version_deltas", "retracted")
+TABLE_NAMES = (
+    "headline",
+    "best_under_slo",
+    "local_results",
+    "frontier",
+    "version_deltas",
+    "points",
+    "retracted",
+)
 HTML_NAME = "report.html"
 SUMMARY_NAME = "summary.json"
 
@@ -44,6 +55,12 @@ class ReportFilter:
     region: str = "us-east-1"
     ttft_p99_ms: float | None = None
     tpot_p99_ms: float | None = None
+    e2el_p99_ms: float | None = None
+    max_error_rate: float | None = DEFAULT_MAX_ERROR_RATE
+
+    @property
+    def slos(self) -> Slos:
+        return Slos(self.ttft_p99_ms, self.tpot_p99_ms, self.e2el_p99_ms, self.max_error_rate)
 
     def keeps(self, run: dict[str, Any]) -> bool:
         day = date.fromisoformat(run["date"]) if run.get("date") else run["started_at"].date()
@@ -79,11 +96,14 @@ def build_report(
     chosen = [r for r in runs if flt.keeps(r)]
     kept, gone = split_retracted(chosen, retracted)
     points = level_points(kept, prices, flt.region)
-    best = best_under_slos(points, flt.ttft_p99_ms, flt.tpot_p99_ms)
+    best = best_under_slos(points, flt.slos)
+    on_instance = [p for p in best if p["measured_on_instance"]]
     return {
+        "headline": headline(points, best),
         "points": points,
-        "best_under_slo": best,
-        "frontier": frontier(best),
+        "best_under_slo": on_instance,
+        "local_results": [p for p in best if not p["measured_on_instance"]],
+        "frontier": frontier(on_instance),
         "version_deltas": version_deltas(points),
         "retracted": [
             {

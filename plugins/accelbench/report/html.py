@@ -6,7 +6,7 @@ It opens offline from the lake, a laptop or the Airflow "Benchmarks" view alike.
 from __future__ import annotations
 
 import math
-from dataclasses import fields
+from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
@@ -15,58 +15,84 @@ from jinja2 import Environment
 from accelbench.report.columns import label
 from accelbench.report.model import (
     CV_METRICS,
+    LOCAL_USE,
     NOISE_CV_FACTOR,
     NOISE_FLOOR,
-    POINT_KEY,
     SAMPLE_WARNING_REQUESTS,
 )
 from accelbench.report.pages import environment
+from accelbench.report.planner import planner_context
 from accelbench.report.plots import PLOTS
 
 _COSTS = (
     "on_demand_usd_per_1m_output_tokens",
     "spot_usd_per_1m_output_tokens",
     "on_demand_usd_per_1m_total_tokens",
+    "spot_usd_per_1m_total_tokens",
 )
+_LATENCIES = ("p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms")
+_WHAT = ("configuration", "model_short", "workload", "level")
+_RATES = ("request_throughput", "output_throughput", "request_goodput")
+_SIZE = ("error_rate", "server_memory_peak_gib", "repeats_campaigns")
 COLUMNS: dict[str, tuple[str, ...]] = {
-    "best": (
-        *POINT_KEY,
-        "output_throughput",
+    "headline": (
+        "model_short",
+        "workload",
+        "answer",
+        "configuration",
+        "level",
         "request_throughput",
-        "p99_ttft_ms",
-        "p99_tpot_ms",
+        *_COSTS,
+        *_LATENCIES,
+        "error_rate",
+        "host",
+    ),
+    "best": (*_WHAT, *_RATES, *_COSTS[:2], *_LATENCIES, *_SIZE, "sample_warning"),
+    "local": (*_WHAT, "host", *_RATES, *_LATENCIES, *_SIZE),  # never priced: no cost columns
+    "frontier": (*_WHAT, "on_demand_usd_per_1m_output_tokens", *_LATENCIES, "output_throughput"),
+    "points": (
+        *_WHAT,
+        "host",
+        "execution_mode",
+        "repeats",
+        "campaigns",
+        "request_throughput",
+        "output_throughput",
+        "output_throughput_cv",
+        "request_goodput",
+        *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("p50", "p99")),
+        "error_rate",
         *_COSTS,
         "output_throughput_per_accelerator",
-        "server_rss_peak_bytes",
-        "repeats",
+        "server_memory_peak_gib",
         "sample_warning",
         "on_demand_price_source",
         "spot_price_source",
     ),
-    "frontier": (*POINT_KEY, "on_demand_usd_per_1m_output_tokens", "p99_tpot_ms", "output_throughput"),
-    "points": (
-        *POINT_KEY,
-        "repeats",
-        "output_throughput",
-        "output_throughput_cv",
-        "request_throughput",
-        *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("p50", "p99")),
-        *_COSTS,
-        "output_throughput_per_accelerator",
-        "server_rss_peak_bytes",
-        "sample_warning",
-    ),
     "version_deltas": (
-        *(k for k in POINT_KEY if k != "vllm_version"),
+        "configuration",
+        "model_short",
+        "workload",
+        "level",
+        "host",
         "from_version",
         "to_version",
         *(f"{m}_{s}" for m in CV_METRICS for s in ("change", "verdict")),
     ),
     "retracted": ("run_id", "instance_type", "vllm_version", "retraction_reason", "superseded_by"),
 }
+TABLE_OF = {  # HTML table -> report table
+    "headline": "headline",
+    "best": "best_under_slo",
+    "local": "local_results",
+    "frontier": "frontier",
+    "points": "points",
+    "version_deltas": "version_deltas",
+    "retracted": "retracted",
+}
 
 
-_FRACTIONS = ("_change", "_cv", "_noise_limit")
+_FRACTIONS = ("_change", "_cv", "_noise_limit", "error_rate")
 
 
 def _cell(value: Any, column: str = "") -> str:
@@ -74,7 +100,9 @@ def _cell(value: Any, column: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if column.endswith(_FRACTIONS) and isinstance(value, int | float):
-        return f"{value:+.1%}" if column.endswith("_change") else f"{value:.1%}"
+        if column.endswith("_change"):
+            return f"{value:+.1%}"
+        return f"{value:.2%}" if column.endswith("error_rate") and 0 < value < 0.01 else f"{value:.1%}"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
@@ -91,6 +119,8 @@ def _cell_class(value: Any, column: str) -> str:
         return str(value)
     if column == "sample_warning" and value:
         return "text warn"
+    if column == "host" and value and value != "instance":
+        return "text local"
     return "" if isinstance(value, int | float) and not isinstance(value, bool) else "text"
 
 
@@ -114,7 +144,15 @@ def render_html(
         if isinstance(value, list):
             value = ", ".join(value) or "all"
         shown_filters.append((label(f.name), "none" if value is None else value))
-    plots = [(pid, title, fn(tables[source])) for pid, (title, fn, source) in PLOTS.items()]
+    plots = [(pid, title, fn(tables[source], report_filter)) for pid, (title, fn, source) in PLOTS.items()]
+    sources = sorted(
+        {
+            p[k]
+            for p in tables["best_under_slo"]
+            for k in ("on_demand_price_source", "spot_price_source")
+            if p.get(k)
+        }
+    )
     return (
         _environment()
         .get_template("report.html.j2")
@@ -123,8 +161,12 @@ def render_html(
             generated_at=f"{generated_at:%Y-%m-%d %H:%M:%S %Z}",
             filters=shown_filters,
             counts={"runs": runs_read, "retracted": len(tables["retracted"])},
-            tables=tables,
+            tables={name: tables[source] for name, source in TABLE_OF.items()},
             columns=COLUMNS,
+            price_sources=sources,
+            local_use=LOCAL_USE,
+            slos=report_filter.slos,
+            planner=planner_context(tables["points"], **asdict(report_filter.slos)),
             plots=plots,
             noise_floor=f"{NOISE_FLOOR:.0%}",
             noise_factor=f"{NOISE_CV_FACTOR:g}",

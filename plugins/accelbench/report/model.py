@@ -7,6 +7,8 @@ standard library's `statistics` module.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -17,21 +19,36 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-# One matrix point: what a user compares across tiers, instance types and versions.
-POINT_KEY = (
+from accelbench.lake.schemas import MEASURED_STATUSES
+
+# One server configuration on one workload on one host: its load levels are one throughput/latency
+# curve. Workload (dataset, lengths), engine settings (the server half of the matrix key), TP and
+# where it ran are all part of it, so different workloads or a local stand-in host never pool.
+CONFIG_KEY = (
     "accelerator_type",
     "instance_type",
     "model",
     "quantization",
     "vllm_version",
-    "level_kind",
-    "level_value",
+    "dtype",
+    "kv_cache_dtype",
+    "max_model_len",
+    "tensor_parallel_size",
+    "engine_args",
+    "dataset",
+    "input_len",
+    "output_len",
+    "range_ratio",
+    "execution_mode",
+    "host",
 )
-SERVER_KEY = POINT_KEY[:5]  # one server configuration: its levels are the throughput/latency curve
+POINT_KEY = (*CONFIG_KEY, "level_kind", "level_value")  # one load level of one configuration
 MEDIAN_METRICS = (
     "request_throughput",
+    "request_goodput",
     "output_throughput",
     "total_token_throughput",
+    "error_rate",
     *(f"{stat}_{metric}_ms" for metric in ("ttft", "tpot", "itl", "e2el") for stat in ("p50", "p90", "p99")),
 )
 CV_METRICS = ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")  # the ones version deltas judge
@@ -41,7 +58,16 @@ CV_METRICS = ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")  # the ones ver
 NOISE_CV_FACTOR = 2.0
 NOISE_FLOOR = 0.05
 SAMPLE_WARNING_REQUESTS = 1000  # below this per repeat, a p99 rests on fewer than 10 requests beyond it
+DEFAULT_MAX_ERROR_RATE = 0.01  # a level with more failed requests than this does not meet the SLOs
 SECONDS_PER_HOUR = 3600
+GIB = 2**30
+ON_INSTANCE = "instance"  # the host label of a run measured on the instance type it names
+LOCAL_USE = (
+    "A local result was measured on the machine that ran the campaign, not on the instance type it "
+    "names: it is good for comparing vLLM versions, engine settings and workloads with each other on "
+    "that same host, and for checking that a configuration runs at all; it is not a throughput or a "
+    "price of the instance type, so it is never priced or ranked against instance results."
+)
 
 
 @dataclass(frozen=True)
@@ -86,42 +112,125 @@ def _median(rows: list[dict[str, Any]], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
+def measured_on_instance(run: dict[str, Any]) -> bool:
+    """Whether the run measured the instance type it names. Rows from before host facts were recorded
+    say nothing: a kubernetes run landed on its instance type by node selector, a local one did not."""
+    recorded = run.get("measured_on_instance")
+    return bool(recorded) if recorded is not None else run.get("execution_mode") != "local"
+
+
+def host_label(run: dict[str, Any]) -> str:
+    """ "instance", or "local: <arch> <cpu model>, <n> vCPU" for a run on a stand-in host."""
+    if measured_on_instance(run):
+        return ON_INSTANCE
+    what = " ".join(str(run[k]) for k in ("host_architecture", "host_cpu_model") if run.get(k))
+    if run.get("host_vcpus"):
+        what += f", {run['host_vcpus']} vCPU"
+    return f"local: {what.strip(', ') or 'host not recorded'}"
+
+
+def short_model(model: str | None) -> str:
+    """The id's last part ("Qwen2.5-0.5B-Instruct"): tables stay narrow; the full id is on hover."""
+    return str(model or "?").rstrip("/").rsplit("/", 1)[-1]
+
+
+def workload_label(p: dict[str, Any]) -> str:
+    """ "random 128→32" (± the length range), what the point's requests looked like."""
+    dataset = p.get("dataset") or "unknown dataset"
+    if p.get("input_len") is None or p.get("output_len") is None:
+        return f"{dataset}, lengths not recorded"
+    spread = f" ±{p['range_ratio']:.0%}" if p.get("range_ratio") else ""
+    return f"{dataset} {p['input_len']}→{p['output_len']}{spread}"
+
+
+def configuration_label(p: dict[str, Any]) -> str:
+    """ "m8g.xlarge · vLLM 0.32.0 · TP1 · bfloat16" plus quantization and engine arguments when set."""
+    parts = [
+        p["instance_type"],
+        f"vLLM {p.get('vllm_version') or '?'}",
+        f"TP{p.get('tensor_parallel_size') or 1}",
+    ]
+    parts += [str(p[k]) for k in ("dtype", "quantization", "engine_args") if p.get(k)]
+    return " · ".join(parts)
+
+
+def level_label(kind: str, value: float) -> str:
+    """ "concurrency 16" or "4 req/s": the load level as the form asked for it."""
+    return f"concurrency {value:g}" if kind == "concurrency" else f"{value:g} req/s"
+
+
+def _short_id(values: tuple) -> str:
+    return hashlib.sha256(json.dumps([str(v) for v in values]).encode()).hexdigest()[:12]
+
+
+def _key_value(run: dict[str, Any], key: str) -> Any:
+    if key == "host":
+        return host_label(run)
+    if key == "engine_args":
+        return run.get(key) or ""  # rows from before the column: no extra arguments recorded
+    return run.get(key)
+
+
+def error_rate(run: dict[str, Any]) -> float | None:
+    done, failed = run.get("completed"), run.get("failed")
+    if done is None or failed is None or done + failed == 0:
+        return None
+    return failed / (done + failed)
+
+
 def level_points(
     runs: Iterable[dict[str, Any]], prices: Sequence[Price], region: str
 ) -> list[dict[str, Any]]:
-    """One row per matrix point over its successful repeats, with prices at the newest repeat's time.
+    """One row per point over its measured repeats (from any campaign), priced at the newest repeat's
+    time, and only when the runs measured the instance type itself.
 
     Throughput per accelerator is None (blank) for CPU rows, never zero.
     """
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
-        if run.get("status") == "ok":
-            groups[tuple(run[k] for k in POINT_KEY)].append(run)
+        if run.get("status") in MEASURED_STATUSES:
+            groups[tuple(_key_value(run, k) for k in POINT_KEY)].append(run | {"error_rate": error_rate(run)})
     points = []
     for key, rows in sorted(groups.items(), key=lambda item: tuple(str(v) for v in item[0])):
         point: dict[str, Any] = dict(zip(POINT_KEY, key, strict=True))
+        point["point_id"] = _short_id(key)
+        point["configuration_id"] = _short_id(key[: len(CONFIG_KEY)])
+        point["measured_on_instance"] = point["host"] == ON_INSTANCE
+        point["configuration"] = configuration_label(point)
+        point["model_short"] = short_model(point["model"])
+        point["workload"] = workload_label(point)
+        point["level"] = level_label(point["level_kind"], point["level_value"])
         point |= {m: _median(rows, m) for m in MEDIAN_METRICS}
         point["repeats"] = len(rows)
+        point["campaigns"] = len({r.get("campaign_id") for r in rows})
+        point["repeats_campaigns"] = f"{len(rows)} / {point['campaigns']}"
         for metric in CV_METRICS:
             point[f"{metric}_cv"] = coefficient_of_variation(
                 [r[metric] for r in rows if r.get(metric) is not None]
             )
-        fewest = min(r["completed"] or 0 for r in rows)
+        fewest = min(r.get("completed") or 0 for r in rows)
         point["requests_per_repeat_min"] = fewest
         point["sample_warning"] = (
             f"p99 from {fewest} requests (< {SAMPLE_WARNING_REQUESTS})"
             if fewest < SAMPLE_WARNING_REQUESTS
             else None
         )
-        accelerators = rows[0]["accelerator_count"]
+        accelerators = rows[0].get("accelerator_count")
         point["output_throughput_per_accelerator"] = (
             point["output_throughput"] / accelerators if accelerators and point["output_throughput"] else None
         )
-        peaks = [r["server_rss_peak_bytes"] for r in rows if r.get("server_rss_peak_bytes") is not None]
-        point["server_rss_peak_bytes"] = max(peaks) if peaks else None
+        # RssAnon: the server's own memory; total RSS also counts the mmapped weights' page cache.
+        peaks = [
+            r["server_rss_anon_peak_bytes"] for r in rows if r.get("server_rss_anon_peak_bytes") is not None
+        ]
+        point["server_memory_peak_gib"] = max(peaks) / GIB if peaks else None
         when = max(r["started_at"] for r in rows)
         for model in ("on_demand", "spot"):
-            price = price_at(prices, point["instance_type"], region, model, when)
+            price = (
+                price_at(prices, point["instance_type"], region, model, when)
+                if point["measured_on_instance"]
+                else None
+            )
             point[f"{model}_usd_per_hour"] = price.usd_per_hour if price else None
             point[f"{model}_price_source"] = (
                 f"{price.source}, {price.effective_at:%Y-%m-%d}" if price else None
@@ -136,37 +245,164 @@ def level_points(
     return points
 
 
-def best_under_slos(
-    points: Iterable[dict[str, Any]], ttft_p99_ms: float | None = None, tpot_p99_ms: float | None = None
-) -> list[dict[str, Any]]:
-    """Per server configuration, the highest-throughput level whose p99 TTFT and TPOT hold the SLOs."""
-    best: dict[tuple, dict[str, Any]] = {}
+@dataclass(frozen=True)
+class Limit:
+    """One limit of the form: a parameter of plan_capacity and the point field it bounds. The page gets
+    these too, so its JavaScript reads field names from here instead of repeating them."""
+
+    param: str
+    field: str
+    label: str
+    input: str  # the id of the form's input
+    unit: str  # as the form shows it: "%" means the form's number is divided by 100
+    missing_fails: bool  # whether a level without the metric fails the limit
+
+
+# How a level is judged (Slos.misses, and the capacity planner's page): an unmeasured latency fails
+# its limit, an unrecorded error rate is not counted against the level.
+LIMITS = (
+    Limit("ttft_p99_ms", "p99_ttft_ms", "p99 TTFT", "planner-ttft", "ms", True),
+    Limit("tpot_p99_ms", "p99_tpot_ms", "p99 TPOT", "planner-tpot", "ms", True),
+    Limit("e2el_p99_ms", "p99_e2el_ms", "p99 E2E latency", "planner-e2el", "ms", True),
+    Limit("max_error_rate", "error_rate", "error rate", "planner-errors", "%", False),
+)
+
+
+@dataclass(frozen=True)
+class Slos:
+    """The limits a level must hold to count: p99 latencies in ms (None: no limit) and an error rate."""
+
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    e2el_p99_ms: float | None = None
+    max_error_rate: float | None = DEFAULT_MAX_ERROR_RATE
+
+    def misses(self, p: dict[str, Any]) -> list[str]:
+        """What `p` fails, in words ("p99 TTFT 2500 ms > 2000 ms"); empty when it meets every SLO."""
+        out = []
+        for limit in LIMITS:
+            bound, value = getattr(self, limit.param), p.get(limit.field)
+            if bound is None or not (limit.missing_fails if value is None else value > bound):
+                continue
+            if limit.unit == "%":
+                out.append(f"{limit.label} {value:.2%} > {bound:.2%}")
+            else:
+                shown = "not measured" if value is None else f"{value:.0f} {limit.unit}"
+                out.append(f"{limit.label} {shown} > {bound:g} {limit.unit}")
+        return out
+
+
+def cost_order(p: dict[str, Any]) -> tuple:
+    """Cheapest first by on-demand, then spot, per 1M output tokens; unpriced last, then by name."""
+    inf = float("inf")
+    od, spot = p.get("on_demand_usd_per_1m_output_tokens"), p.get("spot_usd_per_1m_output_tokens")
+    return (
+        od if od is not None else inf,
+        spot if spot is not None else inf,
+        p["configuration"],
+        p["workload"],
+    )
+
+
+def best_under_slos(points: Iterable[dict[str, Any]], slos: Slos) -> list[dict[str, Any]]:
+    """Per configuration, the highest-throughput level that meets every SLO; cheapest first."""
+    best: dict[str, dict[str, Any]] = {}
     for p in points:
-        if ttft_p99_ms is not None and (p["p99_ttft_ms"] is None or p["p99_ttft_ms"] > ttft_p99_ms):
+        if slos.misses(p):
             continue
-        if tpot_p99_ms is not None and (p["p99_tpot_ms"] is None or p["p99_tpot_ms"] > tpot_p99_ms):
-            continue
-        key = tuple(p[k] for k in SERVER_KEY)
+        key = p["configuration_id"]
         if key not in best or (p["output_throughput"] or 0) > (best[key]["output_throughput"] or 0):
             best[key] = p
-    return [best[k] for k in sorted(best, key=lambda k: tuple(str(v) for v in k))]
+    return sorted(best.values(), key=cost_order)
+
+
+HEADLINE_FIELDS = (
+    "configuration",
+    "level",
+    "host",
+    "measured_on_instance",
+    "accelerator_type",
+    "instance_type",
+    "vllm_version",
+    "level_kind",
+    "level_value",
+    "request_throughput",
+    "output_throughput",
+    "request_goodput",
+    "on_demand_usd_per_1m_output_tokens",
+    "on_demand_usd_per_1m_total_tokens",
+    "spot_usd_per_1m_output_tokens",
+    "spot_usd_per_1m_total_tokens",
+    "p99_ttft_ms",
+    "p99_tpot_ms",
+    "p99_e2el_ms",
+    "error_rate",
+    "repeats",
+    "campaigns",
+    "sample_warning",
+)
+
+
+def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answer, per model and workload: the cheapest configuration measured on its instance type
+    that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
+    measured: dict[tuple, set[str]] = defaultdict(set)
+    for p in points:
+        measured[(p["model"], p["workload"], p["measured_on_instance"])].add(p["configuration_id"])
+    chosen: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in best:
+        chosen[(p["model"], p["workload"], p["measured_on_instance"])].append(p)
+    rows = []
+    for key in sorted(measured, key=lambda k: (str(k[0]), k[1], not k[2])):
+        model, workload, on_instance = key
+        candidates = chosen.get(key, [])
+        priced = [p for p in candidates if p.get("on_demand_usd_per_1m_output_tokens") is not None]
+        row: dict[str, Any] = {
+            "model": model,
+            "model_short": short_model(model),
+            "workload": workload,
+            "configurations_measured": len(measured[key]),
+            "configurations_meeting_slos": len(candidates),
+        }
+        if on_instance and priced:
+            top = min(priced, key=cost_order)
+            row["answer"] = "cheapest under the SLOs"
+        elif on_instance:
+            top = max(candidates, key=lambda p: p["output_throughput"] or 0) if candidates else None
+            row["answer"] = "meets the SLOs, not priced" if top else "no configuration meets the SLOs"
+        else:
+            top = max(candidates, key=lambda p: p["output_throughput"] or 0) if candidates else None
+            row["answer"] = (
+                "local host only: not an instance measurement, not priced"
+                if top
+                else "local host only: nothing meets the SLOs"
+            )
+        row |= {k: (top or {}).get(k) for k in HEADLINE_FIELDS}
+        rows.append(row)
+    return rows
 
 
 def frontier(
     best: Sequence[dict[str, Any]], cost: str = "on_demand_usd_per_1m_output_tokens"
 ) -> list[dict[str, Any]]:
-    """The price-performance frontier: best points no other point beats on both cost and p99 TPOT."""
-    priced = [p for p in best if p.get(cost) is not None and p.get("p99_tpot_ms") is not None]
+    """The price-performance frontier per workload: best points measured on their instance that no
+    other point of the same model and workload beats on cost and on every p99 (TTFT, TPOT, E2EL)."""
+    latencies = ("p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms")
+    priced = [p for p in best if p["measured_on_instance"] and p.get(cost) is not None]
+
+    def as_good(q: dict[str, Any], p: dict[str, Any], key: str) -> bool:
+        return p.get(key) is None or (q.get(key) is not None and q[key] <= p[key])
 
     def dominated(p: dict[str, Any]) -> bool:
         return any(
-            q[cost] <= p[cost]
-            and q["p99_tpot_ms"] <= p["p99_tpot_ms"]
-            and (q[cost] < p[cost] or q["p99_tpot_ms"] < p["p99_tpot_ms"])
+            (q["model"], q["workload"]) == (p["model"], p["workload"])
+            and q is not p
+            and all(as_good(q, p, k) for k in (cost, *latencies))
+            and any(q.get(k) is not None and p.get(k) is not None and q[k] < p[k] for k in (cost, *latencies))
             for q in priced
         )
 
-    return sorted((p for p in priced if not dominated(p)), key=lambda p: p[cost])
+    return sorted((p for p in priced if not dominated(p)), key=cost_order)
 
 
 @dataclass(frozen=True)
@@ -216,7 +452,14 @@ def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         ordered = sorted(series[key], key=lambda p: version_key(p["vllm_version"]))
         for prev, cur in pairwise(ordered):
             row: dict[str, Any] = {k: cur[k] for k in POINT_KEY if k != "vllm_version"}
-            row |= {"from_version": prev["vllm_version"], "to_version": cur["vllm_version"]}
+            row |= {
+                "configuration": cur["configuration"].replace(f" · vLLM {cur['vllm_version']}", ""),
+                "model_short": cur["model_short"],
+                "workload": cur["workload"],
+                "level": cur["level"],
+                "from_version": prev["vllm_version"],
+                "to_version": cur["vllm_version"],
+            }
             for metric, worse_when in (("output_throughput", -1), ("p99_ttft_ms", 1), ("p99_tpot_ms", 1)):
                 before, after = prev.get(metric), cur.get(metric)
                 if not before or after is None:  # every key on every row: tables take columns from row 1

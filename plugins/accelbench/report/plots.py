@@ -1,34 +1,60 @@
 """The report's plots as inline SVG text (matplotlib), so the HTML needs no file or network to open.
 
 Figures are built with `matplotlib.figure.Figure` (no pyplot global state, safe in a worker) and
-saved with a fixed hash salt and no date, so the same tables give the same bytes.
+saved with a fixed hash salt and no date, so the same tables give the same bytes. Each plot has a
+`*_figure` builder (tests read its axes) and an SVG function `fn(rows, slos)` the page calls.
+
+Latency and cost axes start at zero so bar lengths and heights compare honestly; results measured on
+a local host (not the instance type they name) are drawn dashed and grey, named "(local host)", and
+never priced.
 """
 
 from __future__ import annotations
 
 import io
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any, Protocol
 
 import matplotlib
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
-from accelbench.report.model import SERVER_KEY, version_key
+from accelbench.report.model import CONFIG_KEY, cost_order, version_key
 
 LOG_SCALE_SPREAD = 20  # a throughput axis spanning more than this factor is drawn logarithmic
+MAX_CURVES_PER_AXES = 6  # beyond this a legend and its curves stop being readable: another row
+HEADROOM = 1.1  # axis end past the largest value (or SLO), so markers and labels are not clipped
+LATENCIES = (  # (point column, name, SLO attribute): one panel each
+    ("p99_ttft_ms", "p99 TTFT", "ttft_p99_ms"),
+    ("p99_tpot_ms", "p99 TPOT", "tpot_p99_ms"),
+    ("p99_e2el_ms", "p99 E2EL", "e2el_p99_ms"),
+)
+LOCAL_COLOURS = ("0.35", "0.6", "0.45", "0.7", "0.25", "0.55")  # greys: local hosts stay in the back
+LOCAL_MARKERS = ("s", "^", "D", "v", "P", "X")  # tell grey curves apart without colour
+SLO_COLOUR = "tab:red"
 
 
-def _series_name(p: dict[str, Any], *, version: bool = True) -> str:
-    model = (
-        str(p.get("model") or "?").rstrip("/").rsplit("/", 1)[-1]
-    )  # the id's last part: legends stay short
-    name = f"{p['accelerator_type']} {p['instance_type']} {model}"
-    if p.get("quantization"):
-        name += f" {p['quantization']}"
-    if version:
-        name += f" vLLM {p['vllm_version'] or '?'}"
-    return name
+class SloLimits(Protocol):
+    """What the plots need of the SLOs (the report filter or the model's Slos); None: no limit."""
+
+    @property
+    def ttft_p99_ms(self) -> float | None: ...
+    @property
+    def tpot_p99_ms(self) -> float | None: ...
+    @property
+    def e2el_p99_ms(self) -> float | None: ...
+
+
+@dataclass
+class Plot:
+    """A figure and the hover text of its artists by SVG id: full model ids stay out of the legends."""
+
+    figure: Figure
+    titles: dict[str, str] = field(default_factory=dict)
 
 
 def _svg(fig: Figure, salt: str) -> str:
@@ -39,90 +65,311 @@ def _svg(fig: Figure, salt: str) -> str:
     return text[text.index("<svg") :]  # drop the XML prolog and DOCTYPE: the SVG goes inside HTML
 
 
-def throughput_vs_latency(points: Sequence[dict[str, Any]]) -> str | None:
-    """Per server configuration, its load levels: output tokens/s against p99 TTFT and p99 TPOT."""
-    curves: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for p in points:
+def _render(plot: Plot | None, salt: str) -> str | None:
+    """The SVG with a <title> (the browser's hover text) inside each titled artist's group."""
+    if plot is None:
+        return None
+    svg = _svg(plot.figure, salt)
+    for gid, title in plot.titles.items():
+        opening = f'<g id="{gid}">'
+        svg = svg.replace(opening, f"{opening}<title>{escape(title)}</title>", 1)
+    return svg
+
+
+def _plain(ax: Axes, *, x: bool = True, y: bool = True) -> None:
+    """Tick labels as plain numbers with thousands separators: no "1e4" or offset in a report."""
+    fmt = FuncFormatter(lambda v, _pos: f"{v:,g}")
+    if x:
+        ax.xaxis.set_major_formatter(fmt)
+    if y:
+        ax.yaxis.set_major_formatter(fmt)
+
+
+def _level(p: dict[str, Any]) -> str:
+    """The level as the plot labels it: c8 (at most 8 requests in flight) or 2 req/s (arrival rate)."""
+    kind, value = p.get("level_kind"), p.get("level_value")
+    if value is None:
+        return "?"
+    if kind == "concurrency":
+        return f"c{value:g}"
+    return f"{value:g} req/s" if kind == "rate" else f"{kind} {value:g}"
+
+
+def _legend_name(p: dict[str, Any], configuration: str | None = None) -> str:
+    name = f"{configuration or p['configuration']} · {p['model_short']}"
+    return name if p.get("measured_on_instance") else f"{name} (local host)"
+
+
+def _hover(p: dict[str, Any], configuration: str | None = None) -> str:
+    """The full model id and where the point ran: what the short legend leaves out."""
+    return f"{p['model']}\n{configuration or p['configuration']}\n{p['workload']}\nhost: {p['host']}"
+
+
+def _style(p: dict[str, Any], index: int, local_index: int) -> dict[str, Any]:
+    """Instance curves solid in colour; local ones dashed grey with their own marker."""
+    if p.get("measured_on_instance"):
+        return {"color": f"C{index % 10}", "linestyle": "-", "marker": "o"}
+    return {
+        "color": LOCAL_COLOURS[local_index % len(LOCAL_COLOURS)],
+        "linestyle": "--",
+        "marker": LOCAL_MARKERS[local_index % len(LOCAL_MARKERS)],
+    }
+
+
+def _slo_line(ax: Axes, limit: float | None) -> None:
+    if limit is None:
+        return
+    ax.axhline(limit, color=SLO_COLOUR, linestyle="--", linewidth=1, zorder=1)
+    ax.annotate(
+        f"SLO {limit:g} ms",
+        (1, limit),
+        xycoords=ax.get_yaxis_transform(),
+        xytext=(-3, 3),
+        textcoords="offset points",
+        ha="right",
+        va="bottom",
+        fontsize=7,
+        color=SLO_COLOUR,
+    )
+
+
+def _slo_words(slos: SloLimits) -> str:
+    """The SLOs in words (p99 TTFT ≤ 2000 ms, ...), or that none was set: the plot says what it held."""
+    limits = [(name, getattr(slos, attr)) for _column, name, attr in LATENCIES]
+    held = [f"{name} ≤ {limit:g} ms" for name, limit in limits if limit is not None]
+    return ", ".join(held) if held else "no latency SLO set"
+
+
+def _workload_order(p: dict[str, Any]) -> tuple:
+    """Workloads by dataset then lengths (128→32 before 4096→512), not by label text."""
+    return (str(p.get("dataset")), p.get("input_len") or 0, p.get("output_len") or 0, p["workload"])
+
+
+def _rows_of_curves(curves: dict[Any, list[dict[str, Any]]]) -> list[tuple[str, list[Any]]]:
+    """(workload, curve keys) per subplot row: one workload per row, at most MAX_CURVES_PER_AXES each,
+    instance curves before local ones."""
+    by_workload: dict[str, list[Any]] = defaultdict(list)
+    order: dict[str, tuple] = {}
+    for key, rows in curves.items():
+        by_workload[rows[0]["workload"]].append(key)
+        order[rows[0]["workload"]] = _workload_order(rows[0])
+    out = []
+    for workload in sorted(by_workload, key=lambda w: order[w]):
+        keys = sorted(
+            by_workload[workload],
+            key=lambda k: (not curves[k][0].get("measured_on_instance"), _legend_name(curves[k][0]), str(k)),
+        )
+        chunks = [keys[i : i + MAX_CURVES_PER_AXES] for i in range(0, len(keys), MAX_CURVES_PER_AXES)]
+        for n, chunk in enumerate(chunks, 1):
+            out.append((workload if len(chunks) == 1 else f"{workload} ({n}/{len(chunks)})", chunk))
+    return out
+
+
+def throughput_vs_latency_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+    """Per configuration, its load levels: output tokens/s against p99 TTFT, TPOT and E2EL, a row of
+    panels per workload, the SLOs as dashed lines."""
+    curves: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in rows:
         if p.get("output_throughput") is not None:
-            curves[tuple(p[k] for k in SERVER_KEY)].append(p)
+            curves[p["configuration_id"]].append(p)
     if not curves:
         return None
-    fig = Figure(figsize=(11, 4.2))
-    axes = fig.subplots(1, 2)
-    for key in sorted(curves, key=lambda k: tuple(str(v) for v in k)):
-        rows = sorted(curves[key], key=lambda p: p["output_throughput"])
-        xs = [p["output_throughput"] for p in rows]
-        for ax, metric in zip(axes, ("p99_ttft_ms", "p99_tpot_ms"), strict=True):
-            ax.plot(xs, [p[metric] for p in rows], marker="o", label=_series_name(rows[0]))
-            for p in rows:
-                if p[metric] is not None:
-                    ax.annotate(f"{p['level_value']:g}", (p["output_throughput"], p[metric]), fontsize=7)
-    spread = [p["output_throughput"] for rows in curves.values() for p in rows if p["output_throughput"] > 0]
-    for ax, title in zip(axes, ("p99 TTFT (ms)", "p99 TPOT (ms)"), strict=True):
-        if spread and max(spread) > LOG_SCALE_SPREAD * min(spread):  # CPU and GPU on one axis
-            ax.set_xscale("log")
-        ax.set_xlabel("output tokens per s (median over repeats)")
-        ax.set_ylabel(title)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle("Throughput vs latency per server (labels: load level)")
-    return _svg(fig, "throughput-latency")
+    layout = _rows_of_curves(curves)
+    fig = Figure(figsize=(16, 3.9 * len(layout)), layout="constrained")
+    grid = fig.subplots(len(layout), len(LATENCIES), squeeze=False)
+    plot = Plot(fig)
+    for r, (workload, keys) in enumerate(layout):
+        xs = [p["output_throughput"] for k in keys for p in curves[k]]
+        positive = [x for x in xs if x > 0]
+        log_x = bool(positive) and max(positive) > LOG_SCALE_SPREAD * min(positive)  # CPU next to GPU
+        for ax, (column, name, attr) in zip(grid[r], LATENCIES, strict=True):
+            local_index = 0
+            for i, key in enumerate(keys):
+                points = sorted(curves[key], key=lambda p: p["output_throughput"])
+                first = points[0]
+                style = _style(first, i, local_index)
+                local_index += not first.get("measured_on_instance")
+                gid = f"throughput-latency-{r}-{i}-{column}"
+                measured = [p for p in points if p.get(column) is not None]
+                ax.plot(
+                    [p["output_throughput"] for p in measured],
+                    [p[column] for p in measured],
+                    label=_legend_name(first),
+                    gid=gid,
+                    markersize=4,
+                    **style,
+                )
+                plot.titles[gid] = _hover(first)
+                below = i % 2  # alternate curves label above / below: neighbours' labels collide less
+                for p in measured:
+                    ax.annotate(
+                        _level(p),
+                        (p["output_throughput"], p[column]),
+                        xytext=(4, -4 if below else 4),
+                        textcoords="offset points",
+                        va="top" if below else "bottom",
+                        fontsize=6.5,
+                        color=style["color"],
+                    )
+            _slo_line(ax, getattr(slos, attr))
+            values = [p[column] for k in keys for p in curves[k] if p.get(column) is not None]
+            top = max([*values, getattr(slos, attr) or 0])
+            ax.set_ylim(0, top * HEADROOM if top > 0 else 1)
+            if log_x:
+                ax.set_xscale("log")
+                ax.set_xlim(min(positive) / 1.5, max(positive) * 1.5)  # also where a panel has no data
+                ax.set_xlabel(f"output tokens/s (log scale: throughputs span over {LOG_SCALE_SPREAD}-fold)")
+            else:
+                ax.set_xlim(0, (max(xs) * HEADROOM) or 1)
+                ax.set_xlabel("output tokens/s (median over repeats)")
+            _plain(ax)
+            ax.set_ylabel(f"{name} (ms)")
+            ax.set_title(f"{workload} · {name}", fontsize=9)
+            ax.grid(alpha=0.3)
+            if not values:
+                ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", color="0.5")
+        grid[r][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    fig.suptitle("Throughput vs p99 latency per configuration (labels: load level; c = concurrency cap)")
+    return plot
 
 
-def cost_at_slo(best: Sequence[dict[str, Any]]) -> str | None:
-    """USD per 1M output tokens at each server's best level under the SLOs, on-demand and spot."""
+def throughput_vs_latency(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+    """The throughput/latency curves as SVG; None when no point has a throughput."""
+    return _render(throughput_vs_latency_figure(rows, slos), "throughput-latency")
+
+
+def _usd(value: float | None) -> str:
+    """Two decimals (0.25), or two significant digits under a cent (0.0042): never a bare 0.00."""
+    if value is None:
+        return ""
+    return f"{value:,.2f}" if value >= 0.01 else f"{value:.2g}"
+
+
+def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+    """USD per 1M output tokens at each configuration's best level under the SLOs, on-demand and spot,
+    cheapest first; only points measured on their instance type have a price."""
+    kinds = ("on_demand", "spot")
     priced = [
         p
-        for p in best
-        if p.get("on_demand_usd_per_1m_output_tokens") is not None
-        or p.get("spot_usd_per_1m_output_tokens") is not None
+        for p in rows
+        if p.get("measured_on_instance")
+        and any(p.get(f"{kind}_usd_per_1m_output_tokens") is not None for kind in kinds)
     ]
     if not priced:
         return None
-    priced = sorted(priced, key=lambda p: p.get("on_demand_usd_per_1m_output_tokens") or float("inf"))
-    fig = Figure(figsize=(9, max(2.0, 0.8 + 0.45 * len(priced))))
+    priced.sort(key=cost_order)
+    fig = Figure(figsize=(11, max(2.2, 1.0 + 0.5 * len(priced))), layout="constrained")
     ax = fig.subplots()
+    plot = Plot(fig)
     ys = range(len(priced))
-    height = 0.4
-    for offset, model, colour in ((-height / 2, "on_demand", "tab:blue"), (height / 2, "spot", "tab:orange")):
-        values = [p.get(f"{model}_usd_per_1m_output_tokens") or 0 for p in priced]
-        if not any(values):
+    height = 0.38
+    largest = 0.0
+    for offset, kind, colour in ((-height / 2, "on_demand", "tab:blue"), (height / 2, "spot", "tab:orange")):
+        values = [p.get(f"{kind}_usd_per_1m_output_tokens") for p in priced]
+        if all(v is None for v in values):
             continue  # e.g. no spot history offline: no empty legend entry
-        ax.barh([y + offset for y in ys], values, height=height, color=colour, label=model.replace("_", "-"))
-    ax.set_yticks(list(ys), [f"{_series_name(p)} @ {p['level_value']:g}" for p in priced], fontsize=8)
+        bars = ax.barh(
+            [y + offset for y in ys],
+            [v or 0 for v in values],  # a missing price: no bar and a blank label, never "0"
+            height=height,
+            color=colour,
+            label=kind.replace("_", "-"),
+        )
+        ax.bar_label(bars, labels=[_usd(v) for v in values], padding=3, fontsize=7)
+        for n, (bar, p, value) in enumerate(zip(bars, priced, values, strict=True)):
+            if value is not None:
+                bar.set_gid(f"cost-at-slo-{kind}-{n}")
+                plot.titles[f"cost-at-slo-{kind}-{n}"] = _hover(p)
+        largest = max(largest, *(v or 0 for v in values))
+    ax.set_yticks(
+        list(ys),
+        [f"{p['configuration']} · {p['model_short']} · {p['workload']} @ {_level(p)}" for p in priced],
+        fontsize=8,
+    )
     ax.invert_yaxis()
-    ax.set_xlabel("USD per 1M output tokens at the best level under the SLOs")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlim(0, largest * 1.2 or 1)  # room for the value labels
+    _plain(ax, y=False)
+    ax.set_xlabel(f"USD per 1M output tokens at the best level under the SLOs\n({_slo_words(slos)})")
+    ax.legend(fontsize=8, loc="upper right")  # cheapest first: the top bars are the short ones
     ax.grid(axis="x", alpha=0.3)
-    return _svg(fig, "cost-at-slo")
+    return plot
 
 
-def version_trend(best: Sequence[dict[str, Any]]) -> str | None:
-    """Output tokens/s at the best level under the SLOs, per vLLM version (semantic order)."""
-    lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for p in best:
+def cost_at_slo(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+    """The cost bars as SVG; None when nothing measured on its instance type has a price."""
+    return _render(cost_at_slo_figure(rows, slos), "cost-at-slo")
+
+
+VERSIONLESS_KEY = tuple(k for k in CONFIG_KEY if k != "vllm_version")  # one line across versions
+
+
+def _without_version(p: dict[str, Any]) -> str:
+    """The configuration label less its "vLLM x.y.z" part: the x axis says the version."""
+    return " · ".join(
+        part for part in p["configuration"].split(" · ") if part != f"vLLM {p.get('vllm_version') or '?'}"
+    )
+
+
+def version_trend_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+    """Output tokens/s at the best level under the SLOs per vLLM version (semantic order), one line per
+    configuration less its version, a row per workload."""
+    lines: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in rows:
         if p.get("output_throughput") is not None:
-            lines[_series_name(p, version=False)].append(p)
+            lines[tuple(str(p.get(k)) for k in VERSIONLESS_KEY)].append(p)
     if not lines:
         return None
-    versions = sorted({p["vllm_version"] for rows in lines.values() for p in rows}, key=version_key)
+    layout = _rows_of_curves(lines)
+    versions = sorted({p["vllm_version"] for ps in lines.values() for p in ps}, key=version_key)
     at = {v: i for i, v in enumerate(versions)}
-    fig = Figure(figsize=(9, 4))
-    ax = fig.subplots()
-    for name in sorted(lines):
-        rows = sorted(lines[name], key=lambda p: version_key(p["vllm_version"]))
-        ax.plot(
-            [at[p["vllm_version"]] for p in rows], [p["output_throughput"] for p in rows], "o-", label=name
-        )
-    ax.set_xticks(range(len(versions)), [str(v) for v in versions])
-    ax.set_xlabel("vLLM version")
-    ax.set_ylabel("output tokens per s at the best level")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    return _svg(fig, "version-trend")
+    fig = Figure(figsize=(11, 3.6 * len(layout)), layout="constrained")
+    axes = fig.subplots(len(layout), 1, squeeze=False)[:, 0]
+    plot = Plot(fig)
+    for r, (ax, (workload, keys)) in enumerate(zip(axes, layout, strict=True)):
+        local_index = 0
+        for i, key in enumerate(keys):
+            points = sorted(lines[key], key=lambda p: version_key(p["vllm_version"]))
+            first = points[0]
+            style = _style(first, i, local_index)
+            local_index += not first.get("measured_on_instance")
+            gid = f"version-trend-{r}-{i}"
+            ax.plot(
+                [at[p["vllm_version"]] for p in points],
+                [p["output_throughput"] for p in points],
+                label=_legend_name(first, _without_version(first)),
+                gid=gid,
+                **style,
+            )
+            plot.titles[gid] = _hover(first, _without_version(first))
+            for p in points:
+                ax.annotate(
+                    _level(p),
+                    (at[p["vllm_version"]], p["output_throughput"]),
+                    xytext=(4, 4),
+                    textcoords="offset points",
+                    fontsize=6.5,
+                    color=style["color"],
+                )
+        top = max(p["output_throughput"] for k in keys for p in lines[k])
+        ax.set_ylim(0, top * HEADROOM or 1)
+        ax.set_xlim(-0.5, len(versions) - 0.5)
+        ax.set_xticks(range(len(versions)), [str(v) for v in versions])
+        _plain(ax, x=False)
+        ax.set_xlabel("vLLM version")
+        ax.set_ylabel("output tokens/s")
+        ax.set_title(f"{workload} · best level under the SLOs ({_slo_words(slos)})", fontsize=9)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+        ax.grid(alpha=0.3)
+    return plot
 
 
-PLOTS = {
+def version_trend(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+    """The version trend as SVG; None when no best point has a throughput."""
+    return _render(version_trend_figure(rows, slos), "version-trend")
+
+
+PlotFn = Callable[[Sequence[dict[str, Any]], SloLimits], str | None]
+PLOTS: dict[str, tuple[str, PlotFn, str]] = {
     "throughput_vs_latency": ("Throughput vs latency", throughput_vs_latency, "points"),
     "cost_at_slo": ("Cost per 1M output tokens at the SLO", cost_at_slo, "best_under_slo"),
     "version_trend": ("Version trend", version_trend, "best_under_slo"),

@@ -38,8 +38,8 @@ def describe(regression: dict[str, Any]) -> str:
         f"{m} {regression[f'{m}_change']:+.1%} (noise limit {regression[f'{m}_noise_limit']:.1%})"
         for m in regression["regressed"]
     )
+    host = f" [{regression['host']}]" if regression.get("host") not in (None, "instance") else ""
     return (
-        f"{regression['instance_type']} {regression['model']} {regression['level_kind']}="
-        f"{regression['level_value']:g}: {regression['from_version']} -> {regression['to_version']}: "
-        f"{changes}"
+        f"{regression['configuration']} {regression['model']} {regression['workload']} "
+        f"{regression['level']}{host}: {regression['from_version']} -> {regression['to_version']}: {changes}"
     )

@@ -1,0 +1,195 @@
+"""Capacity planner: how many replicas of each measured configuration serve a target request rate within
+the SLOs, and what they cost a month.
+
+One rule, two implementations: `plan_capacity` and `left_out` here are the reference (tested against
+hand computations), and the report page runs the same rule in inline JavaScript
+(templates/planner.html.j2) so that changing an SLO re-ranks at once, offline, without rerunning a DAG.
+Tests check that the two agree.
+
+The rule, per configuration (``configuration_id``: one server configuration, workload and host):
+
+- only levels measured on the instance type itself (``measured_on_instance`` is True) count; a
+  configuration measured elsewhere (a laptop, a CI runner) is left out: its prices would not apply;
+- a level qualifies when it holds every given limit (None: no limit; a missing latency fails its
+  limit, a missing error rate does not, as in the report's best-level table) and has a request rate
+  above zero; the qualifying level with the highest ``request_throughput`` is
+  used (the first one on a tie);
+- replicas = ceil(target_rps / that rate); monthly cost = replicas x USD per hour x HOURS_PER_MONTH,
+  on-demand and spot; headroom = replicas x rate / target_rps;
+- ranked by on-demand monthly cost, unpriced last, ties by spot cost (unpriced last), then by label.
+
+A month is HOURS_PER_MONTH = 730 hours (365 days x 24 h / 12), the convention the AWS Pricing
+Calculator (https://calculator.aws) and AWS's pricing examples use for monthly estimates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+from accelbench.report.model import LIMITS
+
+HOURS_PER_MONTH = 730
+DEFAULT_TARGET_RPS = 10.0  # what the form starts with when the report names no target rate
+
+
+# What the page needs of each point, and no more (the JSON goes into every report).
+PLANNER_FIELDS = (
+    "point_id",
+    "configuration_id",
+    "configuration",
+    "model",
+    "model_short",
+    "workload",
+    "level",
+    "request_throughput",
+    *(limit.field for limit in LIMITS),
+    "measured_on_instance",
+    "host",
+    "on_demand_usd_per_hour",
+    "spot_usd_per_hour",
+    "sample_warning",
+)
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities are not JSON: the page's JSON.parse would refuse the whole report's data."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def planner_rows(points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The points as the page gets them: PLANNER_FIELDS only, JSON-safe, in the given order."""
+    return [{k: _json_safe(p.get(k)) for k in PLANNER_FIELDS} for p in points]
+
+
+def planner_context(
+    points: Iterable[Mapping[str, Any]],
+    *,
+    target_rps: float = DEFAULT_TARGET_RPS,
+    ttft_p99_ms: float | None = None,
+    tpot_p99_ms: float | None = None,
+    e2el_p99_ms: float | None = None,
+    max_error_rate: float | None = None,
+) -> dict[str, Any]:
+    """The `planner` variable of planner.html.j2: the rows, the month, the form's starting values and
+    the limits table."""
+    return {
+        "rows": planner_rows(points),
+        "hours_per_month": HOURS_PER_MONTH,
+        "defaults": {
+            "target_rps": target_rps,
+            "ttft_p99_ms": ttft_p99_ms,
+            "tpot_p99_ms": tpot_p99_ms,
+            "e2el_p99_ms": e2el_p99_ms,
+            "max_error_rate": max_error_rate,
+        },
+        "limits": [asdict(limit) for limit in LIMITS],
+    }
+
+
+def _monthly(replicas: int, usd_per_hour: float | None) -> float | None:
+    # The JavaScript multiplies in this order too, so both give the same float.
+    return None if usd_per_hour is None else replicas * usd_per_hour * HOURS_PER_MONTH
+
+
+def _limits(*values: float | None) -> dict[str, float | None]:
+    """The limits by parameter name; `values` in the order of LIMITS (and of the functions' signatures)."""
+    return dict(zip((limit.param for limit in LIMITS), values, strict=True))
+
+
+def _plan(
+    points: Iterable[Mapping[str, Any]], target_rps: float, limits: Mapping[str, float | None]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(ranked rows, left-out configurations with why), the rule of the module docstring."""
+    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
+        raise ValueError(f"the target request rate must be a number above 0, not {target_rps!r}")
+    configurations: dict[str, list[Mapping[str, Any]]] = {}
+    for p in points:
+        configurations.setdefault(p["configuration_id"], []).append(p)
+    ranked, excluded = [], []
+    for cid, levels in configurations.items():
+        first = levels[0]
+        about = {
+            "configuration_id": cid,
+            "configuration": first["configuration"],
+            "model_short": first["model_short"],
+            "workload": first["workload"],
+        }
+        measured = [p for p in levels if p.get("measured_on_instance") is True]
+        if not measured:
+            host = first.get("host") or "another host"
+            excluded.append(about | {"reason": f"not priced: measured on {host}"})
+            continue
+        failures = dict.fromkeys((limit.label for limit in LIMITS), 0) | {"no request rate": 0}
+        best = None
+        for p in measured:
+            ok = True
+            for limit in LIMITS:
+                bound, value = limits.get(limit.param), p.get(limit.field)
+                if bound is not None and (limit.missing_fails if value is None else value > bound):
+                    failures[limit.label] += 1
+                    ok = False
+            rate = p.get("request_throughput")
+            if rate is None or rate <= 0:
+                failures["no request rate"] += 1
+                ok = False
+            if ok and (best is None or rate > best["request_throughput"]):
+                best = p
+        if best is None:
+            failed = ", ".join(f"{name} ({n} of {len(measured)} levels)" for name, n in failures.items() if n)
+            excluded.append(about | {"reason": f"fails {failed}"})
+            continue
+        rate = best["request_throughput"]
+        replicas = math.ceil(target_rps / rate)
+        ranked.append(
+            about
+            | {
+                "model": best["model"],
+                "point_id": best["point_id"],
+                "level": best["level"],
+                "request_throughput": rate,
+                "replicas": replicas,
+                "on_demand_usd_per_month": _monthly(replicas, best.get("on_demand_usd_per_hour")),
+                "spot_usd_per_month": _monthly(replicas, best.get("spot_usd_per_hour")),
+                "headroom": replicas * rate / target_rps,
+                "sample_warning": best.get("sample_warning"),
+            }
+        )
+
+    def order(row: dict[str, Any]) -> tuple:
+        od, spot = row["on_demand_usd_per_month"], row["spot_usd_per_month"]
+        label = (row["configuration"], row["configuration_id"])
+        return (od is None, od or 0.0, spot is None, spot or 0.0, *label)
+
+    ranked.sort(key=order)
+    for rank, row in enumerate(ranked, 1):
+        row["rank"] = rank
+    return ranked, excluded
+
+
+def plan_capacity(
+    points: Iterable[Mapping[str, Any]],
+    target_rps: float,
+    ttft_p99_ms: float | None = None,
+    tpot_p99_ms: float | None = None,
+    e2el_p99_ms: float | None = None,
+    max_error_rate: float | None = None,
+) -> list[dict[str, Any]]:
+    """Per configuration that can meet the limits, the level used, replicas and monthly costs, ranked
+    (see the module docstring). `max_error_rate` is a fraction (0.01 = 1%)."""
+    return _plan(points, target_rps, _limits(ttft_p99_ms, tpot_p99_ms, e2el_p99_ms, max_error_rate))[0]
+
+
+def left_out(
+    points: Iterable[Mapping[str, Any]], target_rps: float, **limits: float | None
+) -> list[dict[str, Any]]:
+    """The configurations `plan_capacity` does not rank, each with the reason, in input order; the
+    limits are plan_capacity's, by name."""
+    unknown = set(limits) - {limit.param for limit in LIMITS}
+    if unknown:
+        raise TypeError(f"unknown limits: {', '.join(sorted(unknown))}")
+    return _plan(points, target_rps, {limit.param: limits.get(limit.param) for limit in LIMITS})[1]

@@ -1,0 +1,328 @@
+"""The capacity planner against hand computations, and its page's JavaScript against plan_capacity.
+
+The points are made by hand in the report model's shape (the fields accelbench.report.planner reads),
+so these tests do not depend on how build_report derives them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from accelbench.report.model import Slos
+from accelbench.report.pages import environment
+from accelbench.report.planner import (
+    HOURS_PER_MONTH,
+    PLANNER_FIELDS,
+    left_out,
+    plan_capacity,
+    planner_context,
+    planner_rows,
+)
+
+from tests.servers import missing
+from tests.test_benchmarks_view import CHROMIUM, CHROMIUM_ARGS, _artifacts
+
+HOSTILE = '</script><script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+
+
+def _pt(cid: str, level: int, rps: float | None, ttft: float, tpot: float, **kw: Any) -> dict[str, Any]:
+    """One level of configuration `cid`, priced like m8g.xlarge unless `kw` says otherwise."""
+    return {
+        "point_id": f"{cid}/c{level}",
+        "configuration_id": cid,
+        "configuration": f"{cid} · vLLM 0.32.0 · TP1",
+        "model": "org/some-model-7b-instruct",
+        "model_short": "some-model-7b",
+        "workload": "random 128→32",
+        "accelerator_type": "cpu",
+        "instance_type": cid,
+        "vllm_version": "0.32.0",
+        "level_kind": "concurrency",
+        "level_value": float(level),
+        "level": f"concurrency {level}",
+        "request_throughput": rps,
+        "output_throughput": None if rps is None else rps * 32,
+        "p99_ttft_ms": ttft,
+        "p99_tpot_ms": tpot,
+        "p99_e2el_ms": ttft + 31 * tpot,
+        "error_rate": 0.0,
+        "measured_on_instance": True,
+        "host": cid,
+        "on_demand_usd_per_hour": 0.20,
+        "spot_usd_per_hour": 0.07,
+        "sample_warning": None,
+    } | kw
+
+
+POINTS = [
+    _pt("m8g.xlarge", 1, 1.0, 100, 20),
+    _pt("m8g.xlarge", 2, 2.5, 500, 35, sample_warning="p99 from 200 requests (< 1000)"),
+    _pt("m8g.xlarge", 4, 3.0, 2500, 40),  # the most req/s, beyond a 2000 ms TTFT SLO
+    _pt("g6e.xlarge", 16, 36.0, 300, 15, on_demand_usd_per_hour=1.861, spot_usd_per_hour=None),
+    _pt(
+        "g6e.xlarge", 32, 60.0, 900, 25, error_rate=0.05, on_demand_usd_per_hour=1.861, spot_usd_per_hour=None
+    ),
+    _pt("c8g.xlarge", 4, 9.0, 200, 20, measured_on_instance=False, host="laptop (Apple M3, arm64)"),
+    _pt("c8g.2xlarge", 4, 5.0, 400, 25, on_demand_usd_per_hour=None, spot_usd_per_hour=None),
+    _pt("c7g.xlarge", 8, 4.0, 2600, 30, on_demand_usd_per_hour=0.145),
+]
+SLOS = {"ttft_p99_ms": 2000.0, "tpot_p99_ms": 50.0, "max_error_rate": 0.01}
+
+
+def _summary(rows: list[dict[str, Any]]) -> list[tuple]:
+    return [
+        (r["rank"], r["configuration_id"], r["point_id"], r["replicas"], r["on_demand_usd_per_month"])
+        for r in rows
+    ]
+
+
+def test_replicas_and_monthly_cost_by_hand() -> None:
+    rows = plan_capacity(POINTS, 10, **SLOS)
+    m8g, g6e, c8g = rows
+    # m8g.xlarge: c4 (3.0 req/s) breaks the TTFT SLO; c2 serves 2.5 req/s: ceil(10 / 2.5) = 4 replicas;
+    # 4 x 0.20 USD/h x 730 h = 584.00 USD/month on-demand, 4 x 0.07 x 730 = 204.40 on spot;
+    # headroom 4 x 2.5 / 10 = 1.00.
+    assert (m8g["point_id"], m8g["replicas"]) == ("m8g.xlarge/c2", 4)
+    assert m8g["on_demand_usd_per_month"] == pytest.approx(584.00)
+    assert m8g["spot_usd_per_month"] == pytest.approx(204.40)
+    assert m8g["headroom"] == pytest.approx(1.0)
+    assert m8g["sample_warning"] == "p99 from 200 requests (< 1000)"
+    # g6e.xlarge: c32 (60 req/s) fails 5% errors > 1%; c16 serves 36 req/s: ceil(10 / 36) = 1 replica;
+    # 1 x 1.861 x 730 = 1,358.53 USD/month; no spot price; headroom 36 / 10 = 3.6.
+    assert (g6e["point_id"], g6e["replicas"]) == ("g6e.xlarge/c16", 1)
+    assert g6e["on_demand_usd_per_month"] == pytest.approx(1358.53)
+    assert g6e["spot_usd_per_month"] is None and g6e["headroom"] == pytest.approx(3.6)
+    # c8g.2xlarge: 5 req/s, ceil(10 / 5) = 2 replicas, no price: ranked last, with no cost.
+    assert (c8g["point_id"], c8g["replicas"], c8g["on_demand_usd_per_month"]) == ("c8g.2xlarge/c4", 2, None)
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert HOURS_PER_MONTH == 730
+
+
+def test_left_out_says_why() -> None:
+    gone = {e["configuration_id"]: e["reason"] for e in left_out(POINTS, 10, **SLOS)}
+    # c8g.xlarge would be the cheapest (9 req/s, 2 replicas) but ran on a laptop: its price does not apply.
+    assert gone == {
+        "c8g.xlarge": "not priced: measured on laptop (Apple M3, arm64)",
+        "c7g.xlarge": "fails p99 TTFT (1 of 1 levels)",
+    }
+    everything = {"ttft_p99_ms": 50.0, "max_error_rate": 0.0}
+    reasons = {e["configuration_id"]: e["reason"] for e in left_out(POINTS, 10, **everything)}
+    assert reasons["g6e.xlarge"] == "fails p99 TTFT (2 of 2 levels), error rate (1 of 2 levels)"
+    assert len(plan_capacity(POINTS, 10, **everything)) == 0
+
+
+def test_a_tighter_slo_picks_a_lower_level_and_reranks() -> None:
+    before = _summary(plan_capacity(POINTS, 10, **SLOS))
+    after = _summary(plan_capacity(POINTS, 10, **(SLOS | {"tpot_p99_ms": 30.0})))
+    assert [r[1] for r in before] == ["m8g.xlarge", "g6e.xlarge", "c8g.2xlarge"]
+    # TPOT <= 30 ms: m8g.xlarge falls back to c1 (1.0 req/s): 10 replicas x 0.20 x 730 = 1,460.00 USD,
+    # dearer than g6e.xlarge's 1,358.53.
+    assert after[0][1:4] == ("g6e.xlarge", "g6e.xlarge/c16", 1)
+    assert after[1][1:4] == ("m8g.xlarge", "m8g.xlarge/c1", 10)
+    assert after[1][4] == pytest.approx(1460.00)
+
+
+def test_error_rate_limit_and_no_limit() -> None:
+    # Without an error-rate limit g6e.xlarge may use c32 (60 req/s, 5% errors): still 1 replica, headroom 6.
+    g6e = next(r for r in plan_capacity(POINTS, 10, 2000, 50) if r["configuration_id"] == "g6e.xlarge")
+    assert (g6e["point_id"], g6e["headroom"]) == ("g6e.xlarge/c32", 6.0)
+    assert plan_capacity(POINTS, 10, 2000, 50, max_error_rate=0.05)[1]["point_id"] == "g6e.xlarge/c32"  # <=
+    # No limits at all: every measured configuration's fastest level; a missing metric fails only a limit.
+    assert {r["point_id"] for r in plan_capacity(POINTS, 100)} == {
+        "m8g.xlarge/c4",
+        "g6e.xlarge/c32",
+        "c8g.2xlarge/c4",
+        "c7g.xlarge/c8",
+    }
+    # A latency not measured fails its limit; an error rate not recorded is not held against a level.
+    unknown = [p | {"p99_e2el_ms": None, "error_rate": None} for p in POINTS]
+    assert plan_capacity(unknown, 10, e2el_p99_ms=10_000) == []
+    assert len(plan_capacity(unknown, 10, max_error_rate=0.0)) == 4
+
+
+def test_a_level_qualifies_exactly_when_the_report_says_it_meets_the_slos() -> None:
+    """The planner and the best-level table judge SLOs alike (accelbench.report.model.Slos)."""
+    points = [*POINTS, *(p | {"p99_tpot_ms": None, "error_rate": None} for p in POINTS)]
+    limit_sets = itertools.product((None, 450, 2000), (None, 20, 30), (None, 1500), (None, 0.0, 0.01))
+    for ttft, tpot, e2el, errors in limit_sets:
+        slos = Slos(ttft, tpot, e2el, errors)
+        for p in points:
+            single = [p | {"configuration_id": "one", "measured_on_instance": True}]
+            assert bool(plan_capacity(single, 1, ttft, tpot, e2el, errors)) == (not slos.misses(p)), (p, slos)
+
+
+def test_ties_on_demand_go_by_spot_and_unpriced_sink() -> None:
+    points = [
+        _pt("a", 1, 1.0, 1, 1, spot_usd_per_hour=None),
+        _pt("b", 1, 1.0, 1, 1, spot_usd_per_hour=0.09),
+        _pt("c", 1, 1.0, 1, 1, spot_usd_per_hour=0.05),
+        _pt("d", 1, 1.0, 1, 1, on_demand_usd_per_hour=None, spot_usd_per_hour=0.01),
+        _pt("e", 1, 1.0, 1, 1, on_demand_usd_per_hour=0.10),
+    ]
+    # e: 2 x 0.10 x 730 = 146 on-demand, cheapest; a, b, c: 2 x 0.20 x 730 = 292 each, then by spot
+    # (0.05 < 0.09 < none); d has no on-demand price, so it is last despite the cheapest spot.
+    assert [r["configuration_id"] for r in plan_capacity(points, 2)] == ["e", "c", "b", "a", "d"]
+    assert [r["rank"] for r in plan_capacity(points, 2)] == [1, 2, 3, 4, 5]
+
+
+def test_replicas_round_up_and_zero_rates_never_qualify() -> None:
+    points = [_pt("x", 1, 3.0, 1, 1), _pt("x", 2, 0.0, 1, 1), _pt("y", 1, None, 1, 1)]
+    (row,) = plan_capacity(points, 10)
+    assert row["replicas"] == 4  # 10 / 3 = 3.33: 3 replicas would serve only 9 req/s
+    assert row["headroom"] == pytest.approx(1.2)  # 4 x 3 / 10
+    assert left_out(points, 10) == [
+        {
+            "configuration_id": "y",
+            "configuration": "y · vLLM 0.32.0 · TP1",
+            "model_short": "some-model-7b",
+            "workload": "random 128→32",
+            "reason": "fails no request rate (1 of 1 levels)",
+        }
+    ]
+    for bad in (0, -1, math.nan, math.inf):
+        with pytest.raises(ValueError, match="above 0"):
+            plan_capacity(points, bad)
+
+
+def test_planner_rows_carry_only_json_safe_fields() -> None:
+    rows = planner_rows([POINTS[0] | {"p99_tpot_ms": math.nan, "extra": "not for the page"}])
+    assert list(rows[0]) == list(PLANNER_FIELDS) and rows[0]["p99_tpot_ms"] is None
+    json.dumps(rows, allow_nan=False)
+    assert plan_capacity(planner_rows(POINTS), 10, **SLOS) == plan_capacity(POINTS, 10, **SLOS)
+
+
+def _page(points: list[dict[str, Any]], **defaults: Any) -> str:
+    """A small page holding only the planner, rendered as report.html.j2 includes it."""
+    shell = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>planner</title>'
+        "<style>body { font-family: system-ui, sans-serif; margin: 1.5rem; }"
+        " table { border-collapse: collapse; font-size: 0.8rem; } .scroll { overflow-x: auto; }"
+        " th, td { border: 1px solid #ddd; padding: 0.25rem 0.45rem; text-align: right; }"
+        " td { white-space: nowrap; } td.text { text-align: left; }</style>"
+        '</head><body>{% include "planner.html.j2" %}</body></html>'
+    )
+    return environment().from_string(shell).render(planner=planner_context(points, **defaults))
+
+
+def test_page_holds_the_data_escaped_and_the_form() -> None:
+    html = _page([POINTS[0] | {"configuration": HOSTILE}], target_rps=10, ttft_p99_ms=2000)
+    data = re.search(r'<script type="application/json" id="planner-data">(.*?)</script>', html, re.S)
+    assert data is not None and "<" not in data[1]  # the label's </script> cannot end the block
+    context = json.loads(data[1])
+    assert context["rows"][0]["configuration"] == HOSTILE
+    assert context["hours_per_month"] == 730 and context["defaults"]["ttft_p99_ms"] == 2000
+    for input_id in ("planner-rps", "planner-ttft", "planner-tpot", "planner-e2el", "planner-errors"):
+        assert f'id="{input_id}"' in html
+    assert 'id="planner-table"' in html and 'id="planner-excluded"' in html
+    assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)=", html)  # opens offline
+
+
+def _table(page: Any) -> list[dict[str, Any]]:
+    """The planner table as the browser shows it: ids, numbers (data-value) and texts per row."""
+    return page.eval_on_selector_all(
+        "#planner-table tbody tr",
+        """trs => trs.map(tr => ({
+            configuration_id: tr.dataset.configurationId,
+            point_id: tr.dataset.pointId,
+            texts: [...tr.cells].map(td => td.textContent),
+            values: [...tr.cells].map(td => td.dataset.value === undefined ? null : Number(td.dataset.value)),
+        }))""",
+    )
+
+
+def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
+    """The page's JavaScript and plan_capacity give the same table, and an SLO change re-ranks."""
+    if not Path(CHROMIUM).is_file() or shutil.which("chromium") is None:
+        missing("Debian's chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    points = [*POINTS, _pt("hostile", 1, 1.0, 1, 1, configuration=HOSTILE, spot_usd_per_hour=None)]
+    page_file = tmp_path / "planner.html"
+    page_file.write_text(_page(points, target_rps=10, ttft_p99_ms=2000, tpot_p99_ms=50, max_error_rate=0.01))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.route(
+                "**/*",
+                lambda route: (
+                    route.abort() if not route.request.url.startswith("file:") else route.continue_()
+                ),
+            )
+            page.goto(page_file.as_uri())
+            assert page.input_value("#planner-rps") == "10" and page.input_value("#planner-errors") == "1"
+            shown = _table(page)
+            expected = plan_capacity(points, 10, **SLOS)
+            assert [r["point_id"] for r in shown] == [r["point_id"] for r in expected]
+            by_id = {r["configuration_id"]: r for r in shown}
+            # The hand computation of test_replicas_and_monthly_cost_by_hand, as the page prints it.
+            m8g = by_id["m8g.xlarge"]["texts"]
+            assert (
+                m8g[0] == "1"
+                and m8g[4] == "concurrency 2 ⚠"
+                and m8g[5:] == ["2.5", "4", "584.00", "204.40", "1.00\N{MULTIPLICATION SIGN}"]
+            )
+            assert by_id["g6e.xlarge"]["texts"][6:] == [
+                "1",
+                "1,358.53",
+                "no price",
+                "3.60\N{MULTIPLICATION SIGN}",
+            ]
+            assert by_id["c8g.2xlarge"]["texts"][7:9] == ["no price", "no price"]
+            for row, ref in zip(shown, expected, strict=True):  # the same floats, not just the same text
+                values = row["values"]
+                assert values[0] == ref["rank"] and values[5:7] == [
+                    ref["request_throughput"],
+                    ref["replicas"],
+                ]
+                assert [v for v in values[7:9] if v is not None] == [
+                    c for c in (ref["on_demand_usd_per_month"], ref["spot_usd_per_month"]) if c is not None
+                ]
+                assert values[9] == ref["headroom"]
+            excluded = page.locator("#planner-excluded li").all_inner_texts()
+            assert any(
+                "c8g.xlarge" in t and t.endswith("not priced: measured on laptop (Apple M3, arm64)")
+                for t in excluded
+            )
+            assert any(t.endswith("fails p99 TTFT (1 of 1 levels)") for t in excluded)
+            assert page.evaluate("window.pwned") is None and HOSTILE in page.inner_text("#planner-table")
+            fits = page.evaluate(
+                "() => { const t = document.getElementById('planner-table'); return"
+                " [t.scrollWidth, t.parentElement.clientWidth, document.documentElement.scrollWidth]; }"
+            )
+            assert fits[0] <= fits[1] and fits[2] <= 1400, fits
+            page.screenshot(path=str(_artifacts() / "planner-page.png"), full_page=True)
+
+            page.fill("#planner-tpot", "30")  # m8g.xlarge falls back to c1: 10 replicas, 1,460.00 USD
+            shown = _table(page)
+            assert [r["configuration_id"] for r in shown[:2]] == ["g6e.xlarge", "m8g.xlarge"]
+            assert shown[1]["texts"][6:8] == ["10", "1,460.00"]
+            page.fill("#planner-rps", "")
+            assert page.locator("#planner-table tbody tr").count() == 0
+            assert "above 0" in page.inner_text("#planner-status")
+
+            # The same rule on many inputs: the page's plan() against _plan, ranked and left out alike.
+            rows = planner_rows(points)
+            for target, ttft, tpot, e2el, errors in itertools.product(
+                (0.3, 10, 37, 250), (None, 450, 2000), (None, 20, 30), (None, 1500), (None, 0.0, 0.01)
+            ):
+                limits = {
+                    "ttft_p99_ms": ttft,
+                    "tpot_p99_ms": tpot,
+                    "e2el_p99_ms": e2el,
+                    "max_error_rate": errors,
+                }
+                js = page.evaluate(
+                    "([rows, t, l]) => window.accelbenchPlanner.plan(rows, t, l)", [rows, target, limits]
+                )
+                assert js["ranked"] == plan_capacity(points, target, **limits), (target, limits)
+                assert js["excluded"] == left_out(points, target, **limits), (target, limits)
+        finally:
+            browser.close()

@@ -1,0 +1,177 @@
+"""What a report may pool, price and rank: points per workload and host, the answer worked out by hand.
+
+Rows are shaped as `Lake.read("runs").to_pylist()` gives them (the lake's column names); every number
+asserted here is computed in the comments beside it.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from accelbench.lake.store import Lake
+from accelbench.report.build import ReportFilter, build_report, write_report
+from accelbench.report.model import Price, Slos, best_under_slos, level_points
+
+JULY = datetime(2026, 7, 20, tzinfo=UTC)
+PRICES = [
+    Price("m8g.xlarge", "us-east-1", "on_demand", 0.17952, JULY, "snapshot"),
+    Price("m8g.xlarge", "us-east-1", "spot", 0.072, JULY, "spot history"),
+    Price("c8g.xlarge", "us-east-1", "on_demand", 0.15952, JULY, "snapshot"),
+    Price("c8g.xlarge", "us-east-1", "spot", 0.064, JULY, "spot history"),
+]
+
+
+def run(instance: str, level: int, out_tps: float, **kw: Any) -> dict[str, Any]:
+    """One measured level; request rate = output tokens/s / 32 (32 output tokens per request)."""
+    return {
+        "run_id": "/".join(str(kw.get(k, d)) for k, d in (("campaign_id", "c1"), ("input_len", 128)))
+        + f"/{instance}/{level}/{len(kw)}",
+        "campaign_id": "c1",
+        "status": "ok",
+        "accelerator_type": "cpu",
+        "instance_type": instance,
+        "model": "Qwen/Qwen2.5-0.5B-Instruct",
+        "quantization": None,
+        "vllm_version": "0.32.0",
+        "dtype": "bfloat16",
+        "kv_cache_dtype": "auto",
+        "max_model_len": 4096,
+        "tensor_parallel_size": 1,
+        "engine_args": "",
+        "dataset": "random",
+        "input_len": 128,
+        "output_len": 32,
+        "range_ratio": 0.0,
+        "execution_mode": "kubernetes",
+        "measured_on_instance": True,
+        "host_instance_type": instance,
+        "level_kind": "concurrency",
+        "level_value": float(level),
+        "repeat": 0,
+        "request_throughput": out_tps / 32,
+        "output_throughput": out_tps,
+        "total_token_throughput": out_tps * 5,  # (128 + 32) / 32 tokens per output token
+        "p99_ttft_ms": 100.0,
+        "p99_tpot_ms": 20.0,
+        "p99_e2el_ms": 800.0,
+        "completed": 2000,
+        "failed": 0,
+        "accelerator_count": 0,
+        "started_at": datetime(2026, 11, 10, tzinfo=UTC),
+        "date": "2026-11-10",
+    } | kw
+
+
+LOCAL_HOST = {
+    "execution_mode": "local",
+    "measured_on_instance": False,
+    "host_instance_type": None,
+    "host_architecture": "x86_64",
+    "host_cpu_model": "AMD EPYC 7B13",
+    "host_vcpus": 2,
+}
+
+
+def test_two_workloads_on_one_instance_are_two_points_and_reruns_pool_with_their_count() -> None:
+    runs = [
+        run("m8g.xlarge", 4, 180),
+        run("m8g.xlarge", 4, 200, campaign_id="c2"),  # the demo run again: same point, second campaign
+        run("m8g.xlarge", 4, 40, input_len=4096, output_len=512),
+    ]
+    points = level_points(runs, PRICES, "us-east-1")
+    assert len(points) == 2
+    short, long = sorted(points, key=lambda p: p["input_len"])
+    assert (short["workload"], long["workload"]) == ("random 128→32", "random 4096→512")
+    assert short["repeats"] == 2 and short["campaigns"] == 2 and short["output_throughput"] == 190
+    assert long["repeats"] == 1 and long["output_throughput"] == 40
+    assert short["configuration_id"] != long["configuration_id"]
+    # TP and engine arguments are part of the configuration too.
+    variants = [run("m8g.xlarge", 4, 180, engine_args="--enable-prefix-caching"), run("m8g.xlarge", 4, 180)]
+    assert len(level_points(variants, PRICES, "us-east-1")) == 2
+
+
+def test_the_headline_names_the_cheapest_configuration_meeting_every_slo_by_hand() -> None:
+    runs = [
+        # c8g.xlarge, 0.15952 USD/h. c16: 400 tok/s but p99 E2EL 3000 ms > 2000: misses.
+        run("c8g.xlarge", 16, 400, p99_e2el_ms=3000.0),
+        # c8: 300 tok/s, 30 of 2000 requests failed: error rate 30 / 2030 = 1.48% > 1%: misses.
+        run("c8g.xlarge", 8, 300, status="errors", completed=2000, failed=30),
+        # c4: 150 tok/s, meets all: 0.15952 / 3600 / 150 x 1e6 = 0.29541 USD per 1M output tokens.
+        run("c8g.xlarge", 4, 150),
+        # m8g.xlarge, 0.17952 USD/h. c8: 250 tok/s, 5 of 2000 failed (0.25% <= 1%): meets all:
+        # 0.17952 / 3600 / 250 x 1e6 = 0.19947 USD per 1M output tokens: the cheapest under the SLOs.
+        run("m8g.xlarge", 8, 250, status="errors", completed=1995, failed=5),
+        # A local run that would be "cheapest" at m8g's price (1000 tok/s): never priced or ranked.
+        run("m8g.xlarge", 8, 1000, **LOCAL_HOST),
+    ]
+    flt = ReportFilter(ttft_p99_ms=2000, tpot_p99_ms=50, e2el_p99_ms=2000, max_error_rate=0.01)
+    tables = build_report(runs, PRICES, [], flt)
+    answer, local = tables["headline"]
+    assert answer["answer"] == "cheapest under the SLOs"
+    assert (answer["instance_type"], answer["level_value"]) == ("m8g.xlarge", 8.0)
+    assert answer["configurations_measured"] == 2 and answer["configurations_meeting_slos"] == 2
+    assert answer["on_demand_usd_per_1m_output_tokens"] == pytest.approx(0.17952 / 3600 / 250 * 1e6)
+    assert answer["on_demand_usd_per_1m_output_tokens"] == pytest.approx(0.19947, rel=1e-4)
+    # Total tokens: 5 x 250 = 1250 tok/s: 0.17952 / 3600 / 1250 x 1e6 = 0.039893.
+    assert answer["on_demand_usd_per_1m_total_tokens"] == pytest.approx(0.039893, rel=1e-4)
+    assert answer["spot_usd_per_1m_output_tokens"] == pytest.approx(0.072 / 3600 / 250 * 1e6)
+    assert answer["request_throughput"] == pytest.approx(250 / 32)  # per replica: 7.8125 req/s
+    assert answer["error_rate"] == pytest.approx(5 / 2000)
+    # The best table is sorted by cost: m8g c8 (0.19947) before c8g c4 (0.29541).
+    assert [(p["instance_type"], p["level_value"]) for p in tables["best_under_slo"]] == [
+        ("m8g.xlarge", 8.0),
+        ("c8g.xlarge", 4.0),
+    ]
+    assert tables["best_under_slo"][1]["on_demand_usd_per_1m_output_tokens"] == pytest.approx(
+        0.29541, rel=1e-4
+    )
+    assert (
+        local["answer"].startswith("local host only")
+        and local["host"] == "local: x86_64 AMD EPYC 7B13, 2 vCPU"
+    )
+    assert local["on_demand_usd_per_1m_output_tokens"] is None
+    # What each level misses, in words.
+    c16 = next(p for p in tables["points"] if p["instance_type"] == "c8g.xlarge" and p["level_value"] == 16)
+    assert flt.slos.misses(c16) == ["p99 E2E latency 3000 ms > 2000 ms"]
+    c8 = next(p for p in tables["points"] if p["instance_type"] == "c8g.xlarge" and p["level_value"] == 8)
+    assert flt.slos.misses(c8) == ["error rate 1.48% > 1.00%"]
+
+
+def test_a_local_run_is_labelled_unpriced_and_kept_out_of_the_ranking(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    runs = [run("m8g.xlarge", 4, 180), run("m8g.xlarge", 4, 900, **LOCAL_HOST)]
+    points = level_points(runs, PRICES, "us-east-1")
+    assert len(points) == 2  # the same instance, workload and level: never one point
+    local = next(p for p in points if not p["measured_on_instance"])
+    assert local["host"] == "local: x86_64 AMD EPYC 7B13, 2 vCPU"
+    assert all(local[f"{m}_usd_per_hour"] is None for m in ("on_demand", "spot"))
+    assert local["on_demand_usd_per_1m_output_tokens"] is None
+    flt = ReportFilter(ttft_p99_ms=2000, tpot_p99_ms=50)
+    tables = build_report(runs, PRICES, [], flt)
+    assert [p["host"] for p in tables["best_under_slo"]] == ["instance"]
+    assert [p["host"] for p in tables["local_results"]] == [local["host"]]
+    assert all(p["measured_on_instance"] for p in tables["frontier"])
+    # Old rows without host facts: a local execution is still a local host, a kubernetes one the instance.
+    legacy = run("m8g.xlarge", 4, 900, execution_mode="local", measured_on_instance=None)
+    assert level_points([legacy], PRICES, "us-east-1")[0]["host"] == "local: host not recorded"
+    # The label is in the files people and queries read: CSV (human headers) and Parquet.
+    lake = Lake(str(tmp_path / "lake"))
+    written = write_report(lake, "20261201T000000Z", tables, flt, len(runs))
+    csv = pacsv.read_csv(io.BytesIO(lake.fs.cat_file(written["local_results.csv"])))
+    assert csv.column("Measured on").to_pylist() == [local["host"]]
+    parquet = pq.read_table(io.BytesIO(lake.fs.cat_file(written["points.parquet"])))
+    assert sorted(parquet.column("measured_on_instance").to_pylist()) == [False, True]
+    html = lake.fs.cat_file(written["report.html"]).decode()
+    assert "local host only: not an instance measurement, not priced" in html
+    assert "not a throughput or a price of the instance type" in html
+
+
+def test_slos_judge_e2el_and_the_error_rate_and_a_missing_value_fails_a_set_limit() -> None:
+    ok = run("m8g.xlarge", 1, 100)
+    points = level_points([ok, run("m8g.xlarge", 2, 120, p99_e2el_ms=None)], PRICES, "us-east-1")
+    assert [p["level_value"] for p in best_under_slos(points, Slos(e2el_p99_ms=1000))] == [1.0]
+    assert [p["level_value"] for p in best_under_slos(points, Slos())] == [2.0]  # no limits: the fastest
