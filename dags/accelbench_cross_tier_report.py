@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET, RETRACTIONS_ASSET
 from accelbench.airflow.dag_defaults import DEFAULT_SLOS, VERSION_PATTERN, dag_kwargs, slos_schema
-from accelbench.report.model import DEFAULT_MAX_ERROR_RATE
+from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE
 from airflow.sdk import Param, dag, task
 
 

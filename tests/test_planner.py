@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from accelbench.report.model import Slos
 from accelbench.report.pages import environment
 from accelbench.report.planner import (
     HOURS_PER_MONTH,
@@ -25,6 +24,7 @@ from accelbench.report.planner import (
     planner_context,
     planner_rows,
 )
+from accelbench.report.slos import Slos
 
 from tests.servers import missing
 from tests.test_benchmarks_view import CHROMIUM, CHROMIUM_ARGS, _artifacts

@@ -9,7 +9,6 @@ from accelbench.report.model import (
     GIB,
     Price,
     Retraction,
-    Slos,
     best_under_slos,
     cost_per_million,
     frontier,
@@ -18,6 +17,7 @@ from accelbench.report.model import (
     split_retracted,
     version_deltas,
 )
+from accelbench.report.slos import Slos
 
 
 def _run(

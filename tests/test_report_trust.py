@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
-from accelbench.report.model import Price, Slos, best_under_slos, level_points
+from accelbench.report.model import Price, best_under_slos, level_points
+from accelbench.report.slos import Slos
 
 JULY = datetime(2026, 7, 20, tzinfo=UTC)
 PRICES = [
@@ -74,6 +75,8 @@ LOCAL_HOST = {
     "host_architecture": "x86_64",
     "host_cpu_model": "AMD EPYC 7B13",
     "host_vcpus": 2,
+    "image": "vllm/vllm-openai-cpu:v0.32.0-arm64",
+    "server_image_id": "vllm==0.32.0 local process (no image)",
 }
 
 
@@ -148,6 +151,7 @@ def test_a_local_run_is_labelled_unpriced_and_kept_out_of_the_ranking(tmp_path) 
     assert len(points) == 2  # the same instance, workload and level: never one point
     local = next(p for p in points if not p["measured_on_instance"])
     assert local["host"] == "local: x86_64 AMD EPYC 7B13, 2 vCPU"
+    assert local["ran"] == "vllm==0.32.0 local process (no image)"  # not the planned arm64 image
     assert all(local[f"{m}_usd_per_hour"] is None for m in ("on_demand", "spot"))
     assert local["on_demand_usd_per_1m_output_tokens"] is None
     flt = ReportFilter(ttft_p99_ms=2000, tpot_p99_ms=50)

@@ -237,13 +237,8 @@ def server_image_id(pod: k8s.V1Pod, container: str) -> str | None:
 
     The server is a native sidecar, so its status is among the init containers'.
     """
-    status = pod.status
-    if status is None:
-        return None
-    for state in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
-        if state.name == container and state.image_id:
-            return str(state.image_id)
-    return None
+    status = get_container_status(pod, container)  # the provider's: init (sidecar) containers included
+    return str(status.image_id) if status is not None and status.image_id else None
 
 
 def server_termination(pod: k8s.V1Pod, container: str) -> tuple[k8s.V1ContainerStateTerminated, bool] | None:

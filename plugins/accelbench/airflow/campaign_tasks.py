@@ -13,6 +13,7 @@ from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake, safe_name
+from accelbench.report.model import host_label, measured_on_instance
 
 log = logging.getLogger(__name__)
 
@@ -88,18 +89,24 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
         raise AirflowSkipException(
             f"campaign {campaign} landed no rows in {lake.uri}: nothing new in the lake"
         )
-    header = f"{'run':<46}{'status':<8}{'req/s':>8}{'out tok/s':>11}{'TTFT p50 ms':>13}{'TPOT p50 ms':>13}"
+    header = (
+        f"{'run':<46}{'status':<8}{'done':>6}{'failed':>7}{'req/s':>8}{'out tok/s':>11}"
+        f"{'TTFT p50 ms':>13}{'TPOT p50 ms':>13}  measured on"
+    )
     lines = [header]
     for r in mine:
         lines.append(
-            f"{r['run_id'].split('/', 1)[-1]:<46}{r['status']:<8}{r['request_throughput'] or 0:>8.2f}"
-            f"{r['output_throughput'] or 0:>11.1f}{r['p50_ttft_ms'] or 0:>13.1f}"
-            f"{r['p50_tpot_ms'] or 0:>13.2f}"
+            f"{r['run_id'].split('/', 1)[-1]:<46}{r['status']:<8}"
+            f"{r['completed'] or 0:>6}{r['failed'] or 0:>7}"
+            f"{r['request_throughput'] or 0:>8.2f}{r['output_throughput'] or 0:>11.1f}"
+            f"{r['p50_ttft_ms'] or 0:>13.1f}{r['p50_tpot_ms'] or 0:>13.2f}  {host_label(r)}"
         )
     log.info("campaign %s, lake %s:\n%s", campaign, lake.uri, "\n".join(lines))
     return {
         "campaign_id": campaign,
         "runs": len(mine),
         "ok": sum(r["status"] == "ok" for r in mine),
+        "errors": sum(r["status"] == "errors" for r in mine),
+        "local_host": sum(not measured_on_instance(r) for r in mine),
         "lake": lake.uri,
     }

@@ -17,7 +17,7 @@ from accelbench.report.build import (
     report_id,
     write_report,
 )
-from accelbench.report.model import DEFAULT_MAX_ERROR_RATE
+from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE
 from accelbench.report.sources import price_history, retractions
 
 log = logging.getLogger(__name__)

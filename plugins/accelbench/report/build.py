@@ -18,10 +18,8 @@ import pyarrow.parquet as pq
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
 from accelbench.report.model import (
-    DEFAULT_MAX_ERROR_RATE,
     Price,
     Retraction,
-    Slos,
     best_under_slos,
     frontier,
     headline,
@@ -29,6 +27,7 @@ from accelbench.report.model import (
     split_retracted,
     version_deltas,
 )
+from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos
 
 TABLE_NAMES = (
     "headline",

@@ -39,6 +39,7 @@ LABELS: dict[str, str] = {
     "range_ratio": "Length range ratio",
     "campaigns": "Campaigns",
     "repeats_campaigns": "Repeats / campaigns",
+    "ran": "What ran (image digest or local build)",
     "repeats": "Repeats",
     "request_throughput": "Requests per s per replica (median)",
     "request_goodput": "Goodput, requests per s (median)",

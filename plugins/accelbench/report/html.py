@@ -68,6 +68,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "sample_warning",
         "on_demand_price_source",
         "spot_price_source",
+        "ran",
     ),
     "version_deltas": (
         "configuration",

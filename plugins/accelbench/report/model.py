@@ -20,6 +20,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from accelbench.lake.schemas import MEASURED_STATUSES
+from accelbench.report.slos import Slos
 
 # One server configuration on one workload on one host: its load levels are one throughput/latency
 # curve. Workload (dataset, lengths), engine settings (the server half of the matrix key), TP and
@@ -58,7 +59,6 @@ CV_METRICS = ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")  # the ones ver
 NOISE_CV_FACTOR = 2.0
 NOISE_FLOOR = 0.05
 SAMPLE_WARNING_REQUESTS = 1000  # below this per repeat, a p99 rests on fewer than 10 requests beyond it
-DEFAULT_MAX_ERROR_RATE = 0.01  # a level with more failed requests than this does not meet the SLOs
 SECONDS_PER_HOUR = 3600
 GIB = 2**30
 ON_INSTANCE = "instance"  # the host label of a run measured on the instance type it names
@@ -204,6 +204,9 @@ def level_points(
         point["repeats"] = len(rows)
         point["campaigns"] = len({r.get("campaign_id") for r in rows})
         point["repeats_campaigns"] = f"{len(rows)} / {point['campaigns']}"
+        # What ran: the kubelet's image digest or the local vLLM build, else the planned image.
+        ran = {str(r.get("server_image_id") or r.get("image") or "?") for r in rows}
+        point["ran"] = "; ".join(sorted(ran))
         for metric in CV_METRICS:
             point[f"{metric}_cv"] = coefficient_of_variation(
                 [r[metric] for r in rows if r.get(metric) is not None]
@@ -243,53 +246,6 @@ def level_points(
             )
         points.append(point)
     return points
-
-
-@dataclass(frozen=True)
-class Limit:
-    """One limit of the form: a parameter of plan_capacity and the point field it bounds. The page gets
-    these too, so its JavaScript reads field names from here instead of repeating them."""
-
-    param: str
-    field: str
-    label: str
-    input: str  # the id of the form's input
-    unit: str  # as the form shows it: "%" means the form's number is divided by 100
-    missing_fails: bool  # whether a level without the metric fails the limit
-
-
-# How a level is judged (Slos.misses, and the capacity planner's page): an unmeasured latency fails
-# its limit, an unrecorded error rate is not counted against the level.
-LIMITS = (
-    Limit("ttft_p99_ms", "p99_ttft_ms", "p99 TTFT", "planner-ttft", "ms", True),
-    Limit("tpot_p99_ms", "p99_tpot_ms", "p99 TPOT", "planner-tpot", "ms", True),
-    Limit("e2el_p99_ms", "p99_e2el_ms", "p99 E2E latency", "planner-e2el", "ms", True),
-    Limit("max_error_rate", "error_rate", "error rate", "planner-errors", "%", False),
-)
-
-
-@dataclass(frozen=True)
-class Slos:
-    """The limits a level must hold to count: p99 latencies in ms (None: no limit) and an error rate."""
-
-    ttft_p99_ms: float | None = None
-    tpot_p99_ms: float | None = None
-    e2el_p99_ms: float | None = None
-    max_error_rate: float | None = DEFAULT_MAX_ERROR_RATE
-
-    def misses(self, p: dict[str, Any]) -> list[str]:
-        """What `p` fails, in words ("p99 TTFT 2500 ms > 2000 ms"); empty when it meets every SLO."""
-        out = []
-        for limit in LIMITS:
-            bound, value = getattr(self, limit.param), p.get(limit.field)
-            if bound is None or not (limit.missing_fails if value is None else value > bound):
-                continue
-            if limit.unit == "%":
-                out.append(f"{limit.label} {value:.2%} > {bound:.2%}")
-            else:
-                shown = "not measured" if value is None else f"{value:.0f} {limit.unit}"
-                out.append(f"{limit.label} {shown} > {bound:g} {limit.unit}")
-        return out
 
 
 def cost_order(p: dict[str, Any]) -> tuple:

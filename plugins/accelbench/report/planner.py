@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from accelbench.report.model import LIMITS
+from accelbench.report.slos import LIMITS
 
 HOURS_PER_MONTH = 730
 DEFAULT_TARGET_RPS = 10.0  # what the form starts with when the report names no target rate
