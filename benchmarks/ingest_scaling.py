@@ -93,7 +93,7 @@ def raw_dir(rows: int) -> Path:
     if (spec_dir / "envelope.json").exists():
         return spec_dir
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from accelbench.campaign.spec import LoadPlan
+    from accelbench.core.spec import LoadPlan
     from zero_pipeline import spec as make_spec
 
     shutil.rmtree(CACHE / str(rows), ignore_errors=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accelbench.campaign.spec import LoadPlan
+from accelbench.core.spec import LoadPlan
 from zero_pipeline import CLIENT_CPU, run_pipeline, spec, zero_server
 
 TARGET_MS = 1.0

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accelbench.campaign.spec import LoadPlan
+from accelbench.core.spec import LoadPlan
 from zero_pipeline import CLIENT_CPU, run_pipeline, spec, tiny_tokenizer, zero_server
 
 ARRIVAL_OK, COMPLETION_OK, TARGET_FACTOR = 0.95, 0.90, 10

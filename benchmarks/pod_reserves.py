@@ -67,7 +67,7 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
+from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.execution.local_server import LocalServer, Pinning, local_vllm_version
 from accelbench.execution.tiny_model import server_spec
 from accelbench.loadgen.bench_client import BenchClient

@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.execution.local_server import free_port
 from accelbench.execution.tiny_model import server_spec
 from accelbench.lake.ingest import ingest_raw

@@ -17,7 +17,7 @@ from accelbench.airflow.dag_defaults import (
     dag_kwargs,
     slos_schema,
 )
-from accelbench.execution.modes import MODES, default_mode
+from accelbench.core.modes import MODES, default_mode
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 from airflow.sdk import Param, dag, task
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from accelbench.airflow.assets import VLLM_CPU_RELEASES_ASSET
 from accelbench.airflow.dag_defaults import VERSION_PATTERN, dag_kwargs
-from accelbench.execution.modes import default_mode
+from accelbench.core.modes import default_mode
 from airflow.sdk import Param, dag, get_current_context, task
 
 

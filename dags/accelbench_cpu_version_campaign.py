@@ -15,7 +15,7 @@ from __future__ import annotations
 from accelbench.airflow.assets import CATALOG_ASSET, VLLM_CPU_RELEASES_ASSET
 from accelbench.airflow.campaign_graph import measure_and_land
 from accelbench.airflow.dag_defaults import dag_kwargs
-from accelbench.execution.modes import MODES, default_mode
+from accelbench.core.modes import MODES, default_mode
 from airflow.sdk import Param, PartitionedAssetTimetable, dag, get_current_context, task
 
 

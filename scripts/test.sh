@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The full test suite: installs PostgreSQL and Chromium (Debian) when missing, builds .venv, runs ruff and pytest.
+# The full test suite: installs PostgreSQL and Chromium (Debian) when missing, builds .venv, runs ruff,
+# lint-imports (the package layers) and pytest.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k pricing
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,7 @@ scripts/vllm-env.sh     # vLLM CPU for local-mode servers: its own environment
 echo "test: ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+echo "test: import contracts"
+.venv/bin/lint-imports --no-cache  # the contracts in pyproject.toml's [tool.importlinter]
 echo "test: pytest"
 exec .venv/bin/python -m pytest "$@"

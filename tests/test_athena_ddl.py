@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 import sqlglot
 from accelbench import cli
-from accelbench.catalog.families import ACCELERATOR_TYPES
+from accelbench.core.families import ACCELERATOR_TYPES
 from accelbench.lake import athena
 from accelbench.lake.schemas import PARTITIONS, REQUESTS, RUNS, TABLES
 from accelbench.lake.store import Lake

@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from accelbench.core.levels import Level
 from accelbench.loadgen.bench_client import BenchClient, BenchProcessError, vllm_interpreter
-from accelbench.loadgen.bench_command import Level, bench_args
+from accelbench.loadgen.bench_command import bench_args
 
 from tests.conftest import REPO
 from tests.test_loadgen import spec_for

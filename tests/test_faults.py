@@ -265,7 +265,7 @@ def test_catalog_database_lost_mid_write_leaves_nothing_half_written(pg_server: 
 
 WORKER = """
 import sys
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.execution.local import run_local
 from accelbench.lake.store import Lake
 run_local(BenchmarkSpec.model_validate_json(sys.argv[1]), Lake(sys.argv[2]), sys.argv[3], "attempt-1")
@@ -285,8 +285,8 @@ def _group(pgid: int) -> list[psutil.Process]:
 def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_lands_once(
     tiny_model: Path, vllm_python: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
     from accelbench.config import Settings
+    from accelbench.core.spec import BenchmarkSpec, LoadPlan
     from accelbench.execution.local import campaign_workdir, run_local
 
     from tests.test_local_server import tiny_spec
@@ -424,7 +424,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     real: when the fake API lets the main container finish, `accelbench-loadgen` runs with the pod's
     environment against a real vLLM server (the sidecar's part) and writes the evidence to the lake."""
     import pendulum
-    from accelbench.campaign.spec import BenchmarkSpec
+    from accelbench.core.spec import BenchmarkSpec
     from accelbench.execution.local_server import LocalServer
 
     from tests.conftest import DAGS, hub_model
@@ -511,7 +511,7 @@ class ZeroServerProcess(LocalServer):
 
 
 def _zero_spec(tiny_model: Path, concurrency: tuple[int, ...], prompts: int) -> Any:
-    from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+    from accelbench.core.spec import BenchmarkSpec, LoadPlan
 
     from tests.test_local_server import tiny_spec
 
@@ -725,7 +725,7 @@ def test_server_termination_reads_a_restart_or_a_nonzero_exit_only() -> None:
 
 def test_the_pods_server_death_lands_on_the_failed_level_only(tmp_path: Path) -> None:
     from accelbench import __version__
-    from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+    from accelbench.core.spec import BenchmarkSpec, LoadPlan
     from accelbench.execution.tiny_model import server_spec
     from accelbench.lake.raw import ENVELOPE
     from accelbench.loadgen.driver import LevelRecord

@@ -19,7 +19,7 @@ import pytest
 from accelbench import __version__
 from accelbench.campaign.planner import plan_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.ingest import PROVENANCE_FIELDS, ingest_raw
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake

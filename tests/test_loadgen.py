@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.levels import Level
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.execution.local_server import LocalServer
 from accelbench.loadgen import server_metrics
-from accelbench.loadgen.bench_command import Level, bench_args
+from accelbench.loadgen.bench_command import bench_args
 from accelbench.loadgen.driver import Driver, LevelFailed, read_result
 
 from tests.test_local_server import tiny_spec
@@ -95,7 +96,7 @@ def test_malformed_bench_output_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_peak_concurrency_counts_overlapping_requests() -> None:
-    from accelbench.loadgen.driver import peak_concurrency
+    from accelbench.core.metrics import peak_concurrency
 
     assert peak_concurrency([0.0, 1.0, 2.0], [1.0, 1.0, 1.0]) == 1  # back to back: never two at once
     assert peak_concurrency([0.0, 0.5, 0.6, 3.0], [1.0, 1.0, 1.0, 1.0]) == 3
@@ -181,7 +182,7 @@ def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
 
 
 def test_arrival_rate_excludes_the_drain_tail() -> None:
-    from accelbench.loadgen.driver import arrival_rate
+    from accelbench.core.metrics import arrival_rate
 
     # 5 requests sent 0.5 s apart, the last finishing 10 s later: 2 req/s sent, not 5 / 12
     result = {"start_times": [100.0, 100.5, 101.0, 101.5, 102.0], "completed": 5, "duration": 12.0}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from accelbench.campaign.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.execution.local_server import LocalServer
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from accelbench.campaign.spec import ServerSpec
 from accelbench.catalog.db import session_scope
 from accelbench.catalog.models import RuntimeVersion
+from accelbench.core.spec import ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import RECIPES, VllmCpu, recipe_for
 from accelbench.runtime.versions import resolve_version

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
 from accelbench.lake.measured import measured_specs
 from accelbench.lake.schemas import RUNS

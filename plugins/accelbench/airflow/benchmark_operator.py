@@ -16,15 +16,12 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.airflow.benchmark_xcom import NODE_XCOM, RESULT_XCOM
 from accelbench.config import LAKE_SETTING
+from accelbench.core.modes import check_mode, default_mode
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError, ConfigError
-from accelbench.execution.modes import check_mode, default_mode
 
-# XCom key: what only the orchestrator sees, as ingest hints: the node the benchmark ran on (node, zone,
-# capacity type) and, in kubernetes mode, how the server container died (exit code, log tail), if it did.
-NODE_XCOM = "node"
-RESULT_XCOM = "return_value"  # Airflow's key of a task's return value; pushed by hand on failure
 log = logging.getLogger(__name__)
 
 

@@ -16,8 +16,8 @@ from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import PodDefaults
 from kubernetes.client import models as k8s
 from kubernetes.config import ConfigException
 
-from accelbench.airflow.benchmark_operator import NODE_XCOM
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.airflow.benchmark_xcom import NODE_XCOM
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError, PodNotScheduled
 from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message

@@ -16,7 +16,8 @@ from airflow.sdk import get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from accelbench.airflow.assets import LAKE_ASSET
-from accelbench.airflow.benchmark_operator import NODE_XCOM, BenchmarkOperator, run_date
+from accelbench.airflow.benchmark_operator import BenchmarkOperator, run_date
+from accelbench.airflow.benchmark_xcom import NODE_XCOM
 
 POOL_SETTING = "ACCELBENCH_BENCHMARK_POOL"
 DEFAULT_POOL = "default_pool"

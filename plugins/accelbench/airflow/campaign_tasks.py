@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow.dataset as ds
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.raw import RawLocation

@@ -64,7 +64,7 @@ def slos_schema(*names: str) -> dict[str, Any]:
 def cpu_instance_type_items(instance_types: list[str]) -> dict[str, Any]:
     """JSON schema of one CPU instance type of the form: a catalog CPU row; a Graviton2 type is refused
     first, with the reason in the message (jsonschema prints the `not` schema, description included)."""
-    from accelbench.catalog.families import GRAVITON2_FAMILIES, GRAVITON2_REASON
+    from accelbench.core.families import GRAVITON2_FAMILIES, GRAVITON2_REASON
 
     graviton2 = "^(" + "|".join(sorted(GRAVITON2_FAMILIES)) + r")\."
     return {

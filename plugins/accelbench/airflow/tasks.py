@@ -22,8 +22,8 @@ from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import load_seed
 from accelbench.catalog.verify import verify
 from accelbench.config import Settings
+from accelbench.core.modes import check_mode, default_mode
 from accelbench.errors import AccelbenchError, ConfigError
-from accelbench.execution.modes import check_mode, default_mode
 
 log = logging.getLogger(__name__)
 

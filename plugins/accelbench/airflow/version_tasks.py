@@ -12,7 +12,7 @@ from packaging.version import InvalidVersion, Version
 
 from accelbench.airflow.dag_defaults import VERSION_MATRIX_SETTING, VERSION_PATTERN, version_matrix
 from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine, plan_benchmarks
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
 from accelbench.lake.measured import measured_specs
 from accelbench.lake.store import Lake

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from accelbench.catalog.families import is_bare_metal
+from accelbench.core.families import is_bare_metal
 
 log = logging.getLogger(__name__)
 SOURCE = "AWS Price List Query API (pricing:GetProducts)"

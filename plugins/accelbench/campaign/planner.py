@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from accelbench.campaign import guards
 from accelbench.campaign.problems import PlanningError, Problem, problems_from_validation
 from accelbench.campaign.request import CampaignRequest
-from accelbench.campaign.spec import BenchmarkSpec, LoadPlan, ServerSpec
-from accelbench.catalog.families import CPU_FAMILIES, refuse_graviton2
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.core.families import CPU_FAMILIES, refuse_graviton2
+from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
 from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, loadgen_memory_mib, plan_fit

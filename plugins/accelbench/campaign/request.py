@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
-from accelbench.campaign.spec import Runtime
-from accelbench.execution.modes import ExecutionMode
+from accelbench.core.modes import ExecutionMode
+from accelbench.core.spec import Runtime
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 
 Quantization = Literal["none", "int8", "int4"]

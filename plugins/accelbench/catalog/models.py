@@ -18,7 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from accelbench.catalog.families import ACCELERATOR_TYPES, ARCHITECTURES
+from accelbench.core.families import ACCELERATOR_TYPES, ARCHITECTURES
 
 PRICING_MODELS = ("on_demand", "spot")
 RUNTIME_STATUSES = ("discovered", "announced", "benchmarked", "failed", "skipped")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
 
-from accelbench.catalog.families import (
+from accelbench.core.families import (
     ACCELERATOR_TYPES,
     ARCHITECTURES,
     CPU_FAMILIES,

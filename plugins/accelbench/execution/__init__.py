@@ -1,1 +1,1 @@
-"""Where a BenchmarkSpec runs: kubernetes (a pod) or local (a child process); same inputs, same outputs."""
+"""The local executor: one vLLM child process per spec, the same evidence as a pod (modes: core.modes)."""

@@ -9,8 +9,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.config import Settings
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.execution.local_server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake, safe_name

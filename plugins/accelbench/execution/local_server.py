@@ -30,7 +30,7 @@ from types import TracebackType
 import psutil
 from packaging.version import InvalidVersion, Version
 
-from accelbench.campaign.spec import ServerSpec
+from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from accelbench.campaign.spec import ServerSpec
+    from accelbench.core.spec import ServerSpec
 
 WORDS = [
     "graviton",
@@ -55,7 +55,7 @@ CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% 
 
 def server_spec(model: Path | str) -> ServerSpec:
     """How tests and benchmarks serve the tiny model locally: one CPU for the engine, eager mode."""
-    from accelbench.campaign.spec import ServerSpec
+    from accelbench.core.spec import ServerSpec
     from accelbench.runtime.recipes import VllmCpu
 
     return ServerSpec(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelbench.catalog.families import CPU_FAMILIES
+from accelbench.core.families import CPU_FAMILIES
 
 BENCHMARK_NAMESPACE = "accelbench-benchmarks"
 BENCHMARK_SERVICE_ACCOUNT = "accelbench-benchmark"  # mapped to the IAM role that may write raw/ only

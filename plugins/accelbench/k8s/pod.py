@@ -13,10 +13,10 @@ from kubernetes.client import models as k8s
 
 from accelbench import __version__
 from accelbench.campaign.planner import loadgen_memory
-from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS
+from accelbench.core.modes import MODE_SETTING
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
-from accelbench.execution.modes import MODE_SETTING
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
 from accelbench.runtime.recipes import SERVER_PORT, recipe_for

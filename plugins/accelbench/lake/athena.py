@@ -12,8 +12,8 @@ import re
 
 import pyarrow as pa
 
-from accelbench.catalog.families import ACCELERATOR_TYPES
 from accelbench.config import LAKE_SETTING
+from accelbench.core.families import ACCELERATOR_TYPES
 from accelbench.errors import ConfigError
 from accelbench.lake.schemas import PARTITIONS, TABLES
 

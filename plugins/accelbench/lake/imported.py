@@ -22,11 +22,11 @@ from fsspec.core import url_to_fs
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelbench import __version__
+from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lake.ingest import request_table, result_columns
 from accelbench.lake.schemas import REQUESTS, RUNS, SCHEMA_VERSION
 from accelbench.lake.store import Lake, storage_options
-from accelbench.loadgen.driver import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 
 IMPORT_CAMPAIGN = "imported"
 IMPORTS_AREA = "imports"  # the workers' copy of imported files; raw/ is the benchmark pods' alone

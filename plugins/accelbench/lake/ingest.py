@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from accelbench import __version__
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.schemas import METRICS, REQUESTS, RUNS, SCHEMA_VERSION, STATS

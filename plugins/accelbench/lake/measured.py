@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pyarrow.dataset as ds
 
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.levels import levels
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.lake.store import Lake
-from accelbench.loadgen.bench_command import levels
 
 
 def measured_specs(

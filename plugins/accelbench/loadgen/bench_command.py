@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.levels import Level
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 
 PERCENTILE_METRICS = "ttft,tpot,itl,e2el"
 METRIC_PERCENTILES = "50,90,95,99"
-
-
-@dataclass(frozen=True)
-class Level:
-    """One load level: a concurrency cap, or an arrival rate (requests per second)."""
-
-    kind: str  # "concurrency" | "rate"
-    value: float
-
-    @property
-    def key(self) -> str:
-        number = f"{self.value:g}".replace(".", "p")
-        return f"c{number}" if self.kind == "concurrency" else f"r{number}"
-
-
-def levels(spec: BenchmarkSpec) -> list[Level]:
-    return [Level("concurrency", c) for c in spec.load.concurrency] + [
-        Level("rate", r) for r in spec.load.request_rates
-    ]
 
 
 def repeat_seed(spec: BenchmarkSpec, repeat: int) -> int:

@@ -20,9 +20,9 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from accelbench.campaign.spec import BenchmarkSpec
 from accelbench.config import LAKE_SETTING
-from accelbench.execution.modes import MODE_SETTING
+from accelbench.core.modes import MODE_SETTING
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV, NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV

@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import __version__
-from accelbench.campaign.spec import BenchmarkSpec
+from accelbench.core.levels import Level, levels
+from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_client import BenchClient, BenchProcessError
-from accelbench.loadgen.bench_command import Level, bench_args, levels, repeat_seed
+from accelbench.loadgen.bench_command import bench_args, repeat_seed
 from accelbench.loadgen.sampling import Sampler, memory_probe
 
 log = logging.getLogger(__name__)
@@ -48,7 +50,6 @@ REQUIRED_RESULT_KEYS = (
     "output_lens",
     "input_lens",
 )
-CLIENT_LIMITED_RATIO = 0.9  # achieved / requested arrival rate below this: the client could not keep up
 # What a level keeps of a dead server's log (local mode's file, the pod's server container): enough to
 # say why it died, bounded so that a row stays small.
 SERVER_LOG_TAIL_LINES, SERVER_LOG_TAIL_BYTES = 20, 4096
@@ -114,27 +115,6 @@ def server_info(base_url: str) -> dict[str, Any]:
         except (OSError, ValueError) as exc:
             info[path] = f"unavailable: {exc}"
     return info
-
-
-def peak_concurrency(starts: list[float], latencies: list[float]) -> int:
-    """Most requests in flight at one instant (a sweep over send and finish times)."""
-    events = sorted(
-        [(s, 1) for s in starts] + [(s + lat, -1) for s, lat in zip(starts, latencies, strict=True)],
-        key=lambda e: (e[0], e[1]),
-    )
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
-
-
-def arrival_rate(result: dict[str, Any]) -> float | None:
-    """Requests sent per second over the sending span (the drain tail after the last send excluded)."""
-    starts = result.get("start_times") or []
-    if len(starts) >= 2 and max(starts) > min(starts):
-        return (len(starts) - 1) / (max(starts) - min(starts))
-    return result["completed"] / result["duration"] if result.get("duration") else None
 
 
 def read_result(path: Path, spec: BenchmarkSpec, num_prompts: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import TypedDict
 PROC = Path("/proc")
 DMI = Path("/sys/devices/virtual/dmi/id")
 EC2_VENDOR = "Amazon EC2"  # DMI sys_vendor of a Nitro instance, whose product_name is its instance type
-# platform.machine() as the catalog names architectures (catalog.families.ARCHITECTURES).
+# platform.machine() as the catalog names architectures (core.families.ARCHITECTURES).
 ARCHITECTURES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}
 # arm64's /proc/cpuinfo has no "model name", only the implementer and part codes of the core.
 ARM_IMPLEMENTERS = {0x41: "Arm", 0x61: "Apple", 0xC0: "Ampere"}

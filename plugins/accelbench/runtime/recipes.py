@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import ClassVar
 
-from accelbench.campaign.spec import Runtime, ServerSpec
+from accelbench.core.spec import Runtime, ServerSpec
 from accelbench.errors import ConfigError
 
 log = logging.getLogger(__name__)
