@@ -81,7 +81,7 @@ DEFAULTS = campaign_defaults()
         "slos": Param(
             DEFAULTS["slos"],
             **slos_schema("ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"),
-            description="Latency SLOs in ms: per-request goodput limits now, the p99 limits of reports",
+            description="Latency SLOs in ms: per-request goodput limits (vllm bench serve --goodput)",
         ),
         "execution_mode": Param(
             default_mode(),

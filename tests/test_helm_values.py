@@ -282,9 +282,10 @@ def test_the_first_admin_procedure_matches_the_auth_manager_and_keeps_the_passwo
 
 def test_keys_that_must_survive_upgrades_come_from_secrets_the_guide_creates() -> None:
     """Fernet, API and JWT keys: the chart generates them when unset (a new JWT secret on every upgrade);
-    ours name Secrets that README's step 4 creates, each with the key the chart's values.yaml asks for."""
+    ours name Secrets that the EKS guide's step 4 (docs/guides/deploy-on-eks.md) creates, each with the key
+    the chart's values.yaml asks for."""
     merged = merged_values()
-    guide = (REPO / "README.md").read_text()
+    guide = (REPO / "docs" / "guides" / "deploy-on-eks.md").read_text()
     for name_key, value_key, data_key in (
         ("fernetKeySecretName", "fernetKey", "fernet-key"),
         ("apiSecretKeySecretName", "apiSecretKey", "api-secret-key"),

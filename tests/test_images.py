@@ -5,7 +5,7 @@ The install step is the same script the Dockerfile runs (docker/*/install.sh), a
 folder that holds exactly what the Dockerfile's COPY lines put in the image, at the image's paths. So a file
 the build context lacks, a requirement missing from the pinned set, or a dependency the code imports but the
 image does not install fails here. What only an image build shows (the base image, the platform, the network
-of the build) is not covered; README.md says how to build.
+of the build) is not covered; docs/guides/deploy-on-eks.md says how to build.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ print(json.dumps({"dags": sorted(bag.dag_ids), "errors": errors, "version": vers
 def test_airflow_image_environment_takes_the_dags_from_a_git_bundle(
     airflow_image: Path, tmp_path: Path
 ) -> None:
-    """The other way to ship DAGs (README, Deploy on EKS): Airflow's GitDagBundle on a repository."""
+    """The other way to ship DAGs (docs/guides/deploy-on-eks.md): Airflow's GitDagBundle on a repository."""
     src, bare = tmp_path / "src", tmp_path / "accelbench.git"
     shutil.copytree(REPO / "dags", src / "dags", ignore=shutil.ignore_patterns("__pycache__"))
     git = ["git", "-c", "user.email=ci@example.invalid", "-c", "user.name=ci"]

@@ -24,7 +24,8 @@ DEFAULT_POOL = "default_pool"
 
 
 def benchmark_pool() -> str:
-    """The Airflow pool the benchmark tasks take a slot of: on EKS, sized to the NodePool (README, Deploy)."""
+    """The Airflow pool the benchmark tasks take a slot of: on EKS, sized to the NodePool
+    (docs/guides/deploy-on-eks.md)."""
     return os.environ.get(POOL_SETTING, "").strip() or DEFAULT_POOL
 
 

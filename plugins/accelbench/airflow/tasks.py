@@ -161,8 +161,9 @@ def _skip_unconfigured_schedule(request: Any) -> None:
     except ConfigError as exc:
         raise AirflowSkipException(
             f"the scheduled campaign has nothing to measure yet: {exc}. Put the model's config.json in "
-            f"the model store ({MODEL_STORE_SETTING}; README, Deploy on EKS) or set ACCELBENCH_DEFAULT_MODEL "
-            "to a model it holds; a manual run with a model of your choice works meanwhile"
+            f"the model store ({MODEL_STORE_SETTING}; docs/guides/deploy-on-eks.md) or set "
+            "ACCELBENCH_DEFAULT_MODEL to a model it holds; a manual run with a model of your choice works "
+            "meanwhile"
         ) from None
 
 

@@ -35,7 +35,7 @@ def kubernetes_problems(model: str, lake_uri: str) -> list[Problem]:
     if not image:
         why = (
             "unset: kubernetes mode needs the load-generator image built from docker/loadgen and pushed to a "
-            "registry the nodes pull from (README, Deploy on EKS)"
+            "registry the nodes pull from (docs/guides/deploy-on-eks.md)"
         )
         problems.append(Problem(LOADGEN_IMAGE_SETTING, None, why))
     elif not IMAGE_REFERENCE.fullmatch(image):
