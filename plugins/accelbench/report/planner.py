@@ -129,8 +129,7 @@ def _plan(
         for p in measured:
             ok = True
             for limit in LIMITS:
-                bound, value = limits.get(limit.param), p.get(limit.field)
-                if bound is not None and (limit.missing_fails if value is None else value > bound):
+                if limit.fails(limits.get(limit.param), p):
                     failures[limit.label] += 1
                     ok = False
             rate = p.get("request_throughput")

@@ -6,6 +6,7 @@ Standard library only: DAG files import the default from here at parse time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,11 @@ class Limit:
     input: str  # the id of the form's input
     unit: str  # as the form shows it: "%" means the form's number is divided by 100
     missing_fails: bool  # whether a level without the metric fails the limit
+
+    def fails(self, bound: float | None, p: Mapping[str, Any]) -> bool:
+        """Whether point `p` breaks this limit at `bound` (None: no limit)."""
+        value = p.get(self.field)
+        return bound is not None and (self.missing_fails if value is None else value > bound)
 
 
 # How a level is judged (Slos.misses, and the capacity planner's page): an unmeasured latency fails
@@ -44,12 +50,12 @@ class Slos:
     e2el_p99_ms: float | None = None
     max_error_rate: float | None = DEFAULT_MAX_ERROR_RATE
 
-    def misses(self, p: dict[str, Any]) -> list[str]:
+    def misses(self, p: Mapping[str, Any]) -> list[str]:
         """What `p` fails, in words ("p99 TTFT 2500 ms > 2000 ms"); empty when it meets every SLO."""
         out = []
         for limit in LIMITS:
             bound, value = getattr(self, limit.param), p.get(limit.field)
-            if bound is None or not (limit.missing_fails if value is None else value > bound):
+            if not limit.fails(bound, p):
                 continue
             if limit.unit == "%":
                 out.append(f"{limit.label} {value:.2%} > {bound:.2%}")
