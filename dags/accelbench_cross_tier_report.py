@@ -45,7 +45,7 @@ from airflow.sdk import Param, dag, task
 def accelbench_cross_tier_report() -> None:
     @task(inlets=[LAKE_ASSET, PRICES_ASSET])
     def report(params: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.report_tasks import cross_tier_report
+        from accelbench.airflow.tasks.report import cross_tier_report
 
         return cross_tier_report(dict(params))
 

@@ -50,13 +50,13 @@ from airflow.sdk import Param, dag, get_current_context, task
 def accelbench_import_results() -> None:
     @task(outlets=[LAKE_ASSET])
     def import_results(params: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.import_tasks import import_bench_results
+        from accelbench.airflow.tasks.imports import import_bench_results
 
         return import_bench_results(dict(params), get_current_context()["run_id"])
 
     @task
     def check_refused(result: dict) -> None:
-        from accelbench.airflow.import_tasks import fail_on_refused
+        from accelbench.airflow.tasks.imports import fail_on_refused
 
         fail_on_refused(result)
 

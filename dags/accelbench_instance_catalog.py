@@ -24,19 +24,19 @@ from airflow.sdk import Param, dag, task
 def accelbench_instance_catalog() -> None:
     @task
     def migrate() -> str:
-        from accelbench.airflow.tasks import migrate_catalog
+        from accelbench.airflow.tasks.catalog import migrate_catalog
 
         return migrate_catalog()
 
     @task(outlets=[CATALOG_ASSET])
     def seed() -> dict:
-        from accelbench.airflow.tasks import seed_catalog
+        from accelbench.airflow.tasks.catalog import seed_catalog
 
         return seed_catalog()
 
     @task
     def verify(params: dict | None = None) -> dict:
-        from accelbench.airflow.tasks import verify_catalog
+        from accelbench.airflow.tasks.catalog import verify_catalog
 
         return verify_catalog(params["verify_region"])
 

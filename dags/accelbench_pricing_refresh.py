@@ -42,7 +42,7 @@ from airflow.sdk import Param, dag, task
 def accelbench_pricing_refresh() -> None:
     @task(inlets=[CATALOG_ASSET], outlets=[PRICES_ASSET])
     def refresh(params: dict | None = None) -> dict:
-        from accelbench.airflow.tasks import refresh_prices
+        from accelbench.airflow.tasks.pricing import refresh_prices
 
         return refresh_prices(params["regions"], params["instance_types"], params["offline"])
 

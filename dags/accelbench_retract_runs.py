@@ -29,7 +29,7 @@ RUN_ID = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[A-Z
 def accelbench_retract_runs() -> None:
     @task(outlets=[RETRACTIONS_ASSET])
     def retract(params: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.import_tasks import retract_runs
+        from accelbench.airflow.tasks.retraction import retract_runs
 
         dag_run = get_current_context()["dag_run"]
         return retract_runs(dict(params), getattr(dag_run, "triggering_user_name", None))

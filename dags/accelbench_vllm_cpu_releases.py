@@ -22,7 +22,7 @@ from airflow.sdk import Param, dag, get_current_context, task
     doc_md=__doc__,
     params={
         "include_prereleases": Param(
-            Settings.from_env().include_prereleases,
+            Settings.from_env("include_prereleases").include_prereleases,
             type="boolean",
             description="Also rc/dev tags (default: ACCELBENCH_INCLUDE_PRERELEASES)",
         ),
@@ -32,7 +32,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 def accelbench_vllm_cpu_releases() -> None:
     @task(retries=2)
     def discover(params: dict | None = None) -> list[dict]:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.release_tasks import discover_vllm_cpu_releases
+        from accelbench.airflow.tasks.releases import discover_vllm_cpu_releases
 
         return discover_vllm_cpu_releases(params["include_prereleases"])
 
@@ -44,7 +44,7 @@ def accelbench_vllm_cpu_releases() -> None:
         events = context["outlet_events"][VLLM_CPU_RELEASES_ASSET]
         events.add_partitions(release["version"])
         events.extra = {"image": release["image"], "digest": release["digest"]}
-        from accelbench.airflow.release_tasks import mark
+        from accelbench.airflow.tasks.releases import mark
 
         mark(release["version"], "announced")  # last: a failure leaves it `discovered`, announced again
         return release["version"]

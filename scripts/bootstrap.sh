@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-UV_VERSION=0.13.9
+UV_VERSION=$(sed -n 's/^uv==//p' requirements-uv.txt)  # the one pin of uv, shared with the images
 pick_python() {
   for py in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
     [ -n "$py" ] || continue
@@ -21,9 +21,10 @@ if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv with $($py --version)"
   "$py" -m venv .venv
 fi
-if [ ! -x .venv/bin/uv ]; then
+if [ "$(.venv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+  echo "bootstrap: installing uv $UV_VERSION into .venv"
   .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/python -m ensurepip --upgrade >/dev/null
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-uv.txt
 fi
 stamp=.venv/.accelbench-installed
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)

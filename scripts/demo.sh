@@ -48,7 +48,7 @@ campaign_conf=$(printf '{"model": "%s", "instance_types": ["m8g.xlarge"], "concu
 run_dag accelbench_cpu_campaign "$campaign_conf"
 echo
 echo "demo: campaign summary (from the lake):"
-sed -n '/\] campaign accelbench_cpu_campaign\./,/loc=campaign_tasks.py/p' "$logs/accelbench_cpu_campaign.log" | sed 's/ \[accelbench.*$//;s/^.*\] campaign/campaign/'
+sed -n '/\] campaign accelbench_cpu_campaign\./,/loc=campaign.py/p' "$logs/accelbench_cpu_campaign.log" | sed 's/ \[accelbench.*$//;s/^.*\] campaign/campaign/'
 echo
 echo "demo: Parquet files:"
 find "$ACCELBENCH_HOME/lake" -name '*.parquet' | sort | sed 's/^/  /'

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # The full test suite: installs PostgreSQL and Chromium (Debian) when missing, builds .venv, runs ruff,
-# lint-imports (the package layers) and pytest.
-# Extra arguments go to pytest, e.g. scripts/test.sh -k pricing
+# lint-imports (the package layers) and pytest over the three tiers (tests/unit, tests/integration,
+# tests/e2e) in parallel lanes, one per CPU (pytest-xdist; the vLLM tests share one lane, tests/conftest.py).
+#   scripts/test.sh --fast      the unit tier only: .venv, ruff, lint-imports, tests/unit
+#   scripts/test.sh -k pricing  extra arguments go to pytest (-n 0: one process, no lanes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+lanes=(-n logical --dist loadgroup --no-loadscope-reorder)
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  scripts/bootstrap.sh
+  .venv/bin/ruff check . && .venv/bin/ruff format --check .
+  .venv/bin/lint-imports --no-cache
+  exec .venv/bin/python -m pytest "${lanes[@]}" tests/unit "$@"
+fi
 
 # Debian packages the tests start for real: PostgreSQL (catalog) and Chromium (the Benchmarks view).
 need=()
@@ -28,5 +39,5 @@ echo "test: ruff"
 .venv/bin/ruff format --check .
 echo "test: import contracts"
 .venv/bin/lint-imports --no-cache  # the contracts in pyproject.toml's [tool.importlinter]
-echo "test: pytest"
-exec .venv/bin/python -m pytest "$@"
+echo "test: pytest (set-up took ${SECONDS} s)"
+exec .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@"

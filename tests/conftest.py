@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-DAGS = REPO / "dags"
+from tests.support.kube import KUBECONFIG
+from tests.support.paths import DAGS, REPO
 
 # Airflow reads its configuration at import: point it at a private home before anything imports it.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="accelbench-airflow-"))
@@ -33,7 +34,7 @@ os.environ["AWS_CONFIG_FILE"] = os.devnull
 os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
-from tests.servers import MotoServer, PostgresServer  # noqa: E402
+from tests.support.servers import MotoServer, PostgresServer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -103,10 +104,66 @@ def airflow_db() -> Path:
     return _AIRFLOW_HOME
 
 
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "integration", "e2e")  # tests/<tier>/: what a test may start (docs: DEVELOPING.md)
+# Markers follow from the fixtures a test uses (directly or through other fixtures), so none is forgotten.
+FIXTURE_MARKS = {
+    "pg_server": "postgres",
+    "airflow_db": "airflow",
+    "vllm_python": "vllm",
+    "moto_server": "s3",
+}
+# What each tier may use: a unit test starts nothing; an integration test no vLLM server.
+TIER_REFUSES = {"unit": {"postgres", "airflow", "vllm", "s3"}, "integration": {"vllm"}, "e2e": set()}
+
+
+def _marks(item: pytest.Item) -> set[str]:
+    names = set(getattr(item, "fixturenames", ()))
+    marks = {mark for fixture, mark in FIXTURE_MARKS.items() if fixture in names}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("catalog_url") == "postgres":
+        marks.add("postgres")  # the PostgreSQL variant asks for its server at run time
+    return marks | {m.name for m in item.iter_markers() if m.name in FIXTURE_MARKS.values()}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the lanes
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tier and resource markers from where a test lives and what it uses, and the lanes of a parallel
+    run (pytest-xdist, --dist loadgroup): every vLLM test in one lane, one after another (they share
+    the session's server and would fight over the cores), each other file as one unit of work."""
+    wrong = []
+    for item in items:
+        rel = item.path.relative_to(TESTS)
+        tier = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in TIERS else None
+        marks = _marks(item)
+        for mark in marks:
+            item.add_marker(mark)
+        if tier is not None:
+            item.add_marker(tier)
+            if marks & TIER_REFUSES[tier]:
+                wrong.append(f"{item.nodeid}: {tier} test uses {sorted(marks & TIER_REFUSES[tier])}")
+        lane = "vllm" if "vllm" in marks else str(rel)
+        if rel.name == "test_version_scheduling.py":
+            lane = "scheduler"  # its own Airflow deployment: a lane of its own, started first
+        item.add_marker(pytest.mark.xdist_group(lane))
+    if wrong:
+        raise pytest.UsageError("tests in the wrong tier (move them down a tier):\n" + "\n".join(wrong))
+    # The two long lanes first, so a parallel run starts them at once and fills in with the rest.
+    first = {"scheduler": 0, "vllm": 1}
+    items.sort(key=lambda i: first.get(_lane(i), 2))
+
+
+def _lane(item: pytest.Item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    return str(mark.args[0]) if mark and mark.args else ""
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """In CI a run in which no test passed is a failure, even if pytest would call it clean."""
-    from tests.servers import IN_CI
+    from tests.support.servers import IN_CI
 
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the controller counts every lane's results
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     passed = len(reporter.stats.get("passed", [])) if reporter else 0
     if IN_CI and passed == 0:
@@ -116,7 +173,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.fixture(scope="session")
 def vllm_python() -> Path:
     """The vLLM CPU environment (scripts/vllm-env.sh), which test.sh creates."""
-    from tests.servers import missing
+    from tests.support.servers import missing
 
     python = REPO / ".venv-vllm" / "bin" / "python"
     if not python.is_file():
@@ -125,49 +182,64 @@ def vllm_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 4-layer Llama with random weights and a locally trained tokenizer, built once per session."""
-    out = tmp_path_factory.mktemp("tiny-model")
-    env = os.environ | {"PYTHONPATH": str(REPO / "plugins")}
-    subprocess.run(
-        [str(vllm_python), "-m", "accelbench.execution.tiny_model", str(out)],
-        check=True,
-        capture_output=True,
-        env=env,
-    )
+def tiny_model(vllm_python: Path) -> Path:
+    """A 4-layer Llama with random weights and a locally trained tokenizer, built once and cached under
+    .cache/ by the hash of its builder and of the vLLM environment (both lanes of a parallel run share it)."""
+    import fcntl
+    import hashlib
+
+    builder = REPO / "plugins" / "accelbench" / "execution" / "tiny_model.py"
+    stamp = vllm_python.parents[1] / ".accelbench-installed"
+    key = hashlib.sha256(builder.read_bytes() + stamp.read_bytes()).hexdigest()[:16]
+    cache = REPO / ".cache" / "tiny-model"
+    out = cache / key
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / f"{key}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other lane waits for the one building it
+        if not (out / "config.json").is_file():
+            partial = cache / f"{key}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            env = os.environ | {"PYTHONPATH": str(REPO / "plugins")}
+            subprocess.run(
+                [str(vllm_python), "-m", "accelbench.execution.tiny_model", str(partial)],
+                check=True,
+                capture_output=True,
+                env=env,
+            )
+            partial.rename(out)
     return out
 
 
 @pytest.fixture(scope="session")
-def driven(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """One real driver run (2 concurrency levels x 2 repeats) against a real server, shared by tests."""
+def vllm_server(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One real vLLM server on the tiny model for the session, for tests that only need a server to drive.
+    Tests that start, kill or inspect a server start their own."""
     from accelbench.execution.local_server import LocalServer, Pinning
+
+    from tests.support.specs import tiny_spec
+
+    work = tmp_path_factory.mktemp("vllm-server")
+    with LocalServer(tiny_spec(tiny_model), work, python=vllm_python, pinning=Pinning.from_env()) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def driven(vllm_server, vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One real driver run (2 concurrency levels x 2 repeats) against the session's server."""
     from accelbench.loadgen.driver import Driver
 
-    from tests.test_loadgen import spec_for
+    from tests.support.specs import spec_for
 
     spec = spec_for(tiny_model)
-    work = tmp_path_factory.mktemp("driven")
-    with LocalServer(spec.server, work / "server", python=vllm_python, pinning=Pinning.from_env()) as server:
-        driver = Driver(
-            spec,
-            server.url,
-            work / "raw",
-            vllm=str(vllm_python.parent / "vllm"),
-            server_pid=server.process.pid,
-            metrics_interval_s=0.5,
-        )
-        envelope = driver.run()
-    return driver, envelope
-
-
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: offline, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
-contexts: [{name: offline, context: {cluster: offline, user: offline}}]
-current-context: offline
-users: [{name: offline, user: {token: offline}}]
-"""
+    driver = Driver(
+        spec,
+        vllm_server.url,
+        tmp_path_factory.mktemp("driven") / "raw",
+        vllm=str(vllm_python.parent / "vllm"),
+        server_pid=vllm_server.process.pid,
+        metrics_interval_s=0.5,
+    )
+    return driver, driver.run()
 
 
 @pytest.fixture(scope="session")
@@ -176,25 +248,6 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("kube") / "config"
     path.write_text(KUBECONFIG)
     return path
-
-
-def hub_model(model_dir: Path, where: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
-    """`model_dir` as the model id `local/<name>` in an offline Hugging Face cache (HF_HOME, HF_HUB_OFFLINE
-    set), as a benchmark pod finds a model it has downloaded, plus a model store with its config.json.
-    Returns (model id, store)."""
-    name = model_dir.name
-    snapshot = where / "hf" / "hub" / f"models--local--{name}" / "snapshots" / ("0" * 40)
-    snapshot.mkdir(parents=True)
-    for file in model_dir.iterdir():
-        (snapshot / file.name).symlink_to(file)
-    (snapshot.parents[1] / "refs").mkdir()
-    (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
-    store = where / "model-store" / f"local--{name}"
-    store.mkdir(parents=True)
-    (store / "config.json").write_text((model_dir / "config.json").read_text())
-    monkeypatch.setenv("HF_HOME", str(where / "hf"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return f"local/{name}", store.parent
 
 
 @pytest.fixture
@@ -207,7 +260,7 @@ def kubernetes_ready(
 
     import boto3
 
-    from tests.kube_api import FakeKubeAPI
+    from tests.support.kube_api import FakeKubeAPI
 
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)

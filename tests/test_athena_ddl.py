@@ -20,7 +20,7 @@ from accelbench.lake.schemas import PARTITIONS, REQUESTS, RUNS, TABLES
 from accelbench.lake.store import Lake
 from sqlglot import exp
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 URI = "s3://lake-bucket/accelbench"
 DAY, TIER = "2026-11-30", "gpu"

@@ -18,8 +18,8 @@ from accelbench.core.levels import Level
 from accelbench.loadgen.bench_client import BenchClient, BenchProcessError, vllm_interpreter
 from accelbench.loadgen.bench_command import bench_args
 
-from tests.conftest import REPO
-from tests.test_loadgen import spec_for
+from tests.support.paths import REPO
+from tests.support.specs import spec_for
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from zero_pipeline import zero_server

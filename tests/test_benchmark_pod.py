@@ -8,39 +8,14 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from accelbench.campaign.planner import plan_campaign
-from accelbench.campaign.request import CampaignRequest
-from accelbench.catalog.seed_file import load_seed
 from accelbench.k8s import placement
 from accelbench.k8s.pod import CHECKOV_SKIPS, startup_failure_threshold
 from accelbench.loadgen.contract import SPEC_ENV
-from accelbench.sizing.model_config import load_model_shape
-from kubernetes.client import ApiClient
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
+from tests.support.pods import render_benchmark_pod as render
 
-STORE = str(REPO / "tests" / "data" / "model_configs")
-CATALOG = {s.instance_type: s for s in load_seed()}
 K8S_VERSIONS = ["1.33", "1.34", "1.35", "1.36", "1.37"]
-
-
-def render(kubeconfig: Path, runtime: str, instance_type: str, model: str = "local/tiny-llama") -> dict:
-    from accelbench.airflow.benchmark_pod import BenchmarkPod
-
-    req = CampaignRequest(instance_types=[instance_type], model=model, runtime=runtime, dtype="bfloat16")
-    plan = plan_campaign(
-        req, CATALOG, "0.19.1", "campaign-1", load_shape=lambda m: load_model_shape(m, STORE)
-    )
-    op = BenchmarkPod(
-        task_id="bench",
-        spec=plan.specs[0],
-        config_file=str(kubeconfig),
-        lake_uri="s3://lake-bucket/accelbench",
-    )
-    assert op.on_finish_action.value == "delete_pod"
-    assert op.schedule_timeout_seconds >= 600 and op.startup_timeout_seconds >= 900
-    manifest = ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
-    return manifest
 
 
 def _quantity_gib(q: str) -> float:
@@ -148,7 +123,7 @@ def test_gpu_pod_gets_gpus_and_the_gpu_pool(kubeconfig: Path, version: str) -> N
 
 
 def test_pod_lands_on_the_cpu_nodepool_the_infra_defines(kubeconfig: Path) -> None:
-    from tests.test_infra_karpenter import render as render_karpenter
+    from tests.support.infra import render_karpenter
 
     nodepool = render_karpenter("NodePool")
     pod = render(kubeconfig, "vllm-cpu", "c8g.4xlarge")
@@ -173,7 +148,7 @@ def test_pod_lands_on_the_cpu_nodepool_the_infra_defines(kubeconfig: Path) -> No
 def test_rendered_pods_pass_checkov(
     kubeconfig: Path, tmp_path: Path, runtime: str, instance_type: str
 ) -> None:
-    from tests.test_checkov import failures, reports, run_checkov
+    from tests.support.checkov import failures, reports, run_checkov
 
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(yaml.safe_dump(render(kubeconfig, runtime, instance_type)))

@@ -27,22 +27,11 @@ from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.report.model import Price, Retraction
 from accelbench.report.planner import plan_capacity
 
-from tests.conftest import REPO
-from tests.servers import free_port, missing
-from tests.test_report_model import JULY, _run
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, artifacts_dir
+from tests.support.report_data import JULY, run_row
+from tests.support.servers import free_port, missing
 
 pytestmark = pytest.mark.airflow
-CHROMIUM = "/usr/bin/chromium"
-# Flags for a closed network and a root user (Chromium otherwise phones home and needs a sandbox).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 REPORT_ID = "20261130T120000Z"
 WIDTH = 1400
 LAPTOP = {
@@ -56,7 +45,7 @@ LAPTOP = {
 
 def _level(instance: str, tier: str, level: int, rps: float, ttft: float, tpot: float, **kw):  # type: ignore[no-untyped-def]
     """One repeat of one level serving `rps` requests/s of 32 output tokens each."""
-    return _run(
+    return run_row(
         instance,
         tier,
         level,
@@ -94,12 +83,6 @@ PRICES = [
     Price("c7g.xlarge", "us-east-1", "on_demand", 0.145, JULY, "snapshot"),
 ]
 FILTER = ReportFilter(ttft_p99_ms=2000, tpot_p99_ms=50, max_error_rate=0.01)
-
-
-def _artifacts() -> Path:
-    path = Path(os.environ.get("ACCELBENCH_TEST_ARTIFACTS") or REPO / "test-artifacts")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -224,14 +207,14 @@ def test_benchmarks_view_renders_table_and_plots_in_chromium(api_server) -> None
 
     base, lake, _ = api_server
     summary = json.loads((lake / "reports" / REPORT_ID / "summary.json").read_text())
-    shot = _artifacts() / "benchmarks-view.png"
+    shot = artifacts_dir() / "benchmarks-view.png"
     with sync_playwright() as pw:
         browser, page, view = _open_view(pw, base)
         try:
             assert view.locator("table#reports tbody tr").count() == 1
             link = view.get_by_role("link", name="Capacity planner")
             assert link.get_attribute("href") == f"reports/{REPORT_ID}#planner"
-            page.screenshot(path=str(_artifacts() / "benchmarks-view-index.png"))
+            page.screenshot(path=str(artifacts_dir() / "benchmarks-view-index.png"))
             view.get_by_role("link", name=REPORT_ID).click()
             view.locator("#best-table").wait_for(timeout=30_000)
             rows = view.locator("#best-table tbody tr")
@@ -270,7 +253,7 @@ def test_headline_and_best_tables_fit_1400_px_without_horizontal_scroll(api_serv
             view.locator("#best-table").wait_for(timeout=30_000)
             alone = page.context.new_page()
             alone.goto(f"{base}/accelbench/reports/{REPORT_ID}", wait_until="load")
-            alone.screenshot(path=str(_artifacts() / "report-1400-top.png"))
+            alone.screenshot(path=str(artifacts_dir() / "report-1400-top.png"))
             _assert_no_horizontal_scroll(view, ("headline-table", "best-table"))
             _assert_no_horizontal_scroll(alone, ("headline-table", "best-table"))
         finally:
@@ -339,7 +322,7 @@ def test_capacity_planner_in_the_view_matches_a_hand_computation(api_server) -> 
                 t.startswith("c7g.xlarge") and t.endswith("fails p99 TTFT (1 of 1 levels)") for t in excluded
             )
             view.locator("#planner").scroll_into_view_if_needed()
-            page.screenshot(path=str(_artifacts() / "benchmarks-view-planner.png"))
+            page.screenshot(path=str(artifacts_dir() / "benchmarks-view-planner.png"))
 
             # p99 TPOT <= 30 ms: m8g.xlarge 0.32.0 falls back to c1 (1 req/s): 10 x 0.20 x 730 = 1,460.00;
             # 0.31.0 to c1 (0.8 req/s): ceil(12.5) = 13 x 0.20 x 730 = 1,898.00. g6e.xlarge now ranks first.
@@ -356,6 +339,8 @@ def test_capacity_planner_in_the_view_matches_a_hand_computation(api_server) -> 
             ]
             w = view.locator("#planner-table").evaluate(_WIDTHS)  # the page's width is the other tables' test
             assert w["table"] <= w["box"] <= w["window"], w
-            view.locator("#planner").screenshot(path=str(_artifacts() / "benchmarks-view-planner-tpot30.png"))
+            view.locator("#planner").screenshot(
+                path=str(artifacts_dir() / "benchmarks-view-planner-tpot30.png")
+            )
         finally:
             browser.close()

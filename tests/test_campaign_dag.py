@@ -16,24 +16,12 @@ from airflow.models.asset import AssetEvent
 from airflow.utils.session import create_session
 from sqlalchemy import select
 
-from tests.conftest import KUBECONFIG, REPO
-from tests.test_dags import _dagbag, _run, _states
+from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.kube import KUBECONFIG
+from tests.support.paths import REPO
+from tests.support.specs import tiny_campaign_conf
 
 pytestmark = [pytest.mark.airflow, pytest.mark.vllm]
-
-
-def tiny_campaign_conf(tiny_model: Path) -> dict:
-    """The smallest real campaign: one server, two levels of 6 requests on the tiny model."""
-    return {
-        "model": str(tiny_model),
-        "instance_types": ["m8g.xlarge"],
-        "concurrency": [1, 2],
-        "repeats": 1,
-        "prompts_per_level": 6,
-        "input_len": 32,
-        "output_len": 8,
-        "extra_engine_args": ["--enforce-eager"],
-    }
 
 
 def _lake_state(lake: Lake) -> tuple[list[str], list[tuple], int]:
@@ -50,12 +38,12 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     conf = tiny_campaign_conf(tiny_model)
-    dag = _dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
+    dag = dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
     logical = pendulum.datetime(2026, 11, 30, 6, tz="UTC")
     run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)
-    states = _states(run)
+    states = task_states(run)
     assert str(run.state) == "success", states
     assert states == {
         "plan": "success",
@@ -89,7 +77,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     # the same run id, the same lake files, the same rows, no duplicates.
     before = _lake_state(lake)
     again = dag.test(run_after=logical, logical_date=logical, run_conf=conf)
-    assert again.run_id == run.run_id and str(again.state) == "success", _states(again)
+    assert again.run_id == run.run_id and str(again.state) == "success", task_states(again)
     assert _lake_state(lake) == before
     assert len(starts[0].read_text().splitlines()) == 2  # the rerun measured anew, with its own server
     assert all(
@@ -97,9 +85,9 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     )
 
     # Then prices and the report DAG: the campaign's points, labelled local and unpriced, in one page.
-    assert str(_run(airflow_db, "accelbench_pricing_refresh").state) == "success"
-    report = _run(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
-    assert _states(report) == {"report": "success"}
+    assert str(run_dag(airflow_db, "accelbench_pricing_refresh").state) == "success"
+    report = run_dag(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
+    assert task_states(report) == {"report": "success"}
     (folder,) = lake.fs.ls(lake.path("reports"))
     summary = json.loads(Path(folder, "summary.json").read_text())
     assert (
@@ -131,12 +119,12 @@ def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
     kubeconfig.write_text(KUBECONFIG.replace("6443", "9"))  # port 9 (discard): connection refused
     connection = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     store = REPO / "tests" / "data" / "model_configs"
     conf = {"model": str(store / "local--tiny-llama"), "execution_mode": "kubernetes"}
     capfd.readouterr()
-    run = _run(airflow_db, "accelbench_cpu_campaign", conf)  # the default lake: a local directory
-    states = _states(run)
+    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)  # the default lake: a local directory
+    states = task_states(run)
     assert str(run.state) == "failed" and states["plan"] == "failed" and states["watcher"] == "failed"
     assert states["benchmark"] == "upstream_failed"
     text = "".join(capfd.readouterr()) + caplog.text
@@ -152,8 +140,8 @@ def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
     monkeypatch.setenv("ACCELBENCH_LOADGEN_IMAGE", "registry.example.org/accelbench-loadgen:0.1.0")
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(store))
     caplog.clear()
-    run = _run(airflow_db, "accelbench_cpu_campaign", conf | {"model": "local/tiny-llama"})
-    assert str(run.state) == "failed" and _states(run)["plan"] == "failed"
+    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf | {"model": "local/tiny-llama"})
+    assert str(run.state) == "failed" and task_states(run)["plan"] == "failed"
     text = "".join(capfd.readouterr()) + caplog.text
     assert "campaign refused, 1 problem(s)" in text and "kubernetes_conn_id='kubernetes_default'" in text
     assert "ConfigException" not in text and "MaxRetryError" in text  # the cause, in one line
@@ -167,12 +155,12 @@ def test_bad_campaign_input_fails_planning_before_any_server_starts(
     airflow_db, accelbench_env: Path, monkeypatch, capfd
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     capfd.readouterr()
     conf = {"model": "org/not-in-any-store", "instance_types": ["r8g.large"], "concurrency": [1]}
-    run = _run(airflow_db, "accelbench_cpu_campaign", conf)
+    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)
     assert str(run.state) == "failed"
-    states = _states(run)
+    states = task_states(run)
     assert states["plan"] == "failed" and states["watcher"] == "failed"
     out = capfd.readouterr()
     text = out.out + out.err
@@ -186,7 +174,7 @@ def test_a_server_that_cannot_start_fails_its_benchmark_and_records_nothing(
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     capfd.readouterr()
     conf = {
         "model": str(tiny_model),
@@ -198,8 +186,8 @@ def test_a_server_that_cannot_start_fails_its_benchmark_and_records_nothing(
         "extra_engine_args": ["--enforce-eager", "--block-size=0"],  # vLLM refuses it at start-up
         "execution_mode": "local",
     }
-    run = _run(airflow_db, "accelbench_cpu_campaign", conf)
-    assert _states(run) == {
+    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)
+    assert task_states(run) == {
         "plan": "success",
         "benchmark": "failed",
         "ingest": "skipped",

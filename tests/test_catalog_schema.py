@@ -111,7 +111,7 @@ def test_gpu_row_with_accelerators_is_accepted(engine) -> None:  # type: ignore[
 
 
 def test_unreachable_catalog_names_the_database_and_hides_the_password(pg_server) -> None:  # type: ignore[no-untyped-def]
-    from tests.servers import free_port
+    from tests.support.servers import free_port
 
     url = f"postgresql://someone:s3cret@127.0.0.1:{free_port()}/catalog"
     with pytest.raises(CatalogUnavailable) as err:

@@ -5,7 +5,7 @@ checkov pins an old boto3, so it lives in its own environment, .venv-checkov (sc
 A check may only be skipped inline (``#checkov:skip=CKV_...:reason``) with its reason written down; the test
 fails on a skip without one, on any skip option on the command line, and on a checkov config file.
 
-``run_checkov`` is meant for reuse (e.g. to scan rendered benchmark pods written to a temporary folder).
+``run_checkov`` (tests/support/checkov.py) is shared with the tests that scan rendered benchmark pods.
 """
 
 from __future__ import annotations
@@ -14,17 +14,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
-from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
-from tests.servers import missing
+from tests.support.checkov import failures, reports, run_checkov
+from tests.support.paths import REPO
 
-CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 # Where each framework looks (checkov --framework names).
 SCANS = {
     "terraform": [REPO / "infra" / "terraform"],
@@ -39,51 +35,6 @@ SCAN_ARGS = {"secrets": ("--enable-secret-scan-all-files",)}
 FINDINGS_ONLY = {"secrets"}
 SKIP = re.compile(r"checkov:skip=(?P<check>[A-Z0-9_]+)(?::(?P<reason>.*))?")
 NO_REASON = {"", "No comment provided"}
-
-
-def checkov_or_skip() -> Path:
-    """The checkov executable; missing is a failure in CI and a skip elsewhere."""
-    if not CHECKOV.is_file():
-        missing(f"checkov in {CHECKOV.relative_to(REPO)} (scripts/checkov-env.sh)")
-    return CHECKOV
-
-
-def run_checkov(
-    paths: Iterable[Path], frameworks: Sequence[str], *extra_args: str, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """Run checkov offline on files and/or directories; JSON reports on stdout (see ``reports``).
-
-    --skip-download: no Prisma/Bridgecrew downloads (guidelines, external checks); nothing else is fetched.
-    """
-    cmd = [str(checkov_or_skip()), "--skip-download", "--output", "json", "--framework", *frameworks]
-    for path in paths:
-        cmd += ["--directory" if Path(path).is_dir() else "--file", str(path)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BC_", "PRISMA_", "CKV_"))}
-    env |= {"ANSI_COLORS_DISABLED": "1", "LOG_LEVEL": "WARNING"}
-    return subprocess.run(
-        [*cmd, *extra_args], capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout, check=False
-    )
-
-
-def reports(stdout: str) -> list[dict[str, Any]]:
-    """checkov prints a JSON report (a dict) or a list of them; several may follow one another."""
-    decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    text, pos = stdout.strip(), 0
-    while pos < len(text):
-        value, end = decoder.raw_decode(text, pos)
-        found += value if isinstance(value, list) else [value]
-        pos = end
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    return found
-
-
-def failures(report: dict[str, Any]) -> list[str]:
-    return [
-        f"{c['check_id']} {c['resource']} {c['file_path']}:{c['file_line_range']} {c['check_name']}"
-        for c in report["results"].get("failed_checks", [])
-    ]
 
 
 @pytest.mark.parametrize("framework", sorted(SCANS))

@@ -14,7 +14,8 @@ from accelbench.catalog.models import InstancePrice, InstanceType
 from accelbench.catalog.queries import latest_prices
 from sqlalchemy import func, select
 
-from tests.conftest import DAGS, REPO
+from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.paths import DAGS, REPO
 
 EXPECTED = {
     "accelbench_instance_catalog",
@@ -30,14 +31,8 @@ EXPECTED = {
 pytestmark = pytest.mark.airflow
 
 
-def _dagbag(airflow_db):  # type: ignore[no-untyped-def]
-    from airflow.dag_processing.dagbag import DagBag
-
-    return DagBag(dag_folder=str(DAGS))
-
-
 def test_dagbag_loads_every_dag_without_import_errors(airflow_db) -> None:  # type: ignore[no-untyped-def]
-    bag = _dagbag(airflow_db)
+    bag = dagbag(airflow_db)
     assert bag.import_errors == {}
     assert set(bag.dag_ids) >= EXPECTED
     for dag_id in EXPECTED:
@@ -87,15 +82,6 @@ def test_dag_files_touch_no_network_or_database_at_parse_time(airflow_db, tmp_pa
     assert not (tmp_path / "home").exists()
 
 
-def _run(airflow_db, dag_id: str, conf: dict | None = None):  # type: ignore[no-untyped-def]
-    dag = _dagbag(airflow_db).get_dag(dag_id)
-    return dag.test(run_conf=conf or {})
-
-
-def _states(dag_run) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
-
-
 def test_campaign_form_lists_the_cpu_rows_of_the_configured_seed_file(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from accelbench.airflow.dag_defaults import cpu_instance_types
     from accelbench.catalog.seed_file import default_seed_path
@@ -110,17 +96,17 @@ def test_campaign_form_lists_the_cpu_rows_of_the_configured_seed_file(tmp_path: 
 
 def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
-    run = _run(airflow_db, "accelbench_instance_catalog")
+    run = run_dag(airflow_db, "accelbench_instance_catalog")
     assert str(run.state) == "success"
-    assert _states(run) == {"migrate": "success", "seed": "success", "verify": "skipped"}
+    assert task_states(run) == {"migrate": "success", "seed": "success", "verify": "skipped"}
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(InstanceType)) == 99
-    run = _run(airflow_db, "accelbench_pricing_refresh")
+    run = run_dag(airflow_db, "accelbench_pricing_refresh")
     assert str(run.state) == "success"
     prices = latest_prices(engine)
     assert len(prices) == 99 and all("offline snapshot" in p.source for p in prices)  # every catalog type
-    again = _run(airflow_db, "accelbench_pricing_refresh")  # same day: nothing added
+    again = run_dag(airflow_db, "accelbench_pricing_refresh")  # same day: nothing added
     assert str(again.state) == "success"
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(InstancePrice)) == 99
@@ -139,11 +125,11 @@ def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monk
 )
 def test_pricing_bad_params_fail_naming_the_field(airflow_db, monkeypatch, capfd, conf, message) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     capfd.readouterr()
-    run = _run(airflow_db, "accelbench_pricing_refresh", conf)
+    run = run_dag(airflow_db, "accelbench_pricing_refresh", conf)
     assert str(run.state) == "failed"
-    assert _states(run) == {"refresh": "failed"}
+    assert task_states(run) == {"refresh": "failed"}
     out = capfd.readouterr()
     assert message in out.out + out.err
 
@@ -164,8 +150,8 @@ def test_catalog_dag_on_postgres_from_an_airflow_connection(
     }
     monkeypatch.setenv("AIRFLOW_CONN_ACCELBENCH_CATALOG", json.dumps(conn))
     monkeypatch.setenv("ACCELBENCH_CATALOG_CONN_ID", "accelbench_catalog")
-    run = _run(airflow_db, "accelbench_instance_catalog")
-    assert _states(run) == {"migrate": "success", "seed": "success", "verify": "success"}
+    run = run_dag(airflow_db, "accelbench_instance_catalog")
+    assert task_states(run) == {"migrate": "success", "seed": "success", "verify": "success"}
     engine = make_engine(url)
     with engine.connect() as c:
         assert c.scalar(select(func.count()).select_from(InstanceType)) == 99
@@ -173,11 +159,11 @@ def test_catalog_dag_on_postgres_from_an_airflow_connection(
 
 
 def test_bad_input_fails_the_first_task_with_a_message_naming_it(airflow_db, monkeypatch, capfd) -> None:  # type: ignore[no-untyped-def]
-    from tests.servers import free_port
+    from tests.support.servers import free_port
 
     monkeypatch.setenv("ACCELBENCH_CATALOG_URL", f"postgresql://u:pw@127.0.0.1:{free_port()}/catalog")
-    run = _run(airflow_db, "accelbench_instance_catalog")
-    assert _states(run)["migrate"] == "failed"
+    run = run_dag(airflow_db, "accelbench_instance_catalog")
+    assert task_states(run)["migrate"] == "failed"
     out = capfd.readouterr()
     assert "CatalogUnavailable: catalog database postgresql+psycopg://u:***@127.0.0.1" in out.out + out.err
 
@@ -188,7 +174,7 @@ def test_benchmark_tasks_take_the_configured_pool(airflow_db, monkeypatch: pytes
         ("accelbench_cpu_benchmarks", "accelbench_cpu_benchmarks"),
     ):
         monkeypatch.setenv("ACCELBENCH_BENCHMARK_POOL", configured)
-        bag = _dagbag(airflow_db)
+        bag = dagbag(airflow_db)
         for dag_id in ("accelbench_cpu_campaign", "accelbench_cpu_version_campaign"):
             benchmark = bag.get_dag(dag_id).get_task("benchmark")
             assert (benchmark.pool, benchmark.pool_slots) == (expected, 1), dag_id

@@ -49,11 +49,10 @@ from accelbench.loadgen.bench_client import BenchClient
 from botocore.stub import ANY, Stubber
 from sqlalchemy import event, func, select
 
-from tests.conftest import REPO
-from tests.kube_api import FakeKubeAPI
-from tests.pricelist import PricingEndpoint, price_document
-from tests.servers import FaultyProxy, PostgresServer, free_port
-from tests.test_pricing import SESSION, _spot_page
+from tests.support.kube_api import FakeKubeAPI
+from tests.support.paths import REPO
+from tests.support.pricelist import SESSION, PricingEndpoint, price_document, spot_page
+from tests.support.servers import FaultyProxy, PostgresServer, free_port
 
 DATE = "2026-11-30"
 TINY_CONFIG = REPO / "tests" / "data" / "model_configs" / "local--tiny-llama"
@@ -179,7 +178,7 @@ def test_pricing_throttling_and_5xx_are_retried_and_a_type_that_keeps_failing_is
             for name in [s.instance_type for s in specs]:  # refresh_online's order
                 es.add_response(
                     "describe_spot_price_history",
-                    _spot_page(name, {"us-east-1a": "0.03"}),
+                    spot_page(name, {"us-east-1a": "0.03"}),
                     {"InstanceTypes": [name], "ProductDescriptions": ANY, "StartTime": ANY},
                 )
             report = refresh_online(
@@ -217,7 +216,7 @@ def test_pricing_throttling_and_5xx_are_retried_and_a_type_that_keeps_failing_is
 
 @pytest.mark.postgres
 def test_catalog_database_down_fails_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from accelbench.airflow.tasks import migrate_catalog
+    from accelbench.airflow.tasks.catalog import migrate_catalog
     from airflow.sdk.exceptions import AirflowFailException
 
     url = f"postgresql://accelbench:s3cret-pw@127.0.0.1:{free_port()}/catalog"  # nothing listens there
@@ -289,7 +288,7 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
     from accelbench.core.spec import BenchmarkSpec, LoadPlan
     from accelbench.execution.local import campaign_workdir, run_local
 
-    from tests.test_local_server import tiny_spec
+    from tests.support.specs import tiny_spec
 
     plan = LoadPlan(input_len=32, output_len=8, concurrency=(1, 2), prompts_per_level=6, warmups=1, seed=3)
     spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="worker-death")
@@ -368,18 +367,18 @@ K8S_CONF = {"model": "local/tiny-llama", "instance_types": ["m8g.xlarge"], "exec
 def test_a_benchmark_pod_that_never_schedules_fails_naming_the_type_nodepool_and_tolerations(
     airflow_db, accelbench_env, tmp_path, monkeypatch, capfd, caplog, aws_on_moto
 ) -> None:  # type: ignore[no-untyped-def]
-    from tests.test_dags import _run, _states
+    from tests.support.airflow_dags import run_dag, task_states
 
     with FakeKubeAPI(mode="unschedulable") as fake:
         _kubernetes_campaign(fake, tmp_path, monkeypatch)
         monkeypatch.setenv("ACCELBENCH_POD_SCHEDULE_TIMEOUT_S", "3")
-        assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+        assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
         capfd.readouterr()
         started = time.monotonic()
-        run = _run(airflow_db, "accelbench_cpu_campaign", K8S_CONF)
+        run = run_dag(airflow_db, "accelbench_cpu_campaign", K8S_CONF)
         elapsed = time.monotonic() - started
     assert fake.rejections == [], fake.rejections  # the pod and every patch passed strict validation
-    states = _states(run)
+    states = task_states(run)
     assert states["benchmark"] == "failed" and states["watcher"] == "failed", states
     text = "".join(capfd.readouterr()) + caplog.text
     found = re.search(r"PodNotScheduled: (benchmark pod .*?these tolerations\.)", text, re.S)
@@ -427,10 +426,11 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     from accelbench.core.spec import BenchmarkSpec
     from accelbench.execution.local_server import LocalServer
 
-    from tests.conftest import DAGS, hub_model
-    from tests.test_campaign_dag import tiny_campaign_conf
-    from tests.test_dags import _dagbag, _run, _states
-    from tests.test_loadgen_pod import run_loadgen
+    from tests.support.airflow_dags import dagbag, run_dag, task_states
+    from tests.support.loadgen import run_loadgen
+    from tests.support.models import hub_model
+    from tests.support.paths import DAGS
+    from tests.support.specs import tiny_campaign_conf
 
     # The pod names the model by its id; the server and the tokenizer find it in the Hugging Face cache.
     model_id, store = hub_model(tiny_model, tmp_path, monkeypatch)
@@ -457,7 +457,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         lake_uri = _kubernetes_campaign(fake, tmp_path, monkeypatch)
         monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(store))
         fake.on_finish = main_container
-        assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+        assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
         when = "2026-11-30T06:00:00+00:00"
         first = subprocess.Popen(
             [str(REPO / ".venv" / "bin" / "python"), "-c", ATTEMPT, str(DAGS), when, json.dumps(conf)],
@@ -476,11 +476,11 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         assert fake.count("POST") == 1 and len(fake.pods) == 1
         fake.finish_on_follow = fake.follows + 1  # the pod's benchmark ends while the retry watches it
         logical = pendulum.parse(when)
-        dag = _dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
+        dag = dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
         run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)  # the retry
     assert fake.errors == [], fake.errors[0]
     assert fake.rejections == [], fake.rejections  # the pod and every patch passed strict validation
-    states = _states(run)
+    states = task_states(run)
     assert str(run.state) == "success", states
     text = "".join(capfd.readouterr()) + caplog.text
     assert "Reusing existing pod" in text or "Reconnecting to pod" in text
@@ -513,7 +513,7 @@ class ZeroServerProcess(LocalServer):
 def _zero_spec(tiny_model: Path, concurrency: tuple[int, ...], prompts: int) -> Any:
     from accelbench.core.spec import BenchmarkSpec, LoadPlan
 
-    from tests.test_local_server import tiny_spec
+    from tests.support.specs import tiny_spec
 
     plan = LoadPlan(
         input_len=16, output_len=16, concurrency=concurrency, prompts_per_level=prompts, warmups=0
@@ -671,7 +671,7 @@ def test_the_pod_reads_how_its_server_died_before_the_pod_is_deleted(tmp_path: P
     from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES
     from accelbench.sizing.model_config import load_model_shape
 
-    from tests.test_benchmark_pod import CATALOG, STORE
+    from tests.support.planning import CATALOG, STORE
 
     req = CampaignRequest(instance_types=["m8g.xlarge"], model="local/tiny-llama", runtime="vllm-cpu")
     plan = plan_campaign(req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE))

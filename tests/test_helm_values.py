@@ -22,8 +22,8 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator, ValidationError, validators
 
-from tests.conftest import REPO
-from tests.servers import missing
+from tests.support.paths import REPO
+from tests.support.servers import missing
 
 HELM = REPO / "infra" / "helm"
 VALUES_FILES = sorted(HELM.glob("*.yaml"))

@@ -28,9 +28,9 @@ from accelbench.loadgen.host import HostFacts, host_facts
 from accelbench.sizing.model_config import load_model_shape
 from aiohttp import web
 
-from tests.conftest import REPO
-from tests.kube_api import NODE, FakeKubeAPI, status
-from tests.test_benchmark_pod import CATALOG, STORE
+from tests.support.kube_api import NODE, FakeKubeAPI, status
+from tests.support.paths import REPO
+from tests.support.planning import CATALOG, STORE
 
 DATE = "2026-11-30"
 DIGEST = "docker.io/vllm/vllm-openai-cpu@sha256:" + "5e" * 32

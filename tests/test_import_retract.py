@@ -21,8 +21,8 @@ from airflow.models.asset import AssetEvent
 from airflow.utils.session import create_session
 from sqlalchemy import select
 
-from tests.conftest import REPO
-from tests.test_dags import _run, _states
+from tests.support.airflow_dags import run_dag, task_states
+from tests.support.paths import REPO
 
 RESULT = REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json"
 GPU = ImportTarget(accelerator_type="gpu", instance_type="g6e.xlarge", accelerator_count=1, model="org/m")
@@ -177,21 +177,21 @@ def test_import_dag_then_retract_dag_then_report(
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_IMPORT_ROOTS", str(tmp_path))
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     source = _sources(tmp_path / "src")
     conf = {"source": str(source), "accelerator_type": "gpu", "instance_type": "g6e.xlarge", "model": "org/m"}
 
     capfd.readouterr()
-    wrong_tier = _run(airflow_db, "accelbench_import_results", conf | {"accelerator_type": "cpu"})
-    assert _states(wrong_tier) == {"import_results": "failed", "check_refused": "upstream_failed"}
+    wrong_tier = run_dag(airflow_db, "accelbench_import_results", conf | {"accelerator_type": "cpu"})
+    assert task_states(wrong_tier) == {"import_results": "failed", "check_refused": "upstream_failed"}
     said = "".join(capfd.readouterr()) + caplog.text
     assert "accelerator_type='cpu': g6e.xlarge is a gpu instance type in the catalog" in said
     lake = Lake(str(accelbench_env / "lake"))
     assert lake.read("runs").num_rows == 0
 
-    partly = _run(airflow_db, "accelbench_import_results", conf | {"vllm_version": "0.11.0"})
+    partly = run_dag(airflow_db, "accelbench_import_results", conf | {"vllm_version": "0.11.0"})
     # notes.json is refused: the others land and emit the lake asset (a report follows), the run fails
-    assert _states(partly) == {"import_results": "success", "check_refused": "failed"}
+    assert task_states(partly) == {"import_results": "success", "check_refused": "failed"}
     with create_session() as session:
         events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == partly.run_id)).all()
     assert len(events) == 1
@@ -199,22 +199,22 @@ def test_import_dag_then_retract_dag_then_report(
     assert "1 of 3 files refused" in said and "notes.json: not a vllm bench serve result" in said
     assert lake.read("runs").num_rows == 2
     (source / "notes.json").unlink()
-    ok = _run(airflow_db, "accelbench_import_results", conf | {"vllm_version": "0.11.0"})
-    assert _states(ok) == {"import_results": "success", "check_refused": "success"}
+    ok = run_dag(airflow_db, "accelbench_import_results", conf | {"vllm_version": "0.11.0"})
+    assert task_states(ok) == {"import_results": "success", "check_refused": "success"}
     runs = lake.read("runs").to_pylist()
     assert len(runs) == 2 and {r["vllm_version"] for r in runs} == {"0.11.0"}
 
-    unknown = _run(airflow_db, "accelbench_retract_runs", {"run_ids": ["imported/nope"], "reason": "x"})
-    assert _states(unknown) == {"retract": "failed"}
+    unknown = run_dag(airflow_db, "accelbench_retract_runs", {"run_ids": ["imported/nope"], "reason": "x"})
+    assert task_states(unknown) == {"retract": "failed"}
     assert "run_ids=['imported/nope']: no such run" in "".join(capfd.readouterr()) + caplog.text
     gone = next(r["run_id"] for r in runs if r["level_kind"] == "rate")
     kept = next(r["run_id"] for r in runs if r["level_kind"] == "concurrency")
-    retracted = _run(
+    retracted = run_dag(
         airflow_db,
         "accelbench_retract_runs",
         {"run_ids": [gone], "reason": "client was saturated", "superseded_by": kept},
     )
-    assert _states(retracted) == {"retract": "success"}
+    assert task_states(retracted) == {"retract": "success"}
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
     migrate(engine)
     with engine.connect() as conn:
@@ -222,8 +222,8 @@ def test_import_dag_then_retract_dag_then_report(
     engine.dispose()
     assert (row.run_id, row.reason, row.superseded_by) == (gone, "client was saturated", kept)
 
-    report = _run(airflow_db, "accelbench_cross_tier_report")
-    assert _states(report) == {"report": "success"}
+    report = run_dag(airflow_db, "accelbench_cross_tier_report")
+    assert task_states(report) == {"report": "success"}
     (folder,) = lake.fs.ls(lake.path("reports"))
     summary = json.loads(Path(folder, "summary.json").read_text())
     assert summary["rows"]["points"] == 1 and summary["rows"]["retracted"] == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 READ_ONLY = {"pricing:GetProducts", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"}
 

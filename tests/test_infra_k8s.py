@@ -16,11 +16,10 @@ import pytest
 import yaml
 from accelbench.k8s import placement
 
-from tests.conftest import REPO
+from tests.support.infra import INFRA, helm_values
+from tests.support.paths import REPO
 
-INFRA = REPO / "infra"
 K8S = INFRA / "k8s"
-HELM_VALUES = INFRA / "helm" / "airflow-values.yaml"
 K8S_VERSIONS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 PSA = "pod-security.kubernetes.io"
 # What KubernetesPodOperator does in the benchmark namespace, and nothing more.
@@ -42,11 +41,6 @@ def manifests() -> tuple[tuple[Path, dict[str, Any]], ...]:
 
 def of_kind(kind: str) -> list[dict[str, Any]]:
     return [doc for _, doc in manifests() if doc["kind"] == kind]
-
-
-@cache
-def helm_values() -> dict[str, Any]:
-    return yaml.safe_load(HELM_VALUES.read_text())
 
 
 def worker_service_account() -> str:

@@ -1,9 +1,10 @@
 """The Karpenter NodePool / EC2NodeClass templates Terraform applies: valid v1 objects that match placement.
 
 The tests render infra/karpenter/*.yaml.tftpl the way Terraform's templatefile() does (plain ${name}
-substitution; the templates use no directives), with the variables infra/terraform/karpenter.tf passes,
-then check them against the Karpenter v1.14.1 CRD schemas in shared/karpenter-crds (strict variants: unknown
-fields fail) and assert the CEL rules that JSON Schema cannot evaluate.
+substitution; the templates use no directives; tests/support/infra.py), with the variables
+infra/terraform/karpenter.tf passes, then check them against the Karpenter v1.14.1 CRD schemas in
+shared/karpenter-crds (strict variants: unknown fields fail) and assert the CEL rules that JSON Schema
+cannot evaluate.
 """
 
 from __future__ import annotations
@@ -17,99 +18,33 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import hcl2
 import jsonschema
 import pytest
 import yaml
 from accelbench.k8s import placement
 
-from tests.conftest import REPO
-from tests.servers import missing
+from tests.support.infra import (
+    INFRA,
+    INTERPOLATION,
+    KARPENTER_TF,
+    TEMPLATES,
+    TEST_VALUES,
+    helm_values,
+    template_inputs,
+    terraform_variables,
+)
+from tests.support.infra import render_karpenter as render
+from tests.support.paths import REPO
+from tests.support.servers import missing
 
-INFRA = REPO / "infra"
-KARPENTER_TF = INFRA / "terraform" / "karpenter.tf"
-TEMPLATES = {
-    "NodePool": INFRA / "karpenter" / "cpu-nodepool.yaml.tftpl",
-    "EC2NodeClass": INFRA / "karpenter" / "cpu-ec2nodeclass.yaml.tftpl",
-}
 # shared/ sits beside the repository clone (also in CI).
 CRDS = REPO.parent / "shared" / "karpenter-crds" / "karpenter-v1.14.1"
 SCHEMA_FILES = {"NodePool": "nodepool_v1.json", "EC2NodeClass": "ec2nodeclass_v1.json"}
-# Values for variables that have no usable default (they name things in a real account).
-TEST_VALUES = {"cluster_name": "test-cluster", "karpenter_node_role_name": "KarpenterNodeRole-test-cluster"}
-PLAIN = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
-_INTERPOLATION = re.compile(r"\$\{([^}]*)\}")
-
-
-# ---- rendering -------------------------------------------------------------------------------
-
-
-@cache
-def terraform_variables() -> dict[str, Any]:
-    with (INFRA / "terraform" / "variables.tf").open() as fh:
-        parsed = hcl2.load(fh, serialization_options=PLAIN)
-    return {name: body for block in parsed["variable"] for name, body in block.items()}
-
-
-@cache
-def template_inputs() -> dict[str, dict[str, str]]:
-    """kind -> {template variable: terraform variable}, read from the templatefile() calls in karpenter.tf."""
-    text = KARPENTER_TF.read_text()
-    inputs: dict[str, dict[str, str]] = {}
-    for kind, path in TEMPLATES.items():
-        m = re.search(
-            r"templatefile\(\"\$\{path\.module\}/\.\./karpenter/"
-            + re.escape(path.name)
-            + r"\",\s*\{(.*?)\}\)",
-            text,
-            re.S,
-        )
-        assert m, f"karpenter.tf does not render {path.name}"
-        inputs[kind] = dict(re.findall(r"(\w+)\s*=\s*var\.(\w+)", m[1]))
-    return inputs
-
-
-@cache
-def template_offsets() -> dict[str, int]:
-    """Template variables passed as `var.x + n` in karpenter.tf: name -> n."""
-    text = KARPENTER_TF.read_text()
-    return {name: int(n) for name, n in re.findall(r"(\w+)\s*=\s*var\.\w+\s*\+\s*(\d+)", text)}
-
-
-def default_values(kind: str) -> dict[str, Any]:
-    """The template's variables as Terraform would pass them with the defaults (or the test values)."""
-    variables = terraform_variables()
-    values = {}
-    for name, tf_var in template_inputs()[kind].items():
-        default = variables[tf_var].get("default")
-        values[name] = TEST_VALUES.get(tf_var, default)
-        if name in template_offsets() and values[name] is not None:
-            values[name] = values[name] + template_offsets()[name]
-        assert values[name] not in (None, ""), f"{tf_var} has no default: add a test value"
-    return values
-
-
-def render(kind: str, **overrides: Any) -> dict[str, Any]:
-    text = TEMPLATES[kind].read_text()
-    assert "%{" not in text and "$${" not in text, "the test renderer supports plain ${name} only"
-    values = default_values(kind) | overrides
-
-    def substitute(m: re.Match[str]) -> str:
-        name = m[1]
-        assert name in values, f"{TEMPLATES[kind].name}: ${{{name}}} is not passed by karpenter.tf"
-        value = values[name]
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        return str(value)
-
-    manifest = yaml.safe_load(_INTERPOLATION.sub(substitute, text))
-    assert manifest["kind"] == kind
-    return manifest
 
 
 def test_templates_use_exactly_the_variables_terraform_passes() -> None:
     for kind, path in TEMPLATES.items():
-        used = set(_INTERPOLATION.findall(path.read_text()))
+        used = set(INTERPOLATION.findall(path.read_text()))
         assert used == set(template_inputs()[kind]), (path.name, used)
         for tf_var in template_inputs()[kind].values():
             assert tf_var in terraform_variables(), tf_var
@@ -331,8 +266,6 @@ def test_templates_render_to_what_terraform_loads() -> None:
 
 
 def test_benchmark_pool_is_sized_so_its_pods_always_fit_the_nodepool() -> None:
-    from tests.test_infra_k8s import helm_values
-
     variables = terraform_variables()
     limit = variables["cpu_nodepool_cpu_limit"]["default"]
     biggest = variables["cpu_nodepool_max_node_vcpus"]["default"]

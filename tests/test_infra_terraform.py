@@ -19,7 +19,7 @@ import pytest
 import yaml
 from accelbench.k8s import placement
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 INFRA = REPO / "infra"
 TERRAFORM = INFRA / "terraform"

@@ -1,4 +1,4 @@
-"""The API-server stand-in (tests/kube_api.py) refuses what a real API server refuses.
+"""The API-server stand-in (tests/support/kube_api.py) refuses what a real API server refuses.
 
 Everything goes through the real `kubernetes` Python client (and the provider's PodManager), so a test
 sees what KubernetesPodOperator would see: an `ApiException` with the API server's status and `Status`.
@@ -19,9 +19,9 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests import kube_api
-from tests.kube_api import K8S_VERSIONS, FakeKubeAPI, schema_problems
-from tests.test_benchmark_pod import render
+from tests.support import kube_api
+from tests.support.kube_api import K8S_VERSIONS, FakeKubeAPI, schema_problems
+from tests.support.pods import render_benchmark_pod
 
 NS = "accelbench-benchmarks"
 SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
@@ -30,12 +30,12 @@ SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
 @pytest.fixture(scope="module")
 def cpu_pod(kubeconfig: Path) -> dict[str, Any]:
     """The benchmark pod exactly as BenchmarkPod builds it (camelCase, as the provider sends it)."""
-    return render(kubeconfig, "vllm-cpu", "r8g.48xlarge")
+    return render_benchmark_pod(kubeconfig, "vllm-cpu", "r8g.48xlarge")
 
 
 @pytest.fixture(scope="module")
 def gpu_pod(kubeconfig: Path) -> dict[str, Any]:
-    return render(kubeconfig, "vllm-gpu", "g6e.12xlarge")
+    return render_benchmark_pod(kubeconfig, "vllm-gpu", "g6e.12xlarge")
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from accelbench.airflow.connections import kubernetes_problem
 from accelbench.k8s.placement import BENCHMARK_NAMESPACE
 from accelbench.k8s.preflight import kubernetes_problems
 
-from tests.conftest import KUBECONFIG, REPO
-from tests.kube_api import FakeKubeAPI
+from tests.support.kube import KUBECONFIG
+from tests.support.kube_api import FakeKubeAPI
+from tests.support.paths import REPO
 
 STORE = REPO / "tests" / "data" / "model_configs"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/accelbench-loadgen:0.1.0"

@@ -144,7 +144,7 @@ def test_ingest_takes_only_its_own_attempts_evidence_and_drops_an_earlier_attemp
 ) -> None:  # type: ignore[no-untyped-def]
     """A cleared rerun whose server never started must not pass the previous attempt's rows off as its
     own: the raw folder (same place for every attempt) still holds them."""
-    from accelbench.airflow.campaign_tasks import ingest_spec
+    from accelbench.airflow.tasks.campaign import ingest_spec
     from airflow.sdk.exceptions import AirflowSkipException
 
     driver, envelope = driven

@@ -7,29 +7,12 @@ from pathlib import Path
 
 import pytest
 from accelbench.core.levels import Level
-from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.execution.local_server import LocalServer
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_command import bench_args
 from accelbench.loadgen.driver import Driver, LevelFailed, read_result
 
-from tests.test_local_server import tiny_spec
-
-INPUT_LEN, OUTPUT_LEN, PROMPTS = 32, 16, 12
-
-
-def spec_for(model: Path | str, **load) -> BenchmarkSpec:  # type: ignore[no-untyped-def]
-    plan = LoadPlan(
-        input_len=INPUT_LEN,
-        output_len=OUTPUT_LEN,
-        concurrency=(1, 4),
-        prompts_per_level=PROMPTS,
-        warmups=2,
-        repeats=2,
-        seed=7,
-        **load,
-    )
-    return BenchmarkSpec(server=tiny_spec(model), load=plan, campaign_id="test-campaign")
+from tests.support.specs import OUTPUT_LEN, PROMPTS, spec_for
 
 
 def test_bench_args_always_carry_the_documented_flags() -> None:

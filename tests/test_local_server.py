@@ -10,7 +10,7 @@ import psutil
 import pytest
 from accelbench.errors import ConfigError
 from accelbench.execution.local_server import LocalServer, Pinning, ServerStartError, parse_cpus
-from accelbench.execution.tiny_model import server_spec as tiny_spec  # re-exported for other tests
+from accelbench.execution.tiny_model import server_spec as tiny_spec
 
 pytestmark = pytest.mark.vllm
 

@@ -27,8 +27,8 @@ from accelbench.sizing.model_config import load_model_shape
 from kubernetes.client import ApiClient
 from kubernetes.utils import parse_quantity
 
-from tests.conftest import REPO
-from tests.servers import missing
+from tests.support.paths import REPO
+from tests.support.servers import missing
 
 REFERENCE = REPO.parent / "shared" / "reference" / "karpenter-allocatable-al2023.csv"
 STORE = str(REPO / "tests" / "data" / "model_configs")

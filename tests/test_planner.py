@@ -26,8 +26,8 @@ from accelbench.report.planner import (
 )
 from accelbench.report.slos import Slos
 
-from tests.servers import missing
-from tests.test_benchmarks_view import CHROMIUM, CHROMIUM_ARGS, _artifacts
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, artifacts_dir
+from tests.support.servers import missing
 
 HOSTILE = '</script><script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 
@@ -298,7 +298,7 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
                 " [t.scrollWidth, t.parentElement.clientWidth, document.documentElement.scrollWidth]; }"
             )
             assert fits[0] <= fits[1] and fits[2] <= 1400, fits
-            page.screenshot(path=str(_artifacts() / "planner-page.png"), full_page=True)
+            page.screenshot(path=str(artifacts_dir() / "planner-page.png"), full_page=True)
 
             page.fill("#planner-tpot", "30")  # m8g.xlarge falls back to c1: 10 replicas, 1,460.00 USD
             shown = _table(page)

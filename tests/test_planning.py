@@ -12,11 +12,9 @@ from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.seed_file import load_seed
 from accelbench.sizing.model_config import load_model_shape
 
-from tests.conftest import REPO
-from tests.kube_api import FakeKubeAPI
-
-STORE = str(REPO / "tests" / "data" / "model_configs")
-CATALOG = {s.instance_type: s for s in load_seed()}
+from tests.support.kube_api import FakeKubeAPI
+from tests.support.paths import REPO
+from tests.support.planning import CATALOG, STORE
 
 
 def plan(**fields):  # type: ignore[no-untyped-def]
@@ -102,7 +100,7 @@ def test_int_quantization_needs_a_compressed_tensors_checkpoint() -> None:
 
 
 def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from accelbench.airflow.tasks import plan_benchmarks
+    from accelbench.airflow.tasks.campaign import plan_benchmarks
     from accelbench.catalog.seed import upsert_instance_types
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -145,7 +143,7 @@ def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch, tmp
 def test_a_scheduled_campaign_on_a_fresh_install_skips_saying_what_to_configure(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """No model store yet: the weekly run skips (a green run) and says what to set; a user's run fails."""
     from accelbench.airflow.dag_defaults import campaign_defaults
-    from accelbench.airflow.tasks import plan_benchmarks
+    from accelbench.airflow.tasks.campaign import plan_benchmarks
     from accelbench.catalog.seed import upsert_instance_types
     from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 

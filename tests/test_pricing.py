@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-import boto3
 import pytest
 from accelbench.aws import offline
 from accelbench.aws.clients import check_region, make_client
@@ -24,13 +23,12 @@ from accelbench.errors import UnknownRegion
 from botocore.stub import ANY, Stubber
 from sqlalchemy import func, select
 
-from tests.conftest import REPO
-from tests.pricelist import PricingEndpoint, price_document
-from tests.servers import missing
+from tests.support.paths import REPO
+from tests.support.pricelist import SESSION, PricingEndpoint, price_document, spot_page
+from tests.support.servers import missing
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 DAY = datetime(2026, 11, 30, tzinfo=UTC)
-SESSION = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="y", region_name="us-east-1")
 
 
 def pricing_client():  # type: ignore[no-untyped-def]
@@ -236,31 +234,6 @@ def test_unknown_region_is_named() -> None:
     assert "regions='us-nowhere-9'" in str(err.value)
 
 
-def _spot_page(instance_type: str, zones: dict[str, str]) -> dict:
-    return {
-        "SpotPriceHistory": [
-            {
-                "AvailabilityZone": z,
-                "InstanceType": instance_type,
-                "ProductDescription": "Linux/UNIX",
-                "SpotPrice": p,
-                "Timestamp": datetime(2026, 11, 30, 8, tzinfo=UTC),
-            }
-            for z, p in zones.items()
-        ]
-        + [
-            {
-                "AvailabilityZone": "us-east-1a",
-                "InstanceType": instance_type,
-                "ProductDescription": "Linux/UNIX",
-                "SpotPrice": "9.9",
-                "Timestamp": datetime(2026, 11, 29, 8, tzinfo=UTC),
-            }
-        ],
-        "NextToken": "",
-    }
-
-
 def _refresh_us_east_1(engine, specs, pricing, ec2):  # type: ignore[no-untyped-def]
     """refresh_online for us-east-1 at NOW through the given (stubbed) clients."""
     return refresh_online(
@@ -296,7 +269,7 @@ def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_ot
                     )
                 es.add_response(
                     "describe_spot_price_history",
-                    _spot_page(name, {"us-east-1a": "0.04", "us-east-1b": "0.05", "us-east-1c": "0.09"}),
+                    spot_page(name, {"us-east-1a": "0.04", "us-east-1b": "0.05", "us-east-1c": "0.09"}),
                     {"InstanceTypes": [name], "ProductDescriptions": ANY, "StartTime": DAY},
                 )
             report = _refresh_us_east_1(engine, specs, pricing, ec2)
@@ -335,7 +308,7 @@ def test_refresh_reports_a_refused_price_as_a_failure_of_that_type_only(engine) 
             expect_products(ps, name, [[price_document(name, usd, fee=fee)]])
             es.add_response(
                 "describe_spot_price_history",
-                _spot_page(name, {"us-east-1a": "0.04"}),
+                spot_page(name, {"us-east-1a": "0.04"}),
                 {"InstanceTypes": [name], "ProductDescriptions": ANY, "StartTime": DAY},
             )
         report = _refresh_us_east_1(engine, specs, pricing, ec2)

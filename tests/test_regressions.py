@@ -17,16 +17,11 @@ from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.regressions import describe, regressions_of
 
-from tests.test_planning import STORE
+from tests.support.notifier import NOTIFIED
+from tests.support.planning import STORE
 
-NOTIFIED: list[dict[str, Any]] = []
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 MATRIX = {"instance_types": ["m8g.xlarge"], "model": MODEL, "concurrency": [1, 4], "repeats": 2}
-
-
-def record(context: dict[str, Any]) -> None:
-    """A notifier for the test (ACCELBENCH_REGRESSION_NOTIFIER=tests.test_regressions:record)."""
-    NOTIFIED.append(context)
 
 
 def _run(version: str, level: int, repeat: int, out: float, tpot: float = 10.0, **kw: Any) -> dict[str, Any]:
@@ -82,16 +77,19 @@ def test_a_p99_tpot_rise_beyond_noise_is_a_regression() -> None:
 
 
 def _matrix_key(version: str) -> str:
-    from accelbench.airflow.version_tasks import _matrix_keys
+    from accelbench.airflow.dag_defaults import version_matrix
+    from accelbench.campaign.matrix import matrix_keys
+    from accelbench.campaign.planner import parse_request
 
-    (key,) = _matrix_keys({version})
+    catalog = {s.instance_type: s for s in load_seed()}
+    (key,) = matrix_keys(parse_request(version_matrix()), catalog, {version}).keys
     return key
 
 
 def test_the_gate_compares_the_matrix_logs_reports_notifies_and_can_fail(
     accelbench_env: Path, monkeypatch, caplog, capfd
 ) -> None:  # type: ignore[no-untyped-def]
-    from accelbench.airflow.version_tasks import regression_gate
+    from accelbench.airflow.tasks.versions import regression_gate
     from airflow.sdk.exceptions import AirflowFailException
 
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
@@ -100,7 +98,7 @@ def test_the_gate_compares_the_matrix_logs_reports_notifies_and_can_fail(
     engine.dispose()
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", STORE)
     monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", json.dumps(MATRIX))
-    monkeypatch.setenv("ACCELBENCH_REGRESSION_NOTIFIER", "tests.test_regressions:record")
+    monkeypatch.setenv("ACCELBENCH_REGRESSION_NOTIFIER", "tests.support.notifier:record")
     rows = [r | {"matrix_key": _matrix_key(r["vllm_version"])} for r in _runs()]
     # Another load of the same model at 0.20.0 (not the version matrix): a collapse the gate must ignore.
     rows += [_run("0.20.0", 4, r, 1.0, suffix="-other", matrix_key="another-load") for r in range(2)]

@@ -15,8 +15,8 @@ from accelbench.catalog.models import RuntimeVersion
 from accelbench.runtime.registry import RegistryClient, RegistryError
 from sqlalchemy import select
 
-from tests.conftest import REPO
-from tests.test_dags import _run, _states
+from tests.support.airflow_dags import run_dag, task_states
+from tests.support.paths import REPO
 
 PAGES = REPO / "tests" / "data" / "registry"
 TAGS_PATH = "/v2/namespaces/vllm/repositories/vllm-openai-cpu/tags"
@@ -98,8 +98,8 @@ def test_discovery_dag_records_new_versions_and_announces_each_as_a_partition(
     from airflow.utils.session import create_session
 
     monkeypatch.setenv("ACCELBENCH_REGISTRY_URL", registry.url)
-    run = _run(airflow_db, "accelbench_vllm_cpu_releases")
-    assert _states(run) == {"discover": "success", "announce": "success"}, _states(run)
+    run = run_dag(airflow_db, "accelbench_vllm_cpu_releases")
+    assert task_states(run) == {"discover": "success", "announce": "success"}, task_states(run)
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
     with engine.connect() as conn:
         rows = {r.version: r for r in conn.execute(select(RuntimeVersion))}
@@ -118,8 +118,8 @@ def test_discovery_dag_records_new_versions_and_announces_each_as_a_partition(
         "digest": rows["0.20.0"].digest,
     }
 
-    again = _run(airflow_db, "accelbench_vllm_cpu_releases")
-    assert _states(again) == {"discover": "skipped", "announce": "skipped"}
+    again = run_dag(airflow_db, "accelbench_vllm_cpu_releases")
+    assert task_states(again) == {"discover": "skipped", "announce": "skipped"}
     with create_session() as session:
         assert session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == again.run_id)).all() == []
 
@@ -127,7 +127,7 @@ def test_discovery_dag_records_new_versions_and_announces_each_as_a_partition(
 def test_a_version_whose_announcement_failed_is_announced_again(
     accelbench_env: Path, registry: Registry, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from accelbench.airflow.release_tasks import discover_vllm_cpu_releases, mark
+    from accelbench.airflow.tasks.releases import discover_vllm_cpu_releases, mark
     from airflow.sdk.exceptions import AirflowSkipException
 
     monkeypatch.setenv("ACCELBENCH_REGISTRY_URL", registry.url)

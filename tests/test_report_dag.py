@@ -14,8 +14,8 @@ from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
 
-from tests.test_dags import _run, _states
-from tests.test_report_model import RUNS as MODEL_RUNS
+from tests.support.airflow_dags import run_dag, task_states
+from tests.support.report_data import RUNS as MODEL_RUNS
 
 pytestmark = pytest.mark.airflow
 NAMES = ("level_value", "on_demand_usd_per_1m_output_tokens", "output_throughput_per_accelerator")
@@ -25,15 +25,17 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
     airflow_db, accelbench_env: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
-    assert str(_run(airflow_db, "accelbench_pricing_refresh").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_pricing_refresh").state) == "success"
     lake = Lake(str(accelbench_env / "lake"))
     rows = [r | {"run_id": f"c/s/{i}", "campaign_id": "c", "spec_id": "s"} for i, r in enumerate(MODEL_RUNS)]
     for tier in ("cpu", "gpu"):
         mine = [r for r in rows if r["accelerator_type"] == tier]
         lake.write_table("runs", pa.Table.from_pylist(mine, schema=RUNS), tier, "2026-11-10", "c--s")
-    run = _run(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 2000, "tpot_p99_ms": 50}})
-    assert _states(run) == {"report": "success"}, _states(run)
+    run = run_dag(
+        airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 2000, "tpot_p99_ms": 50}}
+    )
+    assert task_states(run) == {"report": "success"}, task_states(run)
     (folder,) = lake.fs.ls(lake.path("reports"))
     with open(f"{folder}/best_under_slo.csv", newline="") as fh:
         best = {r[label("instance_type")]: {n: r[label(n)] for n in NAMES} for r in csv.DictReader(fh)}

@@ -10,7 +10,7 @@ from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.html import render_html
 from accelbench.report.model import Retraction
 
-from tests.test_report_model import PRICES, RUNS
+from tests.support.report_data import PRICES, RUNS
 
 WHEN = datetime(2026, 11, 30, 12, tzinfo=UTC)
 HOSTILE = '<script>alert("x")</script>'

@@ -10,7 +10,7 @@ from accelbench.sizing import fit
 from accelbench.sizing.bandwidth import advisory
 from accelbench.sizing.model_config import load_model_shape, parse_config
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 STORE = str(REPO / "tests" / "data" / "model_configs")
 GIB = 1024**3

@@ -14,8 +14,8 @@ from accelbench.lake.measured import measured_specs
 from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 
-from tests.test_dags import _dagbag, _run
-from tests.test_planning import STORE
+from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.planning import STORE
 
 pytestmark = pytest.mark.airflow
 DIGEST = "sha256:" + "ab" * 32
@@ -34,11 +34,11 @@ def catalog(airflow_db, monkeypatch, kubernetes_ready) -> None:  # type: ignore[
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
     monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", MATRIX)
-    assert str(_run(airflow_db, "accelbench_instance_catalog").state) == "success"
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
 
 
 def _plan(version: str | None, force: bool = False, mode: str = "kubernetes") -> list[dict]:
-    from accelbench.airflow.version_tasks import plan_version_campaign
+    from accelbench.airflow.tasks.versions import plan_version_campaign
 
     return plan_version_campaign(version, mode, force, "accelbench_cpu_version_campaign.r1", None)
 
@@ -61,7 +61,7 @@ def _land(lake: Lake, spec: BenchmarkSpec, levels: list[int], repeats: int, stat
 
 
 def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:  # type: ignore[no-untyped-def]
-    bag = _dagbag(airflow_db)
+    bag = dagbag(airflow_db)
     weekly, per_version = (
         bag.get_dag("accelbench_cpu_campaign"),
         bag.get_dag("accelbench_cpu_version_campaign"),
@@ -136,25 +136,25 @@ def test_version_backfill_requests_only_versions_not_yet_measured(
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
-    from tests.test_dags import _states
-
     monkeypatch.setenv("ACCELBENCH_EXECUTION_MODE", "kubernetes")  # plans need no local vLLM here
     lake = Lake.from_env()
     for spec in (BenchmarkSpec.model_validate(s) for s in _plan("0.18.0")):
         _land(lake, spec, [1, 2], 2)
 
-    run = _run(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0", "v0.19.0", "0.19.1"]})
-    assert _states(run) == {"request_campaigns": "success"}
+    run = run_dag(
+        airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0", "v0.19.0", "0.19.1"]}
+    )
+    assert task_states(run) == {"request_campaigns": "success"}
     with create_session() as session:
         events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()
         keys = {e.partition_key: dict(e.extra) for e in events}
     assert set(keys) == {"0.19.0", "0.19.1"}  # 0.18.0 is in the lake with this matrix
     assert keys["0.19.0"]["force"] is False
 
-    forced = _run(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0"], "force": True})
-    assert _states(forced) == {"request_campaigns": "success"}
-    nothing = _run(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0"]})
-    assert _states(nothing) == {"request_campaigns": "skipped"}
+    forced = run_dag(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0"], "force": True})
+    assert task_states(forced) == {"request_campaigns": "success"}
+    nothing = run_dag(airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0"]})
+    assert task_states(nothing) == {"request_campaigns": "skipped"}
 
 
 def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
@@ -162,7 +162,7 @@ def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
 ) -> None:  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
-    from accelbench.airflow.tasks import plan_benchmarks
+    from accelbench.airflow.tasks.campaign import plan_benchmarks
     from accelbench.catalog.db import make_engine
     from accelbench.runtime.discovery import record_new_releases
     from accelbench.runtime.registry import Release

@@ -29,8 +29,8 @@ import httpx
 import pytest
 from accelbench.lake.store import Lake
 
-from tests.conftest import DAGS
-from tests.servers import free_port
+from tests.support.paths import DAGS
+from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.airflow, pytest.mark.vllm]
 CAMPAIGN = "accelbench_cpu_version_campaign"

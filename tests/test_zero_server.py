@@ -10,7 +10,7 @@ import time
 import httpx
 from accelbench.loadgen import server_metrics
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from zero_pipeline import zero_server

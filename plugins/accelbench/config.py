@@ -1,27 +1,61 @@
-"""Settings read from the environment, so the library runs the same in a task, a pod or a shell."""
+"""Every `ACCELBENCH_*` environment variable, declared once: its type, default and meaning.
+
+The library runs the same in a task, a pod or a shell: each call of `Settings.from_env()` reads the
+environment afresh (nothing is cached at import, so tests may change it per test), and a bad value fails
+with a ConfigError naming the variable. The configuration reference (docs/reference/configuration.md) is
+rendered from these declarations by `reference_markdown()`, so the page cannot drift from the code.
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import types
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from accelbench.errors import ConfigError
 
 ENV_PREFIX = "ACCELBENCH_"
 S3_ENDPOINT_SETTINGS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")  # an S3-compatible lake, first wins
-LAKE_SETTING = ENV_PREFIX + "LAKE_URI"  # a directory or s3://bucket/prefix; default: $ACCELBENCH_HOME/lake
 DEFAULT_REGIONS = ("us-east-1",)
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
+ExecutionMode = Literal["local", "kubernetes"]  # here, below core, so that Settings can check it
+
+# The groups of the reference page, in order.
+LIBRARY, AWS, RELEASES, AIRFLOW, KUBERNETES, LOCAL, LOADGEN = (
+    "Library: catalog, lake, models",
+    "AWS: prices and instance data",
+    "Releases, version campaigns and regressions",
+    "Airflow",
+    "Kubernetes mode",
+    "Local mode",
+    "Load generator (`accelbench-loadgen`, the benchmark pod's main container)",
+)
+# Set by the benchmark operator on the load-generator container; never set them yourself.
+OPERATOR_SET = "set by the benchmark operator in the pod: "
 
 
-def _env(name: str, default: str = "") -> str:
-    return os.environ.get(ENV_PREFIX + name, default).strip()
+def env_name(field: str) -> str:
+    """The environment variable of a Settings field (home -> ACCELBENCH_HOME); a KeyError for a name that
+    is not a field, so that a module constant cannot name an undeclared variable."""
+    if field not in Settings.model_fields:
+        raise KeyError(f"{field!r} is not a field of accelbench.config.Settings")
+    return ENV_PREFIX + field.upper()
 
 
 def parse_bool(name: str, raw: str) -> bool:
-    low = raw.lower()
+    low = raw.strip().lower()
     if low in TRUE:
         return True
     if low in FALSE:
@@ -29,49 +63,468 @@ def parse_bool(name: str, raw: str) -> bool:
     raise ConfigError(name, raw, "expected one of 1/0, true/false, yes/no, on/off")
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Every knob of the library, with the embedded defaults (no AWS, SQLite under home)."""
+def _setting(
+    default: Any = None,
+    *,
+    description: str,
+    group: str,
+    shown_default: str | None = None,
+    shown_type: str | None = None,
+    default_factory: Any = None,
+    minimum: int | None = None,
+) -> Any:
+    """A Field with what the reference page shows: its group, and a default or type in words where the
+    value alone would mislead (a default derived from ACCELBENCH_HOME, a string holding JSON)."""
+    extra: dict[str, str | int] = {"group": group}
+    if shown_default is not None:
+        extra["shown_default"] = shown_default
+    if shown_type is not None:
+        extra["shown_type"] = shown_type
+    if minimum is not None:
+        extra["minimum"] = minimum
+    if default_factory is not None:
+        return Field(default_factory=default_factory, description=description, json_schema_extra=extra)
+    return Field(default, description=description, json_schema_extra=extra)
 
-    home: Path
-    catalog_url: str
-    regions: tuple[str, ...] = DEFAULT_REGIONS
-    offline: bool = False
-    pricing_endpoint_region: str = "us-east-1"
-    aws_max_attempts: int = 8
-    seed_file: Path | None = None
-    import_roots: tuple[Path, ...] = ()  # local directories the import DAG may read; empty = home/import
-    registry_url: str = "https://hub.docker.com"  # Docker Hub tag-listing API of the vLLM CPU image
-    include_prereleases: bool = False  # release discovery keeps rc/dev tags too
+
+# The fields one from_env() call reads (None: all); a context variable, so that concurrent reads stay apart.
+_ONLY: ContextVar[frozenset[str] | None] = ContextVar("accelbench_settings_only", default=None)
+
+
+class _Environment(EnvSettingsSource):
+    """The environment, or only the variables of the fields that one reader asked for."""
+
+    def __call__(self) -> dict[str, Any]:
+        values = super().__call__()
+        only = _ONLY.get()
+        return values if only is None else {k: v for k, v in values.items() if k in only}
+
+
+def _default_home() -> Path:
+    return Path.home() / ".accelbench"
+
+
+class Settings(BaseSettings):
+    """Every knob of the suite, with the embedded defaults (no AWS, SQLite and the lake under the home).
+
+    Empty values count as unset. Fields whose value a domain parser checks (JSON, quantities, CPU lists,
+    image references) stay strings here, so that their error keeps the parser's detail.
+    """
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+
+    # ---- Library --------------------------------------------------------------------------------
+    home: Path = _setting(
+        default_factory=_default_home,
+        group=LIBRARY,
+        shown_default="`~/.accelbench`",
+        description="home of the embedded default; the SQLite catalog is `$ACCELBENCH_HOME/catalog.db`",
+    )
+    catalog_url: str = _setting(
+        "",
+        group=LIBRARY,
+        shown_default="SQLite under the home",
+        description="SQLAlchemy URL of the catalog; `postgresql://user:pw@host/db` uses psycopg 3",
+    )
+    lake_uri: str = _setting(
+        "",
+        group=LIBRARY,
+        shown_default="`$ACCELBENCH_HOME/lake`",
+        description="the Parquet lake: a directory or `s3://bucket/prefix` (S3 endpoint from "
+        "`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` when set); the load generator copies its evidence there "
+        "only when it is set",
+    )
+    seed_file: Path | None = _setting(
+        None,
+        group=LIBRARY,
+        shown_default="the shipped `instance_types.csv`",
+        description="a seed file of your own (same columns), e.g. to override a NUMA count",
+    )
+    import_roots: Annotated[tuple[Path, ...], NoDecode] = _setting(
+        (),
+        group=LIBRARY,
+        shown_default="`$ACCELBENCH_HOME/import`",
+        description="local directories `accelbench_import_results` may read (comma-separated); `s3://` "
+        "sources are always allowed",
+    )
+    model_store: str = _setting(
+        "",
+        group=LIBRARY,
+        shown_type="path",
+        description="directory of model folders (`<org>--<name>/config.json` or `<org>/<name>/config.json`) "
+        "that planning reads; in local mode a model may also be a local path, in kubernetes mode it must be "
+        "a store entry named by its id (the pod loads it by that id)",
+    )
+    execution_mode: ExecutionMode = _setting(
+        "local",
+        group=LIBRARY,
+        description="where benchmarks run: `kubernetes` (a benchmark pod per server, through the Airflow "
+        "connection `kubernetes_default`) or `local` (a vLLM process on the worker); the default of the "
+        "campaign form's `execution_mode`; in the benchmark pod the operator sets `kubernetes` (unset, the "
+        "load generator records `standalone`)",
+    )
+
+    # ---- AWS ------------------------------------------------------------------------------------
+    offline: bool = _setting(
+        False, group=AWS, description="`true`: never call AWS (snapshot prices, no EC2 verification)"
+    )
+    regions: Annotated[tuple[str, ...], NoDecode] = _setting(
+        DEFAULT_REGIONS, group=AWS, description="comma-separated regions to price; default of the DAG params"
+    )
+    pricing_endpoint_region: str = _setting(
+        "us-east-1",
+        group=AWS,
+        description="Pricing API endpoint (`us-east-1`, `eu-central-1` or `ap-south-1`), independent of the "
+        "regions priced",
+    )
+    aws_max_attempts: int = _setting(
+        8,
+        group=AWS,
+        description="total attempts per AWS call (botocore adaptive retry mode: backoff and client-side rate "
+        "limiting on throttling)",
+    )
+
+    # ---- Releases and versions ------------------------------------------------------------------
+    registry_url: str = _setting(
+        "https://hub.docker.com",
+        group=RELEASES,
+        description="the registry whose Docker Hub tag API release discovery lists "
+        "(`/v2/namespaces/<ns>/repositories/<repo>/tags`)",
+    )
+    include_prereleases: bool = _setting(
+        False, group=RELEASES, description="release discovery also keeps rc/dev tags (the form's default)"
+    )
+    vllm_cpu_image_repository: str = _setting(
+        "vllm/vllm-openai-cpu",
+        group=RELEASES,
+        description="repository of the vLLM CPU image (e.g. a mirror); the tag is always `v<version>-arm64`",
+    )
+    vllm_gpu_image_repository: str = _setting(
+        "vllm/vllm-openai",
+        group=RELEASES,
+        description="repository of the GPU tier's image (tag `v<version>`)",
+    )
+    vllm_neuron_image_repository: str = _setting(
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx",
+        group=RELEASES,
+        description="repository of the Neuron tier's image",
+    )
+    version_matrix: str = _setting(
+        "",
+        group=RELEASES,
+        shown_type="JSON object",
+        shown_default="the weekly campaign's defaults",
+        description="campaign params (no `version`) that each version campaign measures, e.g. "
+        '`{"instance_types": ["m8g.xlarge", "c8g.2xlarge"], "concurrency": [1, 8]}`',
+    )
+    regression_notifier: str = _setting(
+        "",
+        group=RELEASES,
+        shown_type="`module:Name`",
+        description="an Airflow notifier class (e.g. "
+        "`airflow.providers.slack.notifications.slack:SlackNotifier`) or a callable taking the task context; "
+        "called when a version regresses",
+    )
+    regression_notifier_kwargs: str = _setting(
+        "{}",
+        group=RELEASES,
+        shown_type="JSON object",
+        description="keyword arguments for the notifier class; the context carries `accelbench_regressions` "
+        '(text) and `accelbench_report` (HTML path), e.g. `{"slack_conn_id": "slack", "text": '
+        '"{{ accelbench_regressions }}"}`',
+    )
+    fail_on_regression: bool = _setting(
+        False, group=RELEASES, description="`true`: the regression gate fails the version campaign's run"
+    )
+
+    # ---- Airflow --------------------------------------------------------------------------------
+    catalog_conn_id: str = _setting(
+        "",
+        group=AIRFLOW,
+        description="name of an Airflow connection (type `postgres` or `sqlite`) for the catalog; wins over "
+        "the URL",
+    )
+    aws_conn_id: str = _setting(
+        "aws_default",
+        group=AIRFLOW,
+        description="Airflow AWS connection whose credentials the DAGs use; without credentials they work "
+        "offline",
+    )
+    benchmark_pool: str = _setting(
+        "default_pool",
+        group=AIRFLOW,
+        description="Airflow pool of the benchmark tasks, one slot per benchmark server; on EKS a pool sized "
+        "to the CPU NodePool (`terraform output benchmark_pool_slots`), so that no benchmark pod waits for "
+        "capacity (see [guides/deploy-on-eks.md](../guides/deploy-on-eks.md))",
+    )
+    benchmark_pool_slots: int | None = _setting(
+        None,
+        group=AIRFLOW,
+        description="read only by the Helm chart's migration job (`infra/helm/airflow-values.yaml`), which "
+        "creates the pool with this many slots; the library ignores it",
+    )
+    default_model: str = _setting(
+        "Qwen/Qwen2.5-0.5B-Instruct", group=AIRFLOW, description="the campaign form's default model"
+    )
+
+    # ---- Kubernetes mode ------------------------------------------------------------------------
+    loadgen_image: str = _setting(
+        "",
+        group=KUBERNETES,
+        shown_default="unset: required in kubernetes mode",
+        description="the pinned load-generator image built from `docker/loadgen` and pushed to your "
+        "registry; it never follows the server version under test. Kubernetes-mode planning refuses a "
+        "campaign while it is unset or not an image reference (a pod rendered outside a campaign falls back "
+        "to `accelbench/loadgen:<suite version>`, the local build's tag)",
+    )
+    hf_token_secret: str = _setting(
+        "accelbench-hf-token",
+        group=KUBERNETES,
+        description="Kubernetes Secret (key `token`) mounted into the server as a file (`HF_TOKEN_PATH`); "
+        "the token is never an environment value",
+    )
+    # Karpenter launch + node ready, with margin.
+    pod_schedule_timeout_s: int = _setting(
+        600,
+        group=KUBERNETES,
+        minimum=1,
+        description="how long a benchmark pod may wait for a node (Karpenter launch included) before its "
+        "benchmark fails with what to check in the NodePool",
+    )
+    extra_daemonset_requests: str = _setting(
+        "",
+        group=KUBERNETES,
+        shown_type="`cpu=<q>,memory=<q>`",
+        description="summed requests of the node DaemonSets your cluster runs on the benchmark pools beyond "
+        'the EKS add-ons ([`infra/README.md`](../../infra/README.md), "Node budget"), e.g. '
+        "`cpu=200m,memory=256Mi`: the benchmark pods leave room for them",
+    )
+
+    # ---- Local mode -----------------------------------------------------------------------------
+    vllm_python: str = _setting(
+        "",
+        group=LOCAL,
+        shown_type="path",
+        shown_default="`.venv-vllm/bin/python`",
+        description="interpreter of the vLLM CPU environment that local mode starts `vllm serve` with "
+        "(Airflow and vLLM live in separate environments)",
+    )
+    local_server_cpus: str = _setting(
+        "",
+        group=LOCAL,
+        shown_type="comma-separated CPU numbers",
+        shown_default="half on 2-4 core machines",
+        description="CPUs for the engine and worker processes (e.g. `1`); set both or neither of the two; "
+        "unset on larger machines = no pinning",
+    )
+    local_client_cpus: str = _setting(
+        "",
+        group=LOCAL,
+        shown_type="comma-separated CPU numbers",
+        shown_default="half on 2-4 core machines",
+        description="CPUs for the API server and the load generator (e.g. `0`)",
+    )
+
+    # ---- Load generator -------------------------------------------------------------------------
+    benchmark_spec: str = _setting(
+        "",
+        group=LOADGEN,
+        shown_type="JSON object",
+        description=OPERATOR_SET + "the BenchmarkSpec the load generator drives (or `--spec FILE`)",
+    )
+    server_url: str = _setting(
+        "http://127.0.0.1:8000",
+        group=LOADGEN,
+        description=OPERATOR_SET + "the vLLM server sidecar's URL (`--server-url`)",
+    )
+    lake_date: str = _setting(
+        "",
+        group=LOADGEN,
+        shown_type="`YYYY-MM-DD`",
+        shown_default="today (UTC)",
+        description=OPERATOR_SET + "the date partition of the raw evidence: the run's date (`--date`)",
+    )
+    node_name: str = _setting(
+        "",
+        group=LOADGEN,
+        shown_default="the host name",
+        description=OPERATOR_SET + "the node the pod runs on (from `spec.nodeName`), kept in the evidence",
+    )
+    attempt: str = _setting(
+        "",
+        group=LOADGEN,
+        description=OPERATOR_SET + "the benchmark task's attempt id, set at run time, kept in the envelope",
+    )
+    raw_dir: Path = _setting(
+        Path("/tmp/accelbench-raw"),
+        group=LOADGEN,
+        description="where the load generator writes the raw evidence before the copy to the lake (`--out`)",
+    )
+    vllm_bin: str = _setting(
+        "vllm",
+        group=LOADGEN,
+        description="the `vllm` executable whose `vllm bench serve` drives the load (`--vllm`); the "
+        "load-generator image sets it to its own fixed vLLM",
+    )
 
     @classmethod
-    def from_env(cls) -> Settings:
-        home = Path(_env("HOME") or Path.home() / ".accelbench").expanduser()
-        url = _env("CATALOG_URL") or f"sqlite:///{home / 'catalog.db'}"
-        regions = tuple(r.strip() for r in _env("REGIONS", ",".join(DEFAULT_REGIONS)).split(","))
-        regions = tuple(r for r in regions if r)
-        if not regions:
-            raise ConfigError(ENV_PREFIX + "REGIONS", _env("REGIONS"), "names no region")
-        attempts_raw = _env("AWS_MAX_ATTEMPTS", "8")
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then the environment: no .env or secrets file, which a task would not expect."""
+        return init_settings, _Environment(settings_cls)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        """Environment text to the field's type, each failure a ConfigError naming the variable; empty
+        means the default (except for the regions, where it names no region)."""
+        if not isinstance(value, str):
+            return value
+        name = str(info.field_name)
+        field = cls.model_fields[name]
+        raw, var = value.strip(), env_name(name)
+        if raw == "" and name != "regions":
+            return field.get_default(call_default_factory=True)
+        kind = _base_type(field.annotation)
+        if kind is bool:
+            return parse_bool(var, raw)
+        if kind is int:
+            try:
+                number = int(raw)
+            except ValueError:
+                raise ConfigError(var, raw, "not an integer") from None
+            minimum = _extra(field).get("minimum")
+            if isinstance(minimum, int) and number < minimum:
+                raise ConfigError(var, raw, f"must be at least {minimum}")
+            return number
+        if kind is Path:
+            return Path(raw).expanduser()
+        if kind is tuple:
+            items = tuple(p.strip() for p in raw.split(",") if p.strip())
+            if not items and name == "regions":
+                raise ConfigError(var, raw, "names no region")
+            if not items:
+                return field.get_default(call_default_factory=True)
+            if get_args(field.annotation)[0] is Path:
+                return tuple(Path(p).expanduser() for p in items)
+            return items
+        if get_origin(field.annotation) is Literal and raw not in get_args(field.annotation):
+            raise ConfigError(var, raw, f"one of {', '.join(get_args(field.annotation))}")
+        return raw
+
+    @field_validator("registry_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _derived_defaults(self) -> Settings:
+        """Defaults that live under the home: resolved here so that every caller gets the same."""
+        if not self.catalog_url:
+            object.__setattr__(self, "catalog_url", f"sqlite:///{self.home / 'catalog.db'}")
+        if not self.import_roots:
+            object.__setattr__(self, "import_roots", (self.home / "import",))
+        return self
+
+    @classmethod
+    def from_env(cls, *only: str) -> Settings:
+        """The settings of the environment now. With field names, only those variables are read and checked
+        (the others keep their defaults): a reader of one setting, e.g. while a DAG file is parsed, is not
+        failed by a bad value of another."""
         try:
-            attempts = int(attempts_raw)
-        except ValueError:
-            raise ConfigError(ENV_PREFIX + "AWS_MAX_ATTEMPTS", attempts_raw, "not an integer") from None
-        seed = _env("SEED_FILE")
-        return cls(
-            home=home,
-            catalog_url=url,
-            regions=regions,
-            offline=parse_bool(ENV_PREFIX + "OFFLINE", _env("OFFLINE", "false")),
-            pricing_endpoint_region=_env("PRICING_ENDPOINT_REGION", "us-east-1"),
-            aws_max_attempts=attempts,
-            seed_file=Path(seed).expanduser() if seed else None,
-            import_roots=tuple(
-                Path(p.strip()).expanduser() for p in _env("IMPORT_ROOTS", "").split(",") if p.strip()
-            )
-            or (home / "import",),
-            registry_url=_env("REGISTRY_URL", "https://hub.docker.com").rstrip("/"),
-            include_prereleases=parse_bool(
-                ENV_PREFIX + "INCLUDE_PRERELEASES", _env("INCLUDE_PRERELEASES", "false")
-            ),
-        )
+            if not only:
+                return cls()
+            unknown = sorted(set(only) - set(cls.model_fields))
+            if unknown:
+                raise KeyError(f"not a setting: {', '.join(unknown)}")
+            token = _ONLY.set(frozenset(only))
+            try:
+                return cls()
+            finally:
+                _ONLY.reset(token)
+        except ValidationError as exc:  # what the text conversion above does not catch
+            error = exc.errors()[0]
+            field = str(error["loc"][0]) if error["loc"] else "?"
+            raise ConfigError(env_name(field), error.get("input"), error["msg"]) from None
+
+    @property
+    def lake_location(self) -> str:
+        """ACCELBENCH_LAKE_URI, else the lake under the home."""
+        return self.lake_uri or str(self.home / "lake")
+
+
+# Names callers put in messages; each derives from its field, so a renamed field cannot leave a stale one.
+LAKE_SETTING = env_name("lake_uri")  # a directory or s3://bucket/prefix; default: $ACCELBENCH_HOME/lake
+MODE_SETTING = env_name("execution_mode")
+
+
+def read_variable(variable: str) -> Any:
+    """The value of one variable named in full (e.g. a form field's `default_env`), read and checked alone."""
+    field = variable.removeprefix(ENV_PREFIX).lower()
+    if not variable.startswith(ENV_PREFIX) or field not in Settings.model_fields:
+        raise KeyError(f"{variable} is not an accelbench setting (accelbench.config.Settings)")
+    return getattr(Settings.from_env(field), field)
+
+
+def _extra(field: FieldInfo) -> dict[str, Any]:
+    """What _setting() stored for the reference page (group, shown default and type, minimum)."""
+    extra = field.json_schema_extra
+    return dict(extra) if isinstance(extra, dict) else {}
+
+
+def _base_type(annotation: Any) -> Any:
+    """int for `int | None`, tuple for `tuple[str, ...]`: what the text must become."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    return get_origin(annotation) or annotation
+
+
+# ---- the reference page -----------------------------------------------------------------------------
+
+
+def _type_text(field: FieldInfo) -> str:
+    kind = _base_type(field.annotation)
+    if get_origin(field.annotation) is Literal:
+        return " \\| ".join(f"`{v}`" for v in get_args(field.annotation))
+    if kind is tuple:
+        return "comma-separated paths" if get_args(field.annotation)[0] is Path else "comma-separated list"
+    return {bool: "boolean", int: "integer", Path: "path", str: "string"}.get(kind, str(kind))
+
+
+def _default_text(field: FieldInfo) -> str:
+    default = field.get_default(call_default_factory=False)
+    if default is None or default == "" or default == ():
+        return "unset"
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    if isinstance(default, tuple):
+        return f"`{','.join(map(str, default))}`"
+    return f"`{default}`"
+
+
+def reference_markdown() -> str:
+    """The configuration reference: one table (variable, type, default, description) per group."""
+    groups: dict[str, list[str]] = {}
+    for name, field in Settings.model_fields.items():
+        extra = _extra(field)
+        shown_type = str(extra.get("shown_type") or _type_text(field))
+        shown_default = str(extra.get("shown_default") or _default_text(field))
+        row = f"| `{env_name(name)}` | {shown_type} | {shown_default} | {field.description} |"
+        groups.setdefault(str(extra["group"]), []).append(row)
+    parts = []
+    for group, rows in groups.items():
+        parts += [
+            f"## {group}",
+            "",
+            "| variable | type | default | description |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    return "\n".join(parts).rstrip("\n") + "\n"

@@ -10,19 +10,44 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from accelbench.airflow.benchmark_xcom import NODE_XCOM, RESULT_XCOM
-from accelbench.config import LAKE_SETTING
+from accelbench.core.executor import Executor
 from accelbench.core.modes import check_mode, default_mode
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.errors import AccelbenchError, ConfigError
+from accelbench.errors import AccelbenchError
+
+if TYPE_CHECKING:
+    from accelbench.lake.store import Lake
 
 log = logging.getLogger(__name__)
+
+
+# The executor of each mode, imported when a benchmark runs: the local one needs pyarrow and psutil, the
+# kubernetes one the kubernetes client (seconds to import), neither wanted at DAG parse time.
+def _local(operator: BenchmarkOperator, context: Any, lake: Lake) -> Executor:
+    from accelbench.execution.local import LocalExecutor
+
+    return LocalExecutor(lake)
+
+
+def _kubernetes(operator: BenchmarkOperator, context: Any, lake: Lake) -> Executor:
+    from accelbench.airflow.benchmark_pod import KubernetesExecutor
+
+    return KubernetesExecutor(lake, context, operator.task_id, **operator.pod_kwargs)
+
+
+# One per execution mode (core.modes.MODES), looked up by the run's mode.
+EXECUTORS: dict[str, Callable[[BenchmarkOperator, Any, Lake], Executor]] = {
+    "local": _local,
+    "kubernetes": _kubernetes,
+}
 
 
 def run_date(dag_run: Any) -> str:
@@ -46,7 +71,7 @@ class BenchmarkOperator(BaseOperator):
         self.benchmark_spec = spec if isinstance(spec, BenchmarkSpec) else BenchmarkSpec.model_validate(spec)
         self.lake_uri = lake_uri
         self.pod_kwargs = pod_kwargs or {}  # e.g. namespace, kubernetes_conn_id: passed to BenchmarkPod
-        self._pod: Any = None
+        self._executor: Executor | None = None
 
     def execute(self, context: Any) -> Any:
         spec, date, ti = self.benchmark_spec, run_date(context["dag_run"]), context["ti"]
@@ -65,34 +90,24 @@ class BenchmarkOperator(BaseOperator):
                 mode,
                 attempt,
             )
-            if mode == "local":
-                from accelbench.execution.local import run_local
-
-                result = run_local(spec, lake, date, attempt)
-            else:
-                if lake.local:
-                    raise ConfigError(
-                        LAKE_SETTING, lake.uri, "kubernetes mode needs an s3:// lake the pods can write"
-                    )
-                from accelbench.airflow.benchmark_pod import BenchmarkPod
-
-                self._pod = BenchmarkPod(
-                    task_id=self.task_id, spec=spec, lake_uri=lake.uri, **self.pod_kwargs
-                )
-                result = self._pod.run(context, date, attempt)
+            self._executor = EXECUTORS[mode](self, context, lake)
+            result = self._executor.run(spec, date, attempt)
         except AccelbenchError as exc:
             raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
-        if result.get("lake_error"):
-            raise AirflowFailException(f"benchmark {spec.spec_id}: {result['lake_error']}")
-        if result.get("failure"):
-            ti.xcom_push(key=RESULT_XCOM, value=result)  # ingest reads the attempt from it
+        # Both modes alike: a lake that refused the evidence fails the task without retry (a retry would
+        # measure again over the evidence kept); ingest then finds no evidence of this attempt.
+        if result.lake_error:
+            raise AirflowFailException(f"benchmark {spec.spec_id}: {result.lake_error}")
+        value = result.model_dump(mode="json")  # the XCom value: the typed summary as JSON
+        if result.failure:
+            ti.xcom_push(key=RESULT_XCOM, value=value)  # ingest reads the attempt from it
             raise AirflowFailException(
-                f"benchmark {spec.spec_id} failed at {result['failure']}; the levels measured before it "
+                f"benchmark {spec.spec_id} failed at {result.failure}; the levels measured before it "
                 "are kept and ingested"
             )
-        return result
+        return value
 
     def on_kill(self) -> None:
-        """A killed task deletes its pod (local mode: the server dies with the task process)."""
-        if self._pod is not None:
-            self._pod.on_kill()
+        """A killed task stops its executor's work (the pod is deleted; a local server dies with the task)."""
+        if self._executor is not None:
+            self._executor.on_kill()

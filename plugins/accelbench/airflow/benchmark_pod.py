@@ -15,10 +15,14 @@ from airflow.providers.cncf.kubernetes.utils.container import get_container_stat
 from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import PodDefaults
 from kubernetes.client import models as k8s
 from kubernetes.config import ConfigException
+from pydantic import ValidationError
 
 from accelbench.airflow.benchmark_xcom import NODE_XCOM
+from accelbench.config import LAKE_SETTING
+from accelbench.core.evidence import RunSummary
+from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.errors import ConfigError, PodNotScheduled
+from accelbench.errors import AccelbenchError, ConfigError, PodNotScheduled
 from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
 from accelbench.lake.store import Lake
@@ -40,7 +44,27 @@ log = logging.getLogger(__name__)
 
 
 class BenchmarkPod(KubernetesPodOperator):
-    """One server per spec: the vLLM server as a native sidecar, the load generator as main container."""
+    """One server per spec: the vLLM server as a native sidecar, the load generator as main container.
+
+    The provider's callbacks (KubernetesPodOperatorCallback, apache-airflow-providers-cncf-kubernetes
+    10.25) run at fixed points of execute_sync, and none runs where this operator has to act: so it
+    overrides three methods, each said why below (line numbers: that provider's operators/pod.py). The
+    load generator's summary needs no override of its own: cleanup receives the XCom value.
+
+    - `cleanup`: how the server container died, and the load generator's summary, are read here, before
+      the provider deletes the pod. execute_sync calls on_pod_completion and on_pod_teardown (l. 898,
+      906) only after await_pod_start and await_pod_completion returned (l. 880, 894): a pod whose
+      start timed out, or whose log stream broke, never reaches them. post_complete_action (l. 923, in
+      execute_sync's `finally`) calls cleanup on every path, with the pod still there and the XCom
+      value read; on_pod_cleanup (l. 1366) runs after the deletion (l. 1410), and not at all when
+      cleanup raises for a failed container (l. 1433), the case that matters.
+    - `await_pod_start`: a pod that found no node is described (its PodScheduled condition) before
+      cleanup deletes it; no callback runs when the start fails (on_pod_starting, l. 886, only after a
+      start).
+    - `build_pod_request_obj`: the XCom sidecar gets requests == limits (Guaranteed QoS). The
+      manifest must be right wherever it is built (dry_run(), l. 1761, and the tests render it), while
+      on_pod_manifest_created (l. 852) only sees the manifest execute() built.
+    """
 
     def __init__(
         self,
@@ -124,12 +148,7 @@ class BenchmarkPod(KubernetesPodOperator):
             log.error("%s", self.unscheduled)
             raise
 
-    def extract_xcom(self, pod: k8s.V1Pod, *, ignore_kill_failure: bool = True) -> dict[Any, Any] | None:
-        """Keep the load generator's summary: the provider raises on a failed pod after reading it."""
-        self.loadgen_result = super().extract_xcom(pod, ignore_kill_failure=ignore_kill_failure)
-        return self.loadgen_result
-
-    def run(self, context: Any, date: str, attempt: str) -> dict[str, Any]:
+    def run(self, context: Any, date: str, attempt: str) -> RunSummary:
         """Run the pod inside the calling task (its context, its XCom); the load generator's summary.
 
         A pod whose load generator reported (a failed level, an unreachable lake) returns that
@@ -141,28 +160,35 @@ class BenchmarkPod(KubernetesPodOperator):
             k8s.V1EnvVar(name=LAKE_DATE_ENV, value=date),
             k8s.V1EnvVar(name=ATTEMPT_ENV, value=attempt),
         ]
-        self.loadgen_result: dict[str, Any] | None = None
+        self.loadgen_result: dict[str, Any] | None = None  # set by cleanup(): the XCom value it got
         self.server_death: dict[str, Any] = {}  # set by cleanup() when the server container died
         # unwrap: Airflow's ExecutorSafeguard would log that execute() runs outside the task runner,
         # which is by design here: BenchmarkOperator is the task, this operator its kubernetes engine.
         execute = inspect.unwrap(KubernetesPodOperator.execute)
         try:
-            return execute(self, context) or {}
+            execute(self, context)
         except ConfigException as exc:  # the client's own message, not its traceback
             raise ConfigError(
                 f"connection {self.kubernetes_conn_id}", None, f"no usable Kubernetes configuration ({exc})"
             ) from None
         except Exception as exc:
-            if isinstance(self.loadgen_result, dict) and "spec_id" in self.loadgen_result:
-                return self.loadgen_result
-            if self.unscheduled:  # not retried: a retry would wait as long for the same capacity
-                raise PodNotScheduled(self.unscheduled) from exc
-            raise
+            if not (isinstance(self.loadgen_result, dict) and "spec_id" in self.loadgen_result):
+                if self.unscheduled:  # not retried: a retry would wait as long for the same capacity
+                    raise PodNotScheduled(self.unscheduled) from exc
+                raise
         finally:
             facts = self._node_facts()
             facts |= self.server_death  # ingest puts these on the failed level's row only
             if facts:
                 context["ti"].xcom_push(key=NODE_XCOM, value=facts)
+        if not self.loadgen_result:
+            raise AccelbenchError(f"the load generator of pod {self.name} ended without writing its summary")
+        try:
+            return RunSummary.model_validate(self.loadgen_result)
+        except ValidationError as exc:  # e.g. a load-generator image of another suite version
+            raise AccelbenchError(
+                f"the load generator's summary is not this suite's RunSummary: {exc}"
+            ) from None
 
     def cleanup(
         self,
@@ -171,8 +197,11 @@ class BenchmarkPod(KubernetesPodOperator):
         xcom_result: dict[Any, Any] | None = None,
         context: Any = None,
     ) -> None:
-        """The provider's cleanup, which deletes the pod; first, how the server container died, if it did:
-        the load generator cannot see that, and the pod's status and logs go with the pod."""
+        """The provider's cleanup, which deletes the pod; first, keep the load generator's summary (the
+        provider raises on a failed container after reading it) and how the server container died, if it
+        did: the load generator cannot see that, and the pod's status and logs go with the pod. An
+        override, not a callback: see the class's docstring."""
+        self.loadgen_result = xcom_result
         if remote_pod is not None:
             self.server_death = self._server_death(remote_pod)
         super().cleanup(pod, remote_pod, xcom_result, context)
@@ -255,3 +284,27 @@ def server_termination(pod: k8s.V1Pod, container: str) -> tuple[k8s.V1ContainerS
         return status.last_state.terminated, True
     ended = status.state.terminated if status.state is not None else None
     return (ended, False) if ended is not None and ended.exit_code != 0 else None
+
+
+class KubernetesExecutor:
+    """`kubernetes` mode behind the Executor protocol: a BenchmarkPod run inside the calling task (its
+    context, its XCom), writing to an s3:// lake the pods can reach."""
+
+    mode: ExecutionMode = "kubernetes"
+
+    def __init__(self, lake: Lake, context: Any, task_id: str, **pod_kwargs: Any) -> None:
+        self.lake, self.context, self.task_id, self.pod_kwargs = lake, context, task_id, pod_kwargs
+        self.pod: BenchmarkPod | None = None
+
+    def run(self, spec: BenchmarkSpec, date: str, attempt: str) -> RunSummary:
+        if self.lake.local:
+            raise ConfigError(
+                LAKE_SETTING, self.lake.uri, "kubernetes mode needs an s3:// lake the pods can write"
+            )
+        self.pod = BenchmarkPod(task_id=self.task_id, spec=spec, lake_uri=self.lake.uri, **self.pod_kwargs)
+        return self.pod.run(self.context, date, attempt)
+
+    def on_kill(self) -> None:
+        """Delete the pod (the provider's on_kill)."""
+        if self.pod is not None:
+            self.pod.on_kill()

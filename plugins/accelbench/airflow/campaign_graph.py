@@ -8,7 +8,6 @@ only in how they plan.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import Any
 
@@ -18,15 +17,16 @@ from airflow.sdk.exceptions import AirflowFailException
 from accelbench.airflow.assets import LAKE_ASSET
 from accelbench.airflow.benchmark_operator import BenchmarkOperator, run_date
 from accelbench.airflow.benchmark_xcom import NODE_XCOM
+from accelbench.config import Settings, env_name
 
-POOL_SETTING = "ACCELBENCH_BENCHMARK_POOL"
-DEFAULT_POOL = "default_pool"
+POOL_SETTING = env_name("benchmark_pool")
+DEFAULT_POOL = str(Settings.model_fields["benchmark_pool"].default)
 
 
 def benchmark_pool() -> str:
     """The Airflow pool the benchmark tasks take a slot of: on EKS, sized to the NodePool
     (docs/guides/deploy-on-eks.md)."""
-    return os.environ.get(POOL_SETTING, "").strip() or DEFAULT_POOL
+    return Settings.from_env("benchmark_pool").benchmark_pool
 
 
 def measure_and_land(specs: Any) -> Any:
@@ -34,7 +34,7 @@ def measure_and_land(specs: Any) -> Any:
 
     @task(map_index_template="{{ instance_type }}", trigger_rule="all_done")
     def ingest(spec: dict, dag_run=None, ti=None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.campaign_tasks import ingest_spec
+        from accelbench.airflow.tasks.campaign import ingest_spec
 
         get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]
         hints = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index, key=NODE_XCOM) or {}
@@ -43,7 +43,7 @@ def measure_and_land(specs: Any) -> Any:
 
     @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
     def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
-        from accelbench.airflow.campaign_tasks import campaign_id, summarize
+        from accelbench.airflow.tasks.campaign import campaign_id, summarize
 
         return summarize(campaign_id(dag_run.dag_id, dag_run.run_id), run_date(dag_run))
 

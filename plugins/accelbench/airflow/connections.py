@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import logging
-import os
 
 import boto3
 from sqlalchemy.engine import URL
 
-from accelbench.config import ENV_PREFIX, Settings
+from accelbench.config import Settings, env_name
 from accelbench.errors import ConfigError
 
 log = logging.getLogger(__name__)
-CATALOG_CONN_ENV = ENV_PREFIX + "CATALOG_CONN_ID"
-AWS_CONN_ENV = ENV_PREFIX + "AWS_CONN_ID"
+CATALOG_CONN_ENV = env_name("catalog_conn_id")
+AWS_CONN_ENV = env_name("aws_conn_id")
 _DRIVERS = {
     "postgres": "postgresql+psycopg",
     "postgresql": "postgresql+psycopg",
@@ -23,7 +22,7 @@ _DRIVERS = {
 
 def catalog_url(settings: Settings) -> str:
     """The catalog URL: from the Airflow connection named in ACCELBENCH_CATALOG_CONN_ID, else settings."""
-    conn_id = os.environ.get(CATALOG_CONN_ENV, "").strip()
+    conn_id = Settings.from_env("catalog_conn_id").catalog_conn_id
     if not conn_id:
         return settings.catalog_url
     from airflow.sdk import BaseHook
@@ -54,9 +53,11 @@ def catalog_url(settings: Settings) -> str:
 def aws_session(settings: Settings) -> boto3.session.Session | None:
     """A boto3 session with credentials, or None (offline) with the reason logged."""
     if settings.offline:
-        log.info("AWS disabled by %sOFFLINE", ENV_PREFIX)
+        log.info("AWS disabled by %s", env_name("offline"))
+
         return None
-    conn_id = os.environ.get(AWS_CONN_ENV, "aws_default")
+    conn_id = Settings.from_env("aws_conn_id").aws_conn_id
+
     from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
     session = AwsBaseHook(aws_conn_id=conn_id, client_type="sts").get_session()

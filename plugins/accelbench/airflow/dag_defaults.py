@@ -2,54 +2,49 @@
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 import pendulum
 
+from accelbench.campaign.matrix import parse_version_matrix
+from accelbench.campaign.request import DEFAULT_SLOS as DEFAULT_SLOS  # the report DAG's default too
+from accelbench.campaign.request import MODEL_PATTERN as MODEL_PATTERN
+from accelbench.campaign.request import form_defaults
 from accelbench.config import Settings
-from accelbench.errors import ConfigError
+from accelbench.runtime.version_rules import VERSION_PATTERN as VERSION_PATTERN  # a param pattern of the DAGs
 
 REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
 INSTANCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
-MODEL_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$"  # a model id or a local path; nothing a shell reads
-VERSION_PATTERN = r"^v?\d+\.\d+\.\d+([.-]?[A-Za-z0-9]+)*$"
-# p99 limits in ms; E2EL ~ TTFT + (output tokens - 1) x TPOT at the default 128 output tokens.
-DEFAULT_SLOS = {"ttft_p99_ms": 2000, "tpot_p99_ms": 200, "e2el_p99_ms": 30000}
-VERSION_MATRIX_SETTING = "ACCELBENCH_VERSION_MATRIX"
+
+# The CampaignRequest fields the campaign form shows, in its order (the others take the model's default).
+CAMPAIGN_FORM_FIELDS = (
+    "instance_types",
+    "model",
+    "version",
+    "dtype",
+    "quantization",
+    "concurrency",
+    "input_len",
+    "output_len",
+    "prompts_per_level",
+    "repeats",
+    "extra_engine_args",
+    "slos",
+    "execution_mode",
+)
 
 
 def campaign_defaults() -> dict[str, Any]:
-    """The campaign form's defaults: the weekly campaign's matrix, and the base of a version campaign's."""
-    return {
-        "instance_types": ["m8g.xlarge"],
-        "model": os.environ.get("ACCELBENCH_DEFAULT_MODEL", "Qwen/Qwen2.5-0.5B-Instruct"),
-        "dtype": "bfloat16",
-        "quantization": "none",
-        "concurrency": [1, 4, 16],
-        "input_len": 512,
-        "output_len": 128,
-        "prompts_per_level": 200,
-        "repeats": 2,
-        "extra_engine_args": [],
-        "slos": dict(DEFAULT_SLOS),
-    }
+    """The weekly campaign's matrix, and the base of a version campaign's: the campaign form's defaults
+    (CampaignRequest's, the environment's applied in `form_defaults`) without the per-run fields."""
+    per_run = ("version", "execution_mode")
+    return form_defaults([name for name in CAMPAIGN_FORM_FIELDS if name not in per_run])
 
 
 def version_matrix() -> dict[str, Any]:
     """What a version campaign measures: the campaign defaults, overridden by the JSON object in
     ACCELBENCH_VERSION_MATRIX (the planner checks every field when the run starts)."""
-    raw = os.environ.get(VERSION_MATRIX_SETTING, "").strip()
-    if not raw:
-        return campaign_defaults()
-    try:
-        overrides = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(VERSION_MATRIX_SETTING, raw, f"not JSON ({exc})") from None
-    if not isinstance(overrides, dict) or "version" in overrides:
-        raise ConfigError(VERSION_MATRIX_SETTING, raw, "a JSON object of campaign params, without version")
-    return campaign_defaults() | overrides
+    return parse_version_matrix(Settings.from_env("version_matrix").version_matrix, campaign_defaults())
 
 
 def slos_schema(*names: str) -> dict[str, Any]:
@@ -84,7 +79,7 @@ def dag_kwargs(*tags: str) -> dict[str, Any]:
 
 def default_regions() -> list[str]:
     """ACCELBENCH_REGIONS, read from the environment only (safe at parse time)."""
-    return list(Settings.from_env().regions)
+    return list(Settings.from_env("regions").regions)
 
 
 def cpu_instance_types() -> list[str]:
@@ -93,5 +88,7 @@ def cpu_instance_types() -> list[str]:
     from accelbench.catalog.seed_file import load_seed
 
     return sorted(
-        s.instance_type for s in load_seed(Settings.from_env().seed_file) if s.accelerator_type == "cpu"
+        s.instance_type
+        for s in load_seed(Settings.from_env("seed_file").seed_file)
+        if s.accelerator_type == "cpu"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from accelbench.campaign.problems import Problem
-from accelbench.campaign.request import CampaignRequest
+from accelbench.campaign.request import ENGINE_ARG_PATTERN, CampaignRequest
 from accelbench.runtime.recipes import MANAGED_ARGS
 from accelbench.sizing.fit import DENSE_REFUSE_PARAMS, DENSE_WARN_PARAMS
 from accelbench.sizing.model_config import ModelShape
@@ -21,7 +21,7 @@ CPU_FORBIDDEN_ARGS = {
     "--kv-transfer-config": "disaggregated prefill/decode is not supported on CPU",
 }
 NOT_ON_ARM_CPU = {"awq", "gptq", "fp8", "bitsandbytes", "marlin", "gptq_marlin", "awq_marlin"}
-SAFE_ARG = re.compile(r"^[A-Za-z0-9_.,:=/+@-]+$")
+SAFE_ARG = re.compile(ENGINE_ARG_PATTERN)  # the campaign form checks the same pattern
 INT_SCHEMES = {"int8": (8, "W8A8"), "int4": (4, "W4A8")}
 INT_CAVEATS = {
     "int8": "compressed-tensors W8A8 exists in vLLM's CPU code, but the stable support matrix lists it "

@@ -1,17 +1,38 @@
-"""What a user asks for (UI form, REST, cron defaults), before any catalog or model lookup."""
+"""What a user asks for (UI form, REST, cron defaults), before any catalog or model lookup.
+
+`CampaignRequest` is the one source of every campaign field's default, bounds, enum and description:
+the campaign DAG's Params are generated from its JSON schema (`accelbench.airflow.campaign_params`),
+and so is the params table of docs/reference/dag-params.md. In a field's `json_schema_extra`,
+JSON-schema keywords reach the form's schema as they are (`uniqueItems`; `section`, the form's group;
+an `items` pattern that the planner's guards also check); `form_default` is the form's default of a
+field a request must name; `default_env` names the setting (`accelbench.config.Settings`) whose value,
+read when the DAG file is parsed, is the form's default.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
+from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import Runtime
+from accelbench.runtime.version_rules import VERSION_PATTERN
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 
 Quantization = Literal["none", "int8", "int4"]
 DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
+
+MODEL_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$"  # a model id or a local path; nothing a shell reads
+ENGINE_ARG_PATTERN = r"^[A-Za-z0-9_.,:=/+@-]+$"  # what an extra `vllm serve` argument may contain
+# p99 limits in ms; E2EL ~ TTFT + (output tokens - 1) x TPOT at the default 128 output tokens.
+DEFAULT_SLOS = {"ttft_p99_ms": 2000, "tpot_p99_ms": 200, "e2el_p99_ms": 30000}
+DEFAULT_MODEL_SETTING = env_name("default_model")
+
+_UNIQUE = {"uniqueItems": True}  # enforced by `_unique` below; the form refuses duplicates too
+_LOAD, _ENGINE = "Load", "Engine and SLOs"  # the form's sections (the others: its first group)
 
 
 class CampaignRequest(BaseModel):
@@ -19,34 +40,108 @@ class CampaignRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    instance_types: list[str] = Field(min_length=1)
-    model: str = Field(min_length=1)
-    model_revision: str | None = None
-    served_model_name: str | None = None
-    runtime: Runtime = "vllm-cpu"
-    version: str | None = None
-    dtype: str = "bfloat16"
-    quantization: Quantization = "none"
-    kv_cache_dtype: Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"] = "auto"
-    deployment_mode: DeploymentMode = "single"
-    tensor_parallel_size: int | None = Field(default=None, ge=1)
-    input_len: int = Field(default=512, ge=1)
-    output_len: int = Field(default=128, ge=1)
-    concurrency: list[Annotated[int, Field(ge=1, le=LOADGEN_MAX_IN_FLIGHT)]] = Field(
-        default_factory=lambda: [1, 4, 16], min_length=1
+    instance_types: list[str] = Field(
+        min_length=1,
+        description="Instance types, one server each; on CPU Graviton3 or newer (Graviton2 lacks BF16)",
+        json_schema_extra={**_UNIQUE, "form_default": ["m8g.xlarge"]},
     )
-    request_rates: list[PositiveFloat] = Field(default_factory=list)
-    prompts_per_level: int = Field(default=200, ge=1)
-    repeats: int = Field(default=1, ge=1)
+    model: str = Field(
+        min_length=1,
+        max_length=200,
+        pattern=MODEL_PATTERN,
+        description="Model id in `ACCELBENCH_MODEL_STORE`, or a local path (local mode only; in kubernetes "
+        "mode a store entry named by its id)",
+        json_schema_extra={"default_env": DEFAULT_MODEL_SETTING},
+    )
+    model_revision: str | None = Field(
+        default=None, description="The model's revision (branch, tag or commit)"
+    )
+    served_model_name: str | None = Field(
+        default=None, description="The name the server serves the model under; empty: from the model id"
+    )
+    runtime: Runtime = Field(default="vllm-cpu", description="The server recipe (its tier and image)")
+    version: str | None = Field(
+        default=None,
+        pattern=VERSION_PATTERN,
+        description="vLLM version; empty: the newest the catalog knew at the run's date",
+    )
+    dtype: str = Field(
+        default="bfloat16",
+        description="Weights and activations dtype; forced to bfloat16 on CPU (with a warning)",
+    )
+    quantization: Quantization = Field(
+        default="none",
+        description="int8/int4 = a compressed-tensors W8A8/W4A8 checkpoint",
+    )
+    kv_cache_dtype: Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"] = Field(
+        default="auto", description="KV-cache dtype (FP8 is refused on CPU)"
+    )
+    deployment_mode: DeploymentMode = Field(default="single", description="Only single on CPU")
+    tensor_parallel_size: int | None = Field(
+        default=None, ge=1, description="Empty: one rank per NUMA node (CPU) or per accelerator"
+    )
+    input_len: int = Field(
+        default=512,
+        ge=1,
+        le=131072,
+        description="Input length of the workload, in tokens",
+        json_schema_extra={"section": _LOAD},
+    )
+    output_len: int = Field(
+        default=128,
+        ge=1,
+        le=32768,
+        description="Output length of the workload, in tokens",
+        json_schema_extra={"section": _LOAD},
+    )
+    concurrency: list[Annotated[int, Field(ge=1, le=LOADGEN_MAX_IN_FLIGHT)]] = Field(
+        default_factory=lambda: [1, 4, 16],
+        min_length=1,
+        description=f"Concurrency levels (at most {LOADGEN_MAX_IN_FLIGHT:,}: the load generator's cap on "
+        "requests in flight)",
+        json_schema_extra={**_UNIQUE, "section": _LOAD},
+    )
+    request_rates: list[PositiveFloat] = Field(
+        default_factory=list,
+        description="Request-rate levels (requests/s), measured after the concurrency levels",
+        json_schema_extra=_UNIQUE,
+    )
+    prompts_per_level: int = Field(
+        default=200,
+        ge=1,
+        le=100000,
+        description="Prompts sent at each level",
+        json_schema_extra={"section": _LOAD},
+    )
+    repeats: int = Field(
+        default=2,
+        ge=1,
+        le=20,
+        description="Repeats of every level (two or more give the run-to-run noise the reports and the "
+        "regression gate compare with)",
+        json_schema_extra={"section": _LOAD},
+    )
     # Latency SLOs: reports pick the best level whose p99 holds them; the load generator counts
     # requests within them as goodput.
     slos: dict[Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"], PositiveFloat] = Field(
-        default_factory=dict
+        default_factory=lambda: dict(DEFAULT_SLOS),
+        description="Latency SLOs in ms: per-request goodput limits (`vllm bench serve --goodput`)",
+        json_schema_extra={"section": _ENGINE},
     )
-    seed: int = 0
-    extra_engine_args: list[str] = Field(default_factory=list)
+    seed: int = Field(default=0, description="Seed of the random dataset (each repeat adds its own)")
+    extra_engine_args: list[str] = Field(
+        default_factory=list,
+        description="Extra `vllm serve` flags (checked by the planner; GPU-only flags are refused)",
+        # The planner's guards check the pattern too, reporting it with every other problem.
+        json_schema_extra={"items": {"type": "string", "pattern": ENGINE_ARG_PATTERN}, "section": _ENGINE},
+    )
     # Where the benchmarks run; None = ACCELBENCH_EXECUTION_MODE (checked here, used by the operator).
-    execution_mode: ExecutionMode | None = None
+    execution_mode: ExecutionMode | None = Field(
+        default=None,
+        description="kubernetes = a benchmark pod per server on the arm64 NodePool; local = a vLLM "
+        "process on the worker",
+        json_schema_extra={"default_env": MODE_SETTING},
+    )
 
     @field_validator("instance_types", "concurrency", "request_rates")
     @classmethod
@@ -61,3 +156,33 @@ class CampaignRequest(BaseModel):
         """--max-model-len: input + output, plus headroom because the random dataset's prompts can
         re-tokenize a little longer than asked, and a prompt at the limit would cut the output short."""
         return self.input_len + self.output_len + max(64, self.input_len // 10)
+
+
+def field_extra(name: str) -> dict[str, Any]:
+    """A field's `json_schema_extra` (an empty dict when it has none)."""
+    extra = CampaignRequest.model_fields[name].json_schema_extra
+    return dict(extra) if isinstance(extra, dict) else {}
+
+
+def form_defaults(fields: Iterable[str] | None = None, from_env: bool = True) -> dict[str, Any]:
+    """Every field's default as a form shows it: the model's default, else the field's `form_default` (a
+    field a request must name: instance_types), else (`default_env`) the setting's value now, read from
+    the environment alone (safe at parse time). `from_env=False`: the settings' own defaults instead.
+    `fields`: only these, in this order (default: every field)."""
+    out: dict[str, Any] = {}
+    for name in CampaignRequest.model_fields if fields is None else fields:
+        info = CampaignRequest.model_fields[name]
+        extra = field_extra(name)
+        out[name] = None if info.is_required() else info.get_default(call_default_factory=True)
+        if "form_default" in extra:
+            out[name] = extra["form_default"]
+        if variable := extra.get("default_env"):
+            out[name] = read_variable(variable) if from_env else setting_default(variable)
+    return out
+
+
+def setting_default(variable: str) -> Any:
+    """The default of the setting named in full (ACCELBENCH_DEFAULT_MODEL -> Settings.default_model)."""
+    return Settings.model_fields[variable.removeprefix(ENV_PREFIX).lower()].get_default(
+        call_default_factory=True
+    )

@@ -17,6 +17,7 @@ from accelbench.aws.pricing import ParseStats, Price, PriceLookupError, fetch_on
 from accelbench.aws.spot import fetch_spot
 from accelbench.catalog.queries import store_prices
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import env_name
 from accelbench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def refresh_online(
         check_region(region, "regions")
     if pricing_region not in PRICING_ENDPOINT_REGIONS:
         raise ConfigError(
-            "ACCELBENCH_PRICING_ENDPOINT_REGION",
+            env_name("pricing_endpoint_region"),
             pricing_region,
             f"the Pricing API is served only from {', '.join(PRICING_ENDPOINT_REGIONS)}",
         )

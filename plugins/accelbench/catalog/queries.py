@@ -40,6 +40,11 @@ def instance_specs(engine: Engine, names: Iterable[str] | None = None) -> list[I
     return [rows[n] for n in wanted]
 
 
+def instance_catalog(engine: Engine) -> dict[str, InstanceSpec]:
+    """Every catalog row by instance type: what the planner checks a request against."""
+    return {s.instance_type: s for s in instance_specs(engine)}
+
+
 def store_prices(engine: Engine, prices: list[Price], fetched_at: datetime) -> int:
     """Insert price history rows; a row already stored for the same key is left alone."""
     if not prices:

@@ -81,3 +81,9 @@ def retract(
                     by,
                 )
     return result
+
+
+def retracted_run_ids(engine: Engine) -> set[str]:
+    """Every retracted run: it never counts as measured (nor in the regression gate)."""
+    with session_scope(engine) as session:
+        return set(session.scalars(select(Retraction.run_id)))

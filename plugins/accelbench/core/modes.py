@@ -7,20 +7,18 @@ campaign form's `execution_mode`, defaulting to ACCELBENCH_EXECUTION_MODE.
 
 from __future__ import annotations
 
-import os
-from typing import Literal, get_args
+from typing import get_args
 
-from accelbench.config import ENV_PREFIX
+from accelbench.config import MODE_SETTING, ExecutionMode, Settings
 from accelbench.errors import ConfigError
 
-ExecutionMode = Literal["local", "kubernetes"]
+__all__ = ["MODES", "MODE_SETTING", "ExecutionMode", "check_mode", "default_mode"]
 MODES: tuple[str, ...] = get_args(ExecutionMode)
-MODE_SETTING = ENV_PREFIX + "EXECUTION_MODE"
 
 
 def default_mode() -> str:
-    """ACCELBENCH_EXECUTION_MODE, or local: read from the environment only (safe at parse time)."""
-    return check_mode(os.environ.get(MODE_SETTING, "").strip() or "local", MODE_SETTING)
+    """ACCELBENCH_EXECUTION_MODE, or local: that variable alone, from the environment (safe at parse time)."""
+    return Settings.from_env("execution_mode").execution_mode
 
 
 def check_mode(mode: str, field: str = "execution_mode") -> str:

@@ -7,15 +7,16 @@ import logging
 import shutil
 import socket
 from pathlib import Path
-from typing import Any
 
 from accelbench.config import Settings
+from accelbench.core.evidence import RunSummary
+from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.execution.local_server import LocalServer, Pinning, local_vllm_version, vllm_python
-from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import BenchClient
-from accelbench.loadgen.driver import Driver, summary
+from accelbench.loadgen.driver import Driver
+from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
 
 log = logging.getLogger(__name__)
@@ -28,11 +29,12 @@ def campaign_workdir(settings: Settings, campaign_id: str) -> Path:
 
 def run_local(
     spec: BenchmarkSpec, lake: Lake, date: str, attempt: str | None = None, settings: Settings | None = None
-) -> dict[str, Any]:
-    """Start the server, drive every level, copy the evidence to the lake's raw/ area, stop the server.
+) -> RunSummary:
+    """Start the server, drive every level, stop the server, copy the evidence to the lake's raw/ area.
 
-    Returns the driver's summary (with `failure` set when a level failed); raises ServerStartError
-    when the server never became healthy, in which case there is no evidence to keep.
+    Returns the run summary (`failure` set when a level failed; `lake_error` when the lake could not
+    take the evidence, which then stays in the campaign's work folder); raises ServerStartError when
+    the server never became healthy, in which case there is no evidence to keep.
     """
     settings = settings or Settings.from_env()
     campaign_dir = campaign_workdir(settings, spec.campaign_id)
@@ -58,8 +60,11 @@ def run_local(
             server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
         )
         envelope = driver.run()
-    write_execution(
+    result = finish(
+        envelope,
         driver.spec_dir,
+        lake,
+        date,
         execution_mode="local",
         node=socket.gethostname(),
         pinning=json.dumps(pinning.describe()) if pinning else None,
@@ -68,9 +73,22 @@ def run_local(
         # No image ran: the rows' `image` stays the plan, this says what was measured instead.
         server_image_id=f"vllm=={local_vllm_version(python)} local process (no image)",
     )
-    where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
-    paths = upload_raw(lake, driver.spec_dir, where)
-    log.info("raw evidence: %d files under %s", len(paths), lake.uri_of(lake.path(*where.parts)))
-    # The evidence is in the lake now; the compile caches are not worth keeping per campaign.
+    # The compile caches are not evidence, and not worth keeping per campaign.
     shutil.rmtree(work / "server" / "cache", ignore_errors=True)
-    return summary(envelope) | {"server_startup_s": server.startup_s}
+    result.server_startup_s = server.startup_s
+    return result
+
+
+class LocalExecutor:
+    """`local` mode behind the Executor protocol: run_local into one lake."""
+
+    mode: ExecutionMode = "local"
+
+    def __init__(self, lake: Lake, settings: Settings | None = None) -> None:
+        self.lake, self.settings = lake, settings
+
+    def run(self, spec: BenchmarkSpec, date: str, attempt: str) -> RunSummary:
+        return run_local(spec, self.lake, date, attempt, self.settings)
+
+    def on_kill(self) -> None:
+        """Nothing to do: the server is a child of the task's process and dies with it."""

@@ -30,6 +30,7 @@ from types import TracebackType
 import psutil
 from packaging.version import InvalidVersion, Version
 
+from accelbench.config import Settings, env_name
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent
@@ -37,9 +38,9 @@ from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
 from accelbench.runtime.recipes import recipe_for
 
 log = logging.getLogger(__name__)
-VLLM_PYTHON_SETTING = "ACCELBENCH_VLLM_PYTHON"
-SERVER_CPUS_SETTING = "ACCELBENCH_LOCAL_SERVER_CPUS"
-CLIENT_CPUS_SETTING = "ACCELBENCH_LOCAL_CLIENT_CPUS"
+VLLM_PYTHON_SETTING = env_name("vllm_python")
+SERVER_CPUS_SETTING = env_name("local_server_cpus")
+CLIENT_CPUS_SETTING = env_name("local_client_cpus")
 PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bind it before vLLM does
 PORT_TAKEN = "Address already in use"
 
@@ -50,7 +51,7 @@ class ServerStartError(AccelbenchError):
 
 def vllm_python() -> Path:
     """The vLLM environment's interpreter: the setting, else .venv-vllm beside the repo or cwd."""
-    raw = os.environ.get(VLLM_PYTHON_SETTING, "").strip()
+    raw = Settings.from_env("vllm_python").vllm_python
     if raw:
         path = Path(raw).expanduser()
         if not path.is_file():
@@ -98,8 +99,10 @@ class Pinning:
     @classmethod
     def from_env(cls) -> Pinning | None:
         """Explicit settings win; on a machine with 2-4 cores pin by default (FACTS.md section 7)."""
-        server = parse_cpus(SERVER_CPUS_SETTING, os.environ.get(SERVER_CPUS_SETTING, ""))
-        client = parse_cpus(CLIENT_CPUS_SETTING, os.environ.get(CLIENT_CPUS_SETTING, ""))
+        settings = Settings.from_env("local_server_cpus", "local_client_cpus")
+        server = parse_cpus(SERVER_CPUS_SETTING, settings.local_server_cpus)
+        client = parse_cpus(CLIENT_CPUS_SETTING, settings.local_client_cpus)
+
         if bool(server) != bool(client):
             raise ConfigError(
                 SERVER_CPUS_SETTING if not server else CLIENT_CPUS_SETTING,

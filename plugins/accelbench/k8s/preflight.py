@@ -8,12 +8,11 @@ by its id, so the planner's config.json must come from the model store, not from
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from accelbench.campaign.problems import Problem
-from accelbench.config import LAKE_SETTING
+from accelbench.config import LAKE_SETTING, Settings
 from accelbench.errors import ConfigError
 from accelbench.k8s.pod import LOADGEN_IMAGE_SETTING
 from accelbench.sizing.model_config import MODEL_STORE_SETTING, find_config
@@ -31,7 +30,8 @@ def kubernetes_problems(model: str, lake_uri: str) -> list[Problem]:
     if not lake_uri.startswith("s3://"):
         why = "kubernetes mode needs an s3:// lake: the benchmark pods write their evidence to it"
         problems.append(Problem(LAKE_SETTING, lake_uri, why))
-    image = os.environ.get(LOADGEN_IMAGE_SETTING, "").strip()
+    settings = Settings.from_env("loadgen_image", "model_store")
+    image = settings.loadgen_image
     if not image:
         why = (
             "unset: kubernetes mode needs the load-generator image built from docker/loadgen and pushed to a "
@@ -40,7 +40,8 @@ def kubernetes_problems(model: str, lake_uri: str) -> list[Problem]:
         problems.append(Problem(LOADGEN_IMAGE_SETTING, None, why))
     elif not IMAGE_REFERENCE.fullmatch(image):
         problems.append(Problem(LOADGEN_IMAGE_SETTING, image, "not a container image reference"))
-    store = os.environ.get(MODEL_STORE_SETTING, "").strip()
+    store = settings.model_store
+
     try:
         config = find_config(model)
     except ConfigError:

@@ -25,7 +25,8 @@ from accelbench import __version__
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lake.ingest import request_table, result_columns
-from accelbench.lake.schemas import REQUESTS, RUNS, SCHEMA_VERSION
+from accelbench.lake.rows import runs_table
+from accelbench.lake.schemas import REQUESTS, SCHEMA_VERSION
 from accelbench.lake.store import Lake, storage_options
 
 IMPORT_CAMPAIGN = "imported"
@@ -187,7 +188,7 @@ def _tables(
         if details
         else REQUESTS.empty_table()
     )
-    return pa.Table.from_pylist([row], schema=RUNS), requests
+    return runs_table([row], complete=False), requests
 
 
 def import_file(

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pydantic import ValidationError
 
 from accelbench import __version__
-from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.evidence import Envelope, LevelRecord
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
-from accelbench.lake.schemas import METRICS, REQUESTS, RUNS, SCHEMA_VERSION, STATS
+from accelbench.lake.rows import runs_table
+from accelbench.lake.schemas import METRICS, REQUESTS, SCHEMA_VERSION, STATS
 from accelbench.lake.store import Lake
 
 
@@ -44,6 +47,25 @@ PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance) if f.name != "dag_r
 # Hints that belong to the "failed" level only: how the server died (kubernetes mode, where only the
 # orchestrator sees the server container's exit and log). What the driver recorded itself wins.
 SERVER_DEATH_FIELDS = ("server_exit_code", "server_log_tail")
+THROUGHPUTS = (
+    "request_throughput",
+    "request_goodput",
+    "output_throughput",
+    "total_token_throughput",
+    "max_output_tokens_per_s",
+)
+# The `runs` columns a level's bench result gives (result_columns): null when a level has none.
+RESULT_COLUMNS = (
+    "duration_s",
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "max_concurrent_requests",
+    "client_queue_time_mean_s",
+    *THROUGHPUTS,
+    *(f"{stat}_{metric}_ms" for metric in METRICS for stat in STATS),
+)
 
 
 def request_table(result: dict[str, Any], run_id: str, campaign_id: str, spec_id: str) -> pa.Table:
@@ -114,26 +136,26 @@ def request_table(result: dict[str, Any], run_id: str, campaign_id: str, spec_id
 
 
 def run_row(
-    envelope: dict[str, Any], level: dict[str, Any], result: dict[str, Any] | None, prov: Provenance
+    envelope: Envelope, level: LevelRecord, result: dict[str, Any] | None, prov: Provenance
 ) -> dict[str, Any]:
-    spec, server = envelope["spec"], envelope["spec"]["server"]
-    load = envelope["spec"]["load"]
-    counters, gauges, memory = level["server_counters"], level["server_gauge_peaks"], level["memory_peaks"]
-    version = envelope.get("server", {}).get("version")
+    """One level's `runs` row: every column of the schema (runs_table checks it), null where unknown."""
+    spec, server, load = envelope.spec, envelope.spec.server, envelope.spec.load
+    counters, gauges, memory = level.server_counters, level.server_gauge_peaks, level.memory_peaks
+    version = envelope.server.get("version")
     row: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "run_id": level["run_id"],
-        "campaign_id": spec["campaign_id"],
-        "spec_id": envelope["spec_id"],
+        "run_id": level.run_id,
+        "campaign_id": spec.campaign_id,
+        "spec_id": envelope.spec_id,
         "dag_run_id": prov.dag_run_id,
-        "level_kind": level["level_kind"],
-        "level_value": level["level_value"],
-        "repeat": level["repeat"],
-        "seed": level["seed"],
-        "status": level["status"],
-        "error": level["error"],
-        "started_at": datetime.fromisoformat(level["started_at"]),
-        "wall_s": level["wall_s"],
+        "level_kind": level.level_kind,
+        "level_value": level.level_value,
+        "repeat": level.repeat,
+        "seed": level.seed,
+        "status": level.status,
+        "error": level.error,
+        "started_at": datetime.fromisoformat(level.started_at),
+        "wall_s": level.wall_s,
         "server_prompt_tokens": counters.get("prompt_tokens"),
         "server_generation_tokens": counters.get("generation_tokens"),
         "server_preemptions": counters.get("preemptions"),
@@ -143,29 +165,29 @@ def run_row(
         "server_kv_cache_usage_max": gauges.get("kv_cache_usage"),
         "server_rss_peak_bytes": memory.get("server_rss_bytes"),
         "server_rss_anon_peak_bytes": memory.get("server_rss_anon_bytes"),
-        "tokens_agree": level["tokens_agree"],
-        "requested_rate": level["requested_rate"],
-        "achieved_rate": level["achieved_rate"],
-        "client_limited": level["client_limited"],
-        "peak_concurrency": level.get("peak_concurrency"),
+        "tokens_agree": level.tokens_agree,
+        "requested_rate": level.requested_rate,
+        "achieved_rate": level.achieved_rate,
+        "client_limited": level.client_limited,
+        "peak_concurrency": level.peak_concurrency,
         "suite_version": __version__,
-        "loadgen_version": envelope["loadgen_version"],
+        "loadgen_version": envelope.loadgen_version,
         "vllm_version": version.get("version") if isinstance(version, dict) else None,
-        "runtime": server["runtime"],
-        "image": server["image"],
-        "image_digest": server["image_digest"],
-        "model": server["model"],
-        "model_revision": server["model_revision"],
-        "served_model_name": server["served_model_name"],
-        "quantization": server["quantization"],
-        "dtype": server["dtype"],
-        "tensor_parallel_size": server["tensor_parallel_size"],
-        "kv_cache_gib": server["kv_cache_gib"],
-        "instance_type": server["instance_type"],
-        "accelerator_count": server["accelerator_count"],
-        "input_len": load["input_len"],
-        "output_len": load["output_len"],
-        "range_ratio": load["range_ratio"],
+        "runtime": server.runtime,
+        "image": server.image,
+        "image_digest": server.image_digest,
+        "model": server.model,
+        "model_revision": server.model_revision,
+        "served_model_name": server.served_model_name,
+        "quantization": server.quantization,
+        "dtype": server.dtype,
+        "tensor_parallel_size": server.tensor_parallel_size,
+        "kv_cache_gib": server.kv_cache_gib,
+        "instance_type": server.instance_type,
+        "accelerator_count": server.accelerator_count,
+        "input_len": load.input_len,
+        "output_len": load.output_len,
+        "range_ratio": load.range_ratio,
         "dataset": "random",
         "execution_mode": prov.execution_mode,
         "pinning": prov.pinning,
@@ -173,24 +195,22 @@ def run_row(
         "zone": prov.zone,
         "capacity_type": prov.capacity_type,
         "source_uri": prov.source_uri,
-        "matrix_key": BenchmarkSpec.model_validate(spec).matrix_key,
-        "max_model_len": server["max_model_len"],
-        "kv_cache_dtype": server.get("kv_cache_dtype", "auto"),
-        "engine_args": " ".join(server.get("extra_engine_args") or ()),
+        "matrix_key": spec.matrix_key,
+        "max_model_len": server.max_model_len,
+        "kv_cache_dtype": server.kv_cache_dtype,
+        "engine_args": " ".join(server.extra_engine_args),
         "host_cpu_model": prov.host_cpu_model,
         "host_architecture": prov.host_architecture,
         "host_vcpus": prov.host_vcpus,
         "host_kernel": prov.host_kernel,
         "host_instance_type": prov.host_instance_type,
         # Prices apply only to a measurement of the instance type itself, never to a stand-in host.
-        "measured_on_instance": prov.host_instance_type == server["instance_type"],
+        "measured_on_instance": prov.host_instance_type == server.instance_type,
         "server_image_id": prov.server_image_id,
-        "server_exit_code": level.get("server_exit_code"),
-        "server_log_tail": level.get("server_log_tail"),
+        "server_exit_code": level.server_exit_code,
+        "server_log_tail": level.server_log_tail,
     }
-    if result is not None:
-        row |= result_columns(result)
-    return row
+    return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 
 
 def result_columns(result: dict[str, Any]) -> dict[str, Any]:
@@ -206,13 +226,7 @@ def result_columns(result: dict[str, Any]) -> dict[str, Any]:
         if result.get("queue_times")
         else None,
     }
-    for key in (
-        "request_throughput",
-        "request_goodput",
-        "output_throughput",
-        "total_token_throughput",
-        "max_output_tokens_per_s",
-    ):
+    for key in THROUGHPUTS:
         row[key] = result.get(key)
     for metric in METRICS:
         for stat in STATS:
@@ -235,16 +249,17 @@ class Landed:
 
 
 def level_rows(
-    envelope: dict[str, Any], read: Reader, prov: Provenance, server_death: dict[str, Any] | None = None
+    envelope: Envelope, read: Reader, prov: Provenance, server_death: dict[str, Any] | None = None
 ) -> Iterator[tuple[dict[str, Any], pa.Table | None]]:
     """Each level's `runs` row and `requests` table, one level at a time: only one raw result file is
     held in memory (a level can hold 10^5 requests). `server_death` fills the failed level's gaps."""
-    for level in envelope["levels"]:
-        if server_death and level["status"] == "failed":
-            level = level | {k: v for k, v in server_death.items() if level.get(k) is None}
-        result = read(level["result_file"]) if level.get("result_file") else None
+    for level in envelope.levels:
+        if server_death and level.status == "failed":
+            gaps = {k: v for k, v in server_death.items() if getattr(level, k) is None}
+            level = dataclasses.replace(level, **gaps)
+        result = read(level.result_file) if level.result_file else None
         table = (
-            request_table(result, level["run_id"], envelope["spec"]["campaign_id"], envelope["spec_id"])
+            request_table(result, level.run_id, envelope.spec.campaign_id, envelope.spec_id)
             if result is not None
             else None
         )
@@ -253,14 +268,14 @@ def level_rows(
         yield row, table
 
 
-def ingest(envelope: dict[str, Any], read: Reader, prov: Provenance) -> Ingested:
+def ingest(envelope: Envelope | Mapping[str, Any], read: Reader, prov: Provenance) -> Ingested:
     """Rows from an envelope; `read(name)` returns a raw result file's JSON, or None when it is absent."""
     runs, requests = [], [REQUESTS.empty_table()]
-    for row, table in level_rows(envelope, read, prov):
+    for row, table in level_rows(Envelope.model_validate(envelope), read, prov):
         runs.append(row)
         if table is not None:
             requests.append(table)
-    return Ingested(pa.Table.from_pylist(runs, schema=RUNS), pa.concat_tables(requests))
+    return Ingested(runs_table(runs), pa.concat_tables(requests))
 
 
 class StaleEvidence(AccelbenchError):
@@ -281,17 +296,24 @@ def ingest_raw(
     server death hints never replace a cause the driver recorded itself.
     """
     read = where.reader(lake)
-    envelope = read(ENVELOPE)
-    if envelope is None:
+    doc = read(ENVELOPE)
+    if doc is None:
         return None
-    if attempt is not None and envelope.get("attempt") != attempt:
+    if attempt is not None and doc.get("attempt") != attempt:
         raise StaleEvidence(
-            f"{lake.uri_of(lake.path(*where.parts, ENVELOPE))} is from attempt {envelope.get('attempt')}, "
+            f"{lake.uri_of(lake.path(*where.parts, ENVELOPE))} is from attempt {doc.get('attempt')}, "
             f"not {attempt}: this attempt left no complete evidence"
         )
-    missing = [k for k in ("spec", "spec_id", "levels", "loadgen_version") if k not in envelope]
+    missing = [k for k in ("spec", "spec_id", "levels", "loadgen_version") if k not in doc]
     if missing:
         raise RawEvidenceError(f"{lake.uri_of(lake.path(*where.parts, ENVELOPE))} lacks {', '.join(missing)}")
+    try:
+        envelope = Envelope.model_validate(doc)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise RawEvidenceError(
+            f"{lake.uri_of(lake.path(*where.parts, ENVELOPE))} is not a load generator envelope: {problems}"
+        ) from None
     execution = read(EXECUTION) or {}
     facts = {k: execution[k] for k in PROVENANCE_FIELDS if execution.get(k) is not None}
     facts |= {k: v for k, v in hints.items() if k in PROVENANCE_FIELDS and v is not None}
@@ -307,6 +329,6 @@ def ingest_raw(
             runs.append(row)
             if table is not None:
                 sink.write(table)
-    landed = Landed(pa.Table.from_pylist(runs, schema=RUNS), sink.rows)
+    landed = Landed(runs_table(runs), sink.rows)
     lake.write_table("runs", landed.runs, where.accelerator_type, where.date, where.stem)
     return landed

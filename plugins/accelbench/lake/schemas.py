@@ -129,3 +129,16 @@ RUNS = pa.schema(
 )
 
 TABLES = {"requests": REQUESTS, "runs": RUNS}
+
+
+def reference_markdown() -> str:
+    """The column tables of docs/reference/lake-schema.md (scripts/gen_reference.py writes them there)."""
+    parts = [
+        f"Schema version {SCHEMA_VERSION}. Partitions (directories, not columns in the files): "
+        + ", ".join(f"`{p}`" for p in PARTITIONS)
+        + "."
+    ]
+    for name, schema in TABLES.items():
+        parts += ["", f"`{name}` ({len(schema)} columns):", "", "| column | type |", "|---|---|"]
+        parts += [f"| `{column.name}` | `{column.type}` |" for column in schema]
+    return "\n".join(parts) + "\n"

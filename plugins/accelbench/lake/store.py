@@ -115,8 +115,9 @@ class Lake:
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> Lake:
-        settings = settings or Settings.from_env()
-        return cls(os.environ.get(LAKE_SETTING, "").strip() or str(settings.home / "lake"))
+        """ACCELBENCH_LAKE_URI, else the lake under the home (the two variables it needs, nothing else)."""
+        settings = settings or Settings.from_env("lake_uri", "home")
+        return cls(settings.lake_location)
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])

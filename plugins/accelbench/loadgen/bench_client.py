@@ -22,12 +22,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from accelbench.config import env_name
 from accelbench.errors import AccelbenchError
 from accelbench.lifetime import die_with_parent
 
 log = logging.getLogger(__name__)
 RUNNER = Path(__file__).with_name("bench_runner.py")
-VLLM_BIN_SETTING = "ACCELBENCH_VLLM_BIN"
+VLLM_BIN_SETTING = env_name("vllm_bin")
 
 
 class BenchProcessError(AccelbenchError):

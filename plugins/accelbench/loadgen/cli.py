@@ -12,21 +12,18 @@ Exit codes: 0 every level measured (status ok, or errors: some requests failed, 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
 import socket
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from accelbench.config import LAKE_SETTING
-from accelbench.core.modes import MODE_SETTING
+from accelbench.config import LAKE_SETTING, Settings
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake
-from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV, NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
-from accelbench.loadgen.driver import Driver, summary
+from accelbench.loadgen.contract import LAKE_DATE_ENV, LOADGEN_SETTINGS, SPEC_ENV
+from accelbench.loadgen.driver import Driver
+from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
 from accelbench.loadgen.sampling import find_server_pid
 
@@ -36,26 +33,22 @@ log = logging.getLogger("accelbench.loadgen")
 
 
 def main(argv: list[str] | None = None) -> int:
-    env = os.environ
+    env = Settings.from_env(*LOADGEN_SETTINGS)
     parser = argparse.ArgumentParser(prog="accelbench-loadgen", description=__doc__)
     parser.add_argument("--spec", type=Path, help=f"BenchmarkSpec JSON file (default: ${SPEC_ENV})")
-    parser.add_argument("--server-url", default=env.get(SERVER_URL_ENV, "http://127.0.0.1:8000"))
-    parser.add_argument(
-        "--out", type=Path, default=Path(env.get("ACCELBENCH_RAW_DIR", "/tmp/accelbench-raw"))
-    )
-    parser.add_argument("--vllm", default=env.get("ACCELBENCH_VLLM_BIN", "vllm"))
+    parser.add_argument("--server-url", default=env.server_url)
+    parser.add_argument("--out", type=Path, default=env.raw_dir)
+    parser.add_argument("--vllm", default=env.vllm_bin)
     parser.add_argument("--server-pid", type=int, help="server process to sample (default: found by name)")
-    parser.add_argument(
-        "--lake", default=env.get(LAKE_SETTING, ""), help=f"lake URI (default: ${LAKE_SETTING})"
-    )
+    parser.add_argument("--lake", default=env.lake_uri, help=f"lake URI (default: ${LAKE_SETTING})")
     parser.add_argument(
         "--date",
-        default=env.get(LAKE_DATE_ENV, ""),
+        default=env.lake_date,
         help=f"raw partition date (default: ${LAKE_DATE_ENV}, today)",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    raw = args.spec.read_text() if args.spec else env.get(SPEC_ENV, "")
+    raw = args.spec.read_text() if args.spec else env.benchmark_spec
     if not raw:
         parser.error(f"no spec: pass --spec or set {SPEC_ENV}")
     try:
@@ -66,38 +59,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
-    env = os.environ
+    env = Settings.from_env(*LOADGEN_SETTINGS)
     driver = Driver(
         spec,
         args.server_url,
         args.out,
         vllm=args.vllm,
         server_pid=args.server_pid or find_server_pid(),
-        attempt=env.get(ATTEMPT_ENV) or None,
+        attempt=env.attempt or None,
     )
-    result = summary(driver.run())
-    write_execution(
+    date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
+    result = finish(
+        driver.run(),
         driver.spec_dir,
-        execution_mode=env.get(MODE_SETTING) or "standalone",
-        node=env.get(NODE_NAME_ENV) or socket.gethostname(),
+        Lake(args.lake) if args.lake else None,
+        date,
+        # Unset outside a pod: a stand-alone run says so rather than claim the default mode.
+        execution_mode=env.execution_mode if "execution_mode" in env.model_fields_set else "standalone",
+        node=env.node_name or socket.gethostname(),
         **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
     )
-    code = EXIT_LEVEL_FAILED if result["failure"] else EXIT_OK
-    if args.lake:
-        date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
-        lake = Lake(args.lake)
-        where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
-        try:
-            upload_raw(lake, driver.spec_dir, where)
-            result["raw"] = lake.uri_of(lake.path(*where.parts))
-            log.info("raw evidence in %s", result["raw"])
-        except Exception as exc:  # s3fs and botocore raise more than OSError (e.g. NoCredentialsError)
-            result["lake_error"] = (
-                f"could not copy the raw evidence to {lake.uri}: {type(exc).__name__}: {exc}"
-            )
-            log.error("%s", result["lake_error"])
-            code = EXIT_LAKE
-    text = json.dumps(result)
+    code = EXIT_LAKE if result.lake_error else EXIT_LEVEL_FAILED if result.failure else EXIT_OK
+    text = result.model_dump_json()
     print(text)
     if XCOM_RETURN.parent.is_dir():
         XCOM_RETURN.write_text(text)

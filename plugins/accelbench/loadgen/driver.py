@@ -22,12 +22,13 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from accelbench import __version__
+from accelbench.core.evidence import Envelope, LevelRecord, RunSummary
 from accelbench.core.levels import Level, levels
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 from accelbench.core.spec import BenchmarkSpec
@@ -60,36 +61,6 @@ ServerExit = Callable[[], tuple[int, str] | None]
 
 class LevelFailed(AccelbenchError):
     """A level did not produce a usable result (the bench process failed or wrote nonsense)."""
-
-
-@dataclass
-class LevelRecord:
-    run_id: str
-    level_kind: str
-    level_value: float
-    repeat: int
-    seed: int
-    status: str
-    result_file: str | None = None
-    error: str | None = None
-    started_at: str = ""
-    wall_s: float = 0.0
-    server_counters: dict[str, float] = field(default_factory=dict)
-    server_gauge_peaks: dict[str, float] = field(default_factory=dict)
-    memory_peaks: dict[str, float] = field(default_factory=dict)
-    memory_samples: int = 0
-    client_input_tokens: int | None = None
-    client_output_tokens: int | None = None
-    tokens_agree: bool | None = None
-    requested_rate: float | None = None
-    achieved_rate: float | None = None
-    max_concurrent_requests: int | None = None  # vLLM's: requests active within a 1-second bucket
-    peak_concurrency: int | None = None  # requests in flight at the same instant
-    client_limited: bool | None = None
-    client_completed: int | None = None  # the bench result's counts, also when the level failed
-    client_failed: int | None = None
-    server_exit_code: int | None = None  # set when the server died during the level
-    server_log_tail: str | None = None
 
 
 def clip_log_tail(text: str) -> str:
@@ -293,8 +264,9 @@ class Driver:
             return "errors", f"{counts} (first error: {first_error(result)})"
         return "ok", None
 
-    def run(self) -> dict[str, Any]:
-        """Every level x repeat in order; stops at the first "failed" level. Returns the envelope."""
+    def run(self) -> Envelope:
+        """Every level x repeat in order; stops at the first "failed" level. Returns the envelope (also
+        written to the spec's folder)."""
         if self.spec_dir.exists():  # a retry: no evidence from an earlier attempt may be mixed in
             shutil.rmtree(self.spec_dir)
         self.spec_dir.mkdir(parents=True)
@@ -337,44 +309,23 @@ class Driver:
             if owned and self.client is not None:
                 self.client.close()
                 self.client = None
-        envelope = {
-            "spec": self.spec.model_dump(mode="json"),
-            "spec_id": self.spec.spec_id,
-            "attempt": self.attempt,
-            "server": info,
-            "loadgen_version": __version__,
-            "started_at": started,
-            "ended_at": datetime.now(UTC).isoformat(),
-            "levels": [asdict(r) for r in self.records],
-            "failure": failure,
-        }
+        envelope = Envelope(
+            spec=self.spec,
+            spec_id=self.spec.spec_id,
+            attempt=self.attempt,
+            server=info,
+            loadgen_version=__version__,
+            started_at=started,
+            ended_at=datetime.now(UTC).isoformat(),
+            levels=self.records,
+            failure=failure,
+        )
         tmp = self.spec_dir / (ENVELOPE + ".tmp")
-        tmp.write_text(json.dumps(envelope, indent=1))
+        tmp.write_text(envelope.model_dump_json(indent=1))
         tmp.replace(self.spec_dir / ENVELOPE)
         return envelope
 
 
-def summary(envelope: dict[str, Any]) -> dict[str, Any]:
+def summary(envelope: Envelope) -> RunSummary:
     """The compact result for stdout and /airflow/xcom/return.json."""
-    return {
-        "spec_id": envelope["spec_id"],
-        "attempt": envelope.get("attempt"),
-        "failure": envelope["failure"],
-        "levels": [
-            {
-                k: r[k]
-                for k in (
-                    "run_id",
-                    "status",
-                    "client_completed",
-                    "client_failed",
-                    "client_output_tokens",
-                    "tokens_agree",
-                    "achieved_rate",
-                    "client_limited",
-                    "server_exit_code",
-                )
-            }
-            for r in envelope["levels"]
-        ],
-    }
+    return RunSummary.of(envelope)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from dataclasses import dataclass
 from typing import ClassVar
 
+from accelbench.config import Settings, env_name
 from accelbench.core.spec import Runtime, ServerSpec
 from accelbench.errors import ConfigError
 
@@ -39,12 +39,20 @@ class Recipe:
 
     runtime: ClassVar[Runtime]
     accelerator_type: ClassVar[str]
-    repository_setting: ClassVar[str]
-    default_repository: ClassVar[str]
+    repository_field: ClassVar[str]  # the Settings field of the image repository (a mirror may replace it)
     default_version: ClassVar[str]
 
+    @property
+    def repository_setting(self) -> str:
+        return env_name(self.repository_field)
+
+    @property
+    def default_repository(self) -> str:
+        return str(Settings.model_fields[self.repository_field].default)
+
     def repository(self) -> str:
-        return os.environ.get(self.repository_setting, "").strip() or self.default_repository
+        value = getattr(Settings.from_env(self.repository_field), self.repository_field)
+        return str(value)
 
     def tag(self, version: str) -> str:
         return f"v{version.removeprefix('v')}"
@@ -90,8 +98,7 @@ class Recipe:
 class VllmCpu(Recipe):
     runtime: ClassVar[Runtime] = "vllm-cpu"
     accelerator_type: ClassVar[str] = "cpu"
-    repository_setting: ClassVar[str] = "ACCELBENCH_VLLM_CPU_IMAGE_REPOSITORY"
-    default_repository: ClassVar[str] = "vllm/vllm-openai-cpu"
+    repository_field: ClassVar[str] = "vllm_cpu_image_repository"
     # Used only when the catalog's runtime_versions has no vllm-cpu row (FACTS.md: v0.18.0+ seen).
     default_version: ClassVar[str] = "0.18.0"
     omp_threads_bind: str = "auto"
@@ -113,8 +120,7 @@ class VllmCpu(Recipe):
 class VllmGpu(Recipe):
     runtime: ClassVar[Runtime] = "vllm-gpu"
     accelerator_type: ClassVar[str] = "gpu"
-    repository_setting: ClassVar[str] = "ACCELBENCH_VLLM_GPU_IMAGE_REPOSITORY"
-    default_repository: ClassVar[str] = "vllm/vllm-openai"
+    repository_field: ClassVar[str] = "vllm_gpu_image_repository"
     default_version: ClassVar[str] = "0.18.0"
     gpu_memory_utilization: float = 0.90
 
@@ -126,8 +132,8 @@ class VllmGpu(Recipe):
 class VllmNeuron(Recipe):
     runtime: ClassVar[Runtime] = "vllm-neuron"
     accelerator_type: ClassVar[str] = "neuron"
-    repository_setting: ClassVar[str] = "ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY"
-    default_repository: ClassVar[str] = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx"
+    repository_field: ClassVar[str] = "vllm_neuron_image_repository"
+
     default_version: ClassVar[str] = "0.18.0"
 
     def tag(self, version: str) -> str:

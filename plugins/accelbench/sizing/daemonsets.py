@@ -12,13 +12,13 @@ summed requests in ACCELBENCH_EXTRA_DAEMONSET_REQUESTS, e.g. "cpu=200m,memory=25
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
+from accelbench.config import Settings, env_name
 from accelbench.errors import ConfigError
 
-EXTRA_SETTING = "ACCELBENCH_EXTRA_DAEMONSET_REQUESTS"
+EXTRA_SETTING = env_name("extra_daemonset_requests")
 _CPU = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>m?)")
 _MEMORY = re.compile(r"(?P<n>\d+)(?P<unit>Ki|Mi|Gi|Ti|k|M|G|T)?")
 _BYTES = {
@@ -70,7 +70,10 @@ DAEMONSETS_MEMORY_MIB = sum(d.memory_mib for d in NODE_DAEMONSETS)
 
 def extra_requests(raw: str | None = None) -> tuple[int, int]:
     """(millicores, MiB) of the cluster's own node DaemonSets, from ACCELBENCH_EXTRA_DAEMONSET_REQUESTS."""
-    raw = (os.environ.get(EXTRA_SETTING, "") if raw is None else raw).strip()
+    if raw is None:
+        raw = Settings.from_env("extra_daemonset_requests").extra_daemonset_requests
+    raw = raw.strip()
+
     cpu_m, memory_mib = 0, 0
     for part in filter(None, (p.strip() for p in raw.split(","))):
         key, _, value = part.partition("=")

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.config import Settings, env_name
 from accelbench.errors import ConfigError
 
-MODEL_STORE_SETTING = "ACCELBENCH_MODEL_STORE"
+MODEL_STORE_SETTING = env_name("model_store")
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
 
 
@@ -174,7 +174,8 @@ def find_config(model: str, store: str | None = None) -> Path:
     """config.json of `model`: a local directory, or <store>/<org>--<name>/ or <store>/<org>/<name>/."""
     direct = Path(model).expanduser()
     candidates = [direct / "config.json"]
-    store = store if store is not None else os.environ.get(MODEL_STORE_SETTING, "")
+    store = store if store is not None else Settings.from_env("model_store").model_store
+
     if store:
         root = Path(store).expanduser()
         candidates += [root / model.replace("/", "--") / "config.json", root / model / "config.json"]

@@ -1,4 +1,4 @@
-"""Task bodies of the import and retraction DAGs: check params against the catalog and lake, log why."""
+"""Task body of the import DAG: check the params against the catalog, ingest, say what was refused."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine
+from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
 from accelbench.catalog import queries
-from accelbench.catalog.retract import check_run_ids, retract
 from accelbench.config import Settings
 from accelbench.errors import ConfigError
 from accelbench.lake.imported import ImportTarget, import_results
@@ -19,7 +18,7 @@ from accelbench.lake.store import Lake
 log = logging.getLogger(__name__)
 
 
-@_fail_on_library_error
+@fail_on_library_error
 def import_bench_results(params: dict[str, Any], dag_run_id: str) -> dict[str, Any]:
     settings = Settings.from_env()
     try:
@@ -79,25 +78,3 @@ def fail_on_refused(result: dict[str, Any]) -> None:
             f"(the others are imported): " + "; ".join(refused.values())
         )
     log.info("every file imported")
-
-
-@_fail_on_library_error
-def retract_runs(params: dict[str, Any], user: str | None) -> dict[str, Any]:
-    settings = Settings.from_env()
-    lake = Lake.from_env(settings)
-    known = set(lake.read("runs", columns=["run_id"]).column("run_id").to_pylist())
-    superseded_by = (params.get("superseded_by") or "").strip() or None
-    ids = check_run_ids(params["run_ids"], superseded_by, known)
-    with catalog_engine(settings) as engine:
-        result = retract(engine, ids, params["reason"], superseded_by, by=user)
-    for run_id in result.added:
-        log.info("retracted %s: %s", run_id, params["reason"])
-    for run_id, before in result.changed.items():
-        log.info("retraction of %s updated (was: %s)", run_id, before)
-    log.info(
-        "retractions: %d added, %d updated, %d already so; the runs stay in the lake",
-        len(result.added),
-        len(result.changed),
-        len(result.unchanged),
-    )
-    return {"added": result.added, "changed": sorted(result.changed), "unchanged": result.unchanged}

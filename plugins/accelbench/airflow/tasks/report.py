@@ -6,7 +6,7 @@ import logging
 from datetime import date
 from typing import Any
 
-from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine
+from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
 from accelbench.config import Settings
 from accelbench.lake.store import Lake
 from accelbench.report.build import (
@@ -27,7 +27,7 @@ def _day(value: str | None) -> date | None:
     return date.fromisoformat(value) if value else None
 
 
-@_fail_on_library_error
+@fail_on_library_error
 def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     slos = params.get("slos") or {}
     flt = ReportFilter(

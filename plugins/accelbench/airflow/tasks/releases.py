@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
 
-from accelbench.airflow.tasks import _fail_on_library_error, catalog_engine
+from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
 from accelbench.catalog.db import migrate
 from accelbench.config import Settings
 from accelbench.runtime.discovery import record_new_releases, set_status, unannounced
@@ -17,7 +17,7 @@ from accelbench.runtime.registry import RegistryClient
 log = logging.getLogger(__name__)
 
 
-@_fail_on_library_error
+@fail_on_library_error
 def discover_vllm_cpu_releases(include_prereleases: bool | None = None) -> list[dict[str, Any]]:
     settings = Settings.from_env()
     recipe = recipe_for("vllm-cpu")
@@ -48,7 +48,7 @@ def discover_vllm_cpu_releases(include_prereleases: bool | None = None) -> list[
     return [{"version": r.version, "image": r.image, "digest": r.digest} for r in pending]
 
 
-@_fail_on_library_error
+@fail_on_library_error
 def mark(version: str, status: str) -> None:
     """runtime_versions.status of a vllm-cpu version: announced (its campaign was requested), then
     benchmarked (its campaign landed rows)."""

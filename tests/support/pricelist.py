@@ -1,9 +1,16 @@
-"""PriceList documents shaped like real GetProducts answers (JSON strings, OnDemand + Reserved terms)."""
+"""AWS price answers for the pricing tests: PriceList documents shaped like real GetProducts answers (JSON
+strings, OnDemand + Reserved terms), a Pricing API on 127.0.0.1, spot price history pages, a fake session."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
+
+import boto3
+
+# Credentials that sign requests for Stubber and the local endpoints; nothing reaches AWS.
+SESSION = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="y", region_name="us-east-1")
 
 
 class PricingEndpoint(BaseHTTPRequestHandler):
@@ -135,3 +142,29 @@ def price_document(
         "publicationDate": "2026-07-15T19:08:29Z",
     }
     return json.dumps(doc)
+
+
+def spot_page(instance_type: str, zones: dict[str, str]) -> dict:
+    """A DescribeSpotPriceHistory answer: today's price per zone in `zones`, plus an older, higher one."""
+    return {
+        "SpotPriceHistory": [
+            {
+                "AvailabilityZone": z,
+                "InstanceType": instance_type,
+                "ProductDescription": "Linux/UNIX",
+                "SpotPrice": p,
+                "Timestamp": datetime(2026, 11, 30, 8, tzinfo=UTC),
+            }
+            for z, p in zones.items()
+        ]
+        + [
+            {
+                "AvailabilityZone": "us-east-1a",
+                "InstanceType": instance_type,
+                "ProductDescription": "Linux/UNIX",
+                "SpotPrice": "9.9",
+                "Timestamp": datetime(2026, 11, 29, 8, tzinfo=UTC),
+            }
+        ],
+        "NextToken": "",
+    }

@@ -1,13 +1,17 @@
-"""Task bodies of the campaign DAG besides the benchmark itself: ingest one spec, summarise the run."""
+"""Task bodies of a campaign DAG besides the benchmark itself: plan, ingest one spec, summarise the run."""
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 import pyarrow.dataset as ds
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
+from accelbench.campaign.planner import parse_request
+from accelbench.campaign.planning import plan_request, unconfigured
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
@@ -21,6 +25,24 @@ log = logging.getLogger(__name__)
 def campaign_id(dag_id: str, run_id: str) -> str:
     """Stable for a DAG run: a retried or cleared task writes the same lake files."""
     return safe_name(f"{dag_id}.{run_id}")
+
+
+@fail_on_library_error
+def plan_benchmarks(
+    params: dict[str, Any], campaign_id: str, as_of: datetime | None = None, scheduled: bool = False
+) -> list[dict[str, Any]]:
+    """First task of a campaign: every problem fails it, with the text naming each field.
+
+    `scheduled`: the run was made by the scheduler (cron, backfill), not by a user, so an install that
+    has no model yet skips instead of failing."""
+    request = parse_request(params)
+    why = unconfigured(request) if scheduled else None
+    if why:
+        raise AirflowSkipException(why)
+    with catalog_engine() as engine:
+        planned = plan_request(request, engine, campaign_id, MODE_CHECKS, as_of=as_of)
+    log.info("planned %d benchmark pods", len(planned.specs))
+    return [spec.model_dump(mode="json") for spec in planned.specs]
 
 
 def ingest_spec(

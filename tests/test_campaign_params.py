@@ -1,0 +1,162 @@
+"""The campaign DAGs' Params come from CampaignRequest: the same defaults and limits, the same refusals,
+and the reference page's table is the render of the model."""
+
+from __future__ import annotations
+
+import os
+import re
+import typing
+from typing import Any
+
+import annotated_types
+import pytest
+from accelbench.campaign.request import CampaignRequest, field_extra, setting_default
+from pydantic import ValidationError
+
+from tests.support.paths import DAGS, REPO
+
+CAMPAIGN = "accelbench_cpu_campaign"
+GOOD = {"instance_types": ["m8g.xlarge"], "model": "Qwen/Qwen2.5-0.5B-Instruct"}
+
+
+@pytest.fixture(scope="module")
+def bag(airflow_db):  # type: ignore[no-untyped-def]
+    """The DAG folder parsed once, with no ACCELBENCH_* setting: the defaults are the settings' own."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    with pytest.MonkeyPatch.context() as env:
+        _without_settings(env)
+        return DagBag(dag_folder=str(DAGS))
+
+
+def _without_settings(env: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.startswith("ACCELBENCH_")]:
+        env.delenv(key)
+
+
+def _model_default(name: str) -> Any:
+    """The model's own default; a field a request must name: its form default; one from a setting: the
+    setting's default (no ACCELBENCH_* is set while the DAGs are parsed)."""
+    info, extra = CampaignRequest.model_fields[name], field_extra(name)
+    if "default_env" in extra:
+        return setting_default(extra["default_env"])
+    return extra["form_default"] if info.is_required() else info.get_default(call_default_factory=True)
+
+
+def _bounds(metadata: list[Any]) -> dict[str, Any]:
+    """The JSON-schema keywords of a field's annotated_types metadata (Ge, Le, MinLen, MaxLen)."""
+    keys = {
+        annotated_types.Ge: ("ge", "minimum"),
+        annotated_types.Le: ("le", "maximum"),
+        annotated_types.Gt: ("gt", "exclusiveMinimum"),
+        annotated_types.MinLen: ("min_length", None),
+        annotated_types.MaxLen: ("max_length", None),
+    }
+    out = {}
+    for item in metadata:
+        for kind, (attr, keyword) in keys.items():
+            if isinstance(item, kind):
+                out[keyword or attr] = getattr(item, attr)
+    return out
+
+
+def _literal_values(annotation: Any) -> list[Any] | None:
+    """The values of a `Literal[...]` or `Literal[...] | None` field; None for any other type."""
+    if typing.get_origin(annotation) is not typing.Literal:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) != 1 or typing.get_origin(args[0]) is not typing.Literal:
+            return None
+        annotation = args[0]
+    return list(typing.get_args(annotation))
+
+
+@pytest.mark.airflow
+def test_every_campaign_param_has_the_models_default_limits_and_description(bag) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS
+
+    params = bag.get_dag(CAMPAIGN).params
+    assert list(params.keys()) == list(CAMPAIGN_FORM_FIELDS)
+    for name in CAMPAIGN_FORM_FIELDS:
+        param, info = params.get_param(name), CampaignRequest.model_fields[name]
+        schema = param.schema
+        assert param.value == _model_default(name), name
+        assert info.description and info.description in (param.description or ""), name
+        bounds = _bounds(info.metadata)
+        kind = schema["type"] if isinstance(schema["type"], str) else schema["type"][-1]
+        for keyword in ("minimum", "maximum", "exclusiveMinimum"):
+            assert schema.get(keyword) == bounds.get(keyword), (name, keyword)
+        low, high = ("minItems", "maxItems") if kind == "array" else ("minLength", "maxLength")
+        assert schema.get(low) == bounds.get("min_length"), name
+        assert schema.get(high) == bounds.get("max_length"), name
+        enum = _literal_values(info.annotation)
+        if enum is not None:
+            assert schema["enum"] == enum, name
+        for key, value in field_extra(name).items():  # uniqueItems, section, items pattern: as declared
+            if key not in ("form_default", "default_env"):
+                assert schema[key] == value, (name, key)
+    slo_names = typing.get_args(typing.get_args(CampaignRequest.model_fields["slos"].annotation)[0])
+    assert list(params.get_param("slos").schema["properties"]) == list(slo_names)
+    # The CPU form narrows two fields to what the CPU tier runs, within the model's limits.
+    assert params.get_param("dtype").schema["enum"] == ["bfloat16"]
+    assert params.get_param("concurrency").schema["items"]["maximum"] == 1024
+    assert params.get_param("repeats").value == CampaignRequest.model_fields["repeats"].default == 2
+
+
+@pytest.mark.airflow
+def test_the_version_campaign_and_the_weekly_matrix_take_the_same_defaults(bag) -> None:  # type: ignore[no-untyped-def]
+    from accelbench.airflow.dag_defaults import campaign_defaults
+
+    campaign = bag.get_dag(CAMPAIGN).params
+    version = bag.get_dag("accelbench_cpu_version_campaign").params.get_param("execution_mode")
+    assert version.schema == campaign.get_param("execution_mode").schema
+    assert version.value == campaign.get_param("execution_mode").value == "local"
+    with pytest.MonkeyPatch.context() as env:
+        _without_settings(env)
+        matrix = campaign_defaults()
+    assert matrix == {name: campaign.get_param(name).value for name in matrix}
+    request = CampaignRequest.model_validate(matrix)  # the weekly matrix is a valid request
+    assert request.repeats == 2 and request.slos == matrix["slos"]
+
+
+@pytest.mark.airflow
+@pytest.mark.parametrize(
+    ("field", "bad", "good"),
+    [
+        ("repeats", 0, 1),
+        ("repeats", 21, 20),
+        ("input_len", 131073, 131072),
+        ("prompts_per_level", 0, 100000),
+        ("quantization", "fp4", "int4"),
+        ("concurrency", [0], [1024]),
+        ("concurrency", [1025], [1]),
+        ("concurrency", [4, 4], [4, 8]),
+        ("instance_types", [], ["m8g.xlarge"]),
+        ("model", "org/model; reboot", "org/model-1.5"),
+        ("version", "latest", "0.19.1"),
+        ("slos", {"ttft_p99_ms": 0}, {"ttft_p99_ms": 500}),
+        ("slos", {"ttft_p50_ms": 100}, {}),
+        ("execution_mode", "cloud", "kubernetes"),
+    ],
+)
+def test_what_the_model_refuses_the_form_refuses(bag, field: str, bad: Any, good: Any) -> None:  # type: ignore[no-untyped-def]
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    param = bag.get_dag(CAMPAIGN).params.get_param(field)
+    with pytest.raises(ValidationError):
+        CampaignRequest.model_validate(GOOD | {field: bad})
+    with pytest.raises(ParamValidationError):
+        param.resolve(bad)
+    assert getattr(CampaignRequest.model_validate(GOOD | {field: good}), field) == good
+    assert param.resolve(good) == good
+
+
+def test_the_reference_page_holds_the_render_of_the_model() -> None:
+    from accelbench.airflow.campaign_params import MARKER, render_dag_params
+    from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS
+
+    page = (REPO / "docs" / "reference" / "dag-params.md").read_text()
+    found = re.search(rf"<!-- generated:{MARKER} -->\n(.*?)<!-- /generated:{MARKER} -->", page, re.S)
+    assert found, f"docs/reference/dag-params.md has no generated:{MARKER} block"
+    assert found.group(1) == render_dag_params(), "regenerate it: scripts/gen_reference.py"
+    rows = [line for line in found.group(1).splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == list(CAMPAIGN_FORM_FIELDS)

@@ -1,0 +1,205 @@
+"""The campaign rules the task bodies call, without Airflow: the version matrix, version spelling and
+local mode's version, the one planning entry point ("already measured" as a value), the gate's scope."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at, matrix_keys, parse_version_matrix
+from accelbench.campaign.planner import parse_request
+from accelbench.campaign.planning import ModeChecks, plan_request, unconfigured
+from accelbench.campaign.problems import PlanningError, Problem
+from accelbench.catalog.db import make_engine, migrate
+from accelbench.catalog.retract import retract
+from accelbench.catalog.seed import upsert_instance_types
+from accelbench.catalog.seed_file import load_seed
+from accelbench.core.spec import BenchmarkSpec
+from accelbench.errors import ConfigError
+from accelbench.lake.schemas import RUNS
+from accelbench.lake.store import Lake
+from accelbench.report.gate import gate, gate_scope
+from accelbench.runtime.version_rules import check_version, local_mode_version
+
+from tests.support.paths import REPO
+
+STORE = REPO / "tests" / "data" / "model_configs"
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+CATALOG = {s.instance_type: s for s in load_seed()}
+MATRIX = {
+    "instance_types": ["m8g.xlarge", "c8g.2xlarge"],
+    "model": MODEL,
+    "concurrency": [1, 2],
+    "repeats": 2,
+}
+KUBERNETES = ModeChecks(local_vllm=lambda: pytest.fail("not local"), kubernetes_problems=lambda model: [])
+
+
+@pytest.fixture
+def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
+    eng = make_engine(f"sqlite:///{tmp_path / 'catalog.db'}")
+    migrate(eng)
+    upsert_instance_types(eng, load_seed())
+    yield eng
+    eng.dispose()
+
+
+def _land(lake: Lake, spec: BenchmarkSpec, status: str = "ok") -> None:
+    """Every level x repeat of `spec`, as runs of another campaign."""
+    rows = [
+        {
+            "run_id": f"{spec.spec_id}/c{c}-r{r}",
+            "matrix_key": spec.matrix_key,
+            "level_kind": "concurrency",
+            "level_value": float(c),
+            "repeat": r,
+            "status": status,
+            "instance_type": spec.server.instance_type,
+        }
+        for c in spec.load.concurrency
+        for r in range(spec.load.repeats)
+    ]
+    lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-30", spec.spec_id)
+
+
+def test_the_version_matrix_is_the_defaults_overridden_by_its_setting() -> None:
+    defaults = {"model": MODEL, "repeats": 2}
+    assert parse_version_matrix("  ", defaults) == defaults
+    assert parse_version_matrix('{"repeats": 3}', defaults) == {"model": MODEL, "repeats": 3}
+    for raw, why in (
+        ("{not json", "not JSON"),
+        ("[1]", "a JSON object"),
+        ('{"version": "0.1.0"}', "without"),
+    ):
+        with pytest.raises(ConfigError, match=VERSION_MATRIX_SETTING) as err:
+            parse_version_matrix(raw, defaults)
+        assert why in str(err.value)
+
+
+def test_a_version_has_one_spelling_and_the_matrix_plans_at_it() -> None:
+    assert check_version("v0.19.1") == check_version("0.19.1") == "0.19.1"
+    for bad in (None, "", "latest", "0.19"):
+        with pytest.raises(ConfigError, match="partition_key"):
+            check_version(bad, "partition_key")
+    request = matrix_at(MATRIX, "v0.20.0", "kubernetes")
+    assert (request.version, request.execution_mode, request.repeats) == ("0.20.0", "kubernetes", 2)
+    with pytest.raises(ConfigError, match=r"partition_key='latest'"):
+        matrix_at(MATRIX, "latest", "local")
+    with pytest.raises(PlanningError, match="repeats"):
+        matrix_at(MATRIX | {"repeats": 0}, "0.20.0", "local")
+
+
+def test_local_mode_measures_only_the_vllm_it_has() -> None:
+    assert local_mode_version(None, "0.32.0", "/venv/bin/python") == "0.32.0"
+    assert local_mode_version("v0.32.0", "0.32.0", "/venv/bin/python") == "0.32.0"
+    with pytest.raises(
+        ConfigError, match=r"version='0\.1\.0': local mode serves .* /venv/bin/python \(0\.32\.0\)"
+    ):
+        local_mode_version("0.1.0", "0.32.0", "/venv/bin/python")
+
+
+def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lake = Lake(str(tmp_path / "lake"))
+    request = matrix_at(MATRIX, "0.19.1", "kubernetes")
+    first = plan_request(request, engine, "c1", KUBERNETES, lake=lake)
+    assert first.version == "0.19.1" and len(first.specs) == 2 and first.measured == []
+    assert not first.already_measured
+    m8g, c8g = sorted(first.specs, key=lambda s: s.server.instance_type != "m8g.xlarge")
+
+    _land(lake, m8g)
+    _land(lake, c8g, status="failed")  # a failed run is not a measurement
+    left = plan_request(request, engine, "c2", KUBERNETES, lake=lake)
+    assert [s.server.instance_type for s in left.specs] == ["c8g.2xlarge"]
+    assert [s.matrix_key for s in left.measured] == [m8g.matrix_key]
+
+    _land(lake, c8g)
+    done = plan_request(request, engine, "c3", KUBERNETES, lake=lake)
+    assert done.already_measured and done.specs == [] and len(done.measured) == 2
+    forced = plan_request(request, engine, "c3", KUBERNETES, lake=lake, force=True)
+    assert forced.forced and not forced.already_measured and len(forced.specs) == 2
+    assert len(plan_request(request, engine, "c3", KUBERNETES).specs) == 2  # no lake: no lookup
+
+    retract(engine, [f"{m8g.spec_id}/c1-r0"], "node was throttled")  # a retracted run counts for nothing
+    again = plan_request(request, engine, "c4", KUBERNETES, lake=lake)
+    assert [s.server.instance_type for s in again.specs] == ["m8g.xlarge"]
+
+
+def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:  # type: ignore[no-untyped-def]
+    local = ModeChecks(
+        local_vllm=lambda: ("0.32.0", "/venv/bin/python"), kubernetes_problems=lambda m: pytest.fail("local")
+    )
+    planned = plan_request(parse_request(MATRIX | {"execution_mode": "local"}), engine, "c", local)
+    assert planned.version == "0.32.0" and {s.server.image_digest for s in planned.specs} == {None}
+    with pytest.raises(ConfigError, match="measure other versions in kubernetes mode"):
+        plan_request(
+            parse_request(MATRIX | {"execution_mode": "local", "version": "0.19.0"}), engine, "c", local
+        )
+
+    lacking = ModeChecks(
+        local_vllm=lambda: pytest.fail("kubernetes"),
+        kubernetes_problems=lambda model: [Problem("ACCELBENCH_LOADGEN_IMAGE", None, "unset")],
+    )
+    request = parse_request(MATRIX | {"execution_mode": "kubernetes", "instance_types": ["m6g.large"]})
+    with pytest.raises(PlanningError) as err:  # the mode's problems with the request's own, at once
+        plan_request(request, engine, "c", lacking)
+    assert {p.field for p in err.value.problems} >= {"ACCELBENCH_LOADGEN_IMAGE", "instance_types[0]"}
+
+
+def test_a_scheduled_campaign_without_its_model_has_nothing_to_measure_yet(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    request = parse_request(MATRIX)
+    why = unconfigured(request)
+    assert why and f"model={MODEL!r}" in why and "ACCELBENCH_MODEL_STORE" in why
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
+    assert unconfigured(request) is None
+
+
+def _run(version: str, level: int, repeat: int, out: float, matrix_key: str) -> dict[str, Any]:
+    return {
+        "run_id": f"{version}/c{level}-r{repeat}-{matrix_key}",
+        "matrix_key": matrix_key,
+        "accelerator_type": "cpu",
+        "instance_type": "m8g.xlarge",
+        "model": MODEL,
+        "quantization": None,
+        "vllm_version": version,
+        "level_kind": "concurrency",
+        "level_value": float(level),
+        "repeat": repeat,
+        "status": "ok",
+        "output_throughput": out,
+        "total_token_throughput": out * 2,
+        "p99_ttft_ms": 100.0,
+        "p99_tpot_ms": 10.0,
+        "completed": 200,
+        "accelerator_count": 0,
+        "started_at": datetime(2026, 11, 20, tzinfo=UTC),
+    }
+
+
+def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
+    matrix = parse_request(MATRIX | {"instance_types": ["m8g.xlarge"], "concurrency": [1]})
+    assert gate_scope(matrix).models == [MODEL] and gate_scope(matrix).tiers == ["cpu"]
+    keys = {v: matrix_keys(matrix, CATALOG, {v}).keys for v in ("0.19.0", "0.20.0")}
+    assert all(len(k) == 1 for k in keys.values()) and keys["0.19.0"] != keys["0.20.0"]
+
+    def runs(key_of: Any, outs: dict[str, float]) -> list[dict[str, Any]]:
+        return [_run(v, 1, r, out + r, key_of(v)) for v, out in outs.items() for r in range(2)]
+
+    steady = runs(lambda v: next(iter(keys[v])), {"0.19.0": 100.0, "0.20.0": 100.0})
+    collapse = runs(lambda v: "another-load", {"0.19.0": 100.0, "0.20.0": 10.0})  # not the matrix
+    verdict = gate(steady + collapse, matrix, CATALOG, [], "0.20.0")
+    assert verdict.regressions == [] and verdict.unplanned == {}
+    slower = runs(lambda v: next(iter(keys[v])), {"0.19.0": 100.0, "0.20.0": 60.0})
+    (line,) = gate(slower, matrix, CATALOG, [], "0.20.0").lines
+    assert "0.19.0 -> 0.20.0" in line and "output_throughput" in line
+
+    unplannable = parse_request(MATRIX | {"instance_types": ["m6g.large"]})  # Graviton2: plans at no version
+    found = matrix_keys(unplannable, CATALOG, {"0.19.0"})
+    assert found.keys == set() and "m6g.large" in found.unplanned["0.19.0"]
+    assert json.dumps(sorted(found.unplanned))  # versions, printable in the gate's log
