@@ -19,22 +19,24 @@ from pathlib import Path
 
 import pytest
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.execution.local_server import LocalServer
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
 
-from tests.conftest import REPO
-from tests.servers import missing
-from tests.test_checkov import CHECKOV
-from tests.test_loadgen_pod import DATE, run_loadgen
-from tests.test_local_server import tiny_spec
+from tests.support.checkov import CHECKOV
+from tests.support.loadgen import DATE, run_loadgen
+from tests.support.paths import REPO
+from tests.support.servers import missing
+from tests.support.specs import tiny_spec
 
 DOCKERFILES = {
     "airflow": REPO / "docker" / "airflow" / "Dockerfile",
     "loadgen": REPO / "docker" / "loadgen" / "Dockerfile",
 }
 HADOLINT = CHECKOV.parent / "hadolint"  # installed beside checkov by scripts/checkov-env.sh
+# Each image installs the uv that requirements-uv.txt pins before its install step; here the same pin is the
+# one scripts/bootstrap.sh put in .venv (scripts/uv.sh falls back to pip where there is none).
+UV = REPO / ".venv" / "bin" / "uv"
 DAG_IDS = {p.stem for p in (REPO / "dags").glob("accelbench_*.py")}
 
 
@@ -98,6 +100,14 @@ def env_value(dockerfile: Path, name: str) -> str:
     raise AssertionError(f"{dockerfile.relative_to(REPO)} sets no {name}")
 
 
+def install_env(*drop: str) -> dict[str, str]:
+    """This process's environment without `drop`, pointing the install scripts at the pinned uv."""
+    env = {k: v for k, v in os.environ.items() if k not in {"UV", *drop}}
+    if UV.is_file():
+        env["UV"] = str(UV)
+    return env
+
+
 def run(cmd: list[str], *, env: dict[str, str] | None = None, timeout: float = 1200) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
     assert proc.returncode == 0, f"{shlex.join(cmd)}\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
@@ -155,7 +165,7 @@ def airflow_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stage(DOCKERFILES["airflow"], root)
     venv = root / "venv"
     run([shutil.which("python3") or "python3", "-m", "venv", str(venv)])
-    run(install_command(DOCKERFILES["airflow"], root, str(venv / "bin" / "python")))
+    run(install_command(DOCKERFILES["airflow"], root, str(venv / "bin" / "python")), env=install_env())
     return root
 
 
@@ -196,7 +206,7 @@ def test_airflow_image_environment_parses_every_dag_and_finds_the_plugin(
 
 @pytest.mark.vllm
 def test_loadgen_image_environments_drive_a_real_server(
-    tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, vllm_python: Path, aws_on_moto
+    tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, vllm_server, aws_on_moto
 ) -> None:  # type: ignore[no-untyped-def]
     """Both loadgen environments built fresh; the staged driver runs the staged `vllm bench serve`."""
     import boto3
@@ -204,8 +214,7 @@ def test_loadgen_image_environments_drive_a_real_server(
     root = tmp_path_factory.mktemp("loadgen-image")
     stage(DOCKERFILES["loadgen"], root)
     cmd = install_command(DOCKERFILES["loadgen"], root, "python")
-    env = {k: v for k, v in os.environ.items() if k not in {"VLLM_ENV_DIR", "TORCH_INDEX_URL"}}
-    run(cmd, env=env, timeout=1800)
+    run(cmd, env=install_env("VLLM_ENV_DIR", "TORCH_INDEX_URL"), timeout=1800)
     prefix = Path(cmd[1])
     version = run([str(prefix / "vllm" / "bin" / "vllm"), "--version"]).strip().splitlines()[-1]
     pinned = next(
@@ -224,15 +233,14 @@ def test_loadgen_image_environments_drive_a_real_server(
     plan = LoadPlan(input_len=32, output_len=8, concurrency=(1,), prompts_per_level=4, warmups=1, seed=5)
     spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="image-campaign")
     out = root / "raw"
-    with LocalServer(spec.server, root / "server", python=vllm_python) as server:
-        proc = run_loadgen(
-            spec,
-            server,
-            f"s3://{bucket}",
-            out,
-            loadgen=prefix / "driver" / "bin" / "accelbench-loadgen",
-            vllm=prefix / "vllm" / "bin" / "vllm",
-        )
+    proc = run_loadgen(  # the session's server: what is under test here is the staged client side
+        spec,
+        vllm_server,
+        f"s3://{bucket}",
+        out,
+        loadgen=prefix / "driver" / "bin" / "accelbench-loadgen",
+        vllm=prefix / "vllm" / "bin" / "vllm",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lake = Lake(f"s3://{bucket}")
     where = RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id)

@@ -3,7 +3,7 @@ misspells a column, or leaves one out, fails where it is built instead of landin
 
 `pa.Table.from_pylist(rows, schema=RUNS)` alone drops a key the schema lacks and reads a missing one as
 null: a misspelt `server_exit_cod` would silently empty the column. RunRow has exactly the schema's
-columns (tests/test_evidence.py checks it), each required (None where the value is unknown), none other.
+columns (tests/unit/test_evidence.py checks it), each required (None where the value is unknown), none other.
 """
 
 from __future__ import annotations

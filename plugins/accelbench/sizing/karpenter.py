@@ -12,7 +12,7 @@ other model may stay Pending for good. The model, for `amiFamily: AL2023` with K
 The max pods are the type's ENI-limited count (karpenter.k8s.aws/instance-pods), which the catalog carries
 (`max_pods`). We leave `kubelet.maxPods` unset in the EC2NodeClass on purpose: for AL2023 both Karpenter
 (`UsesENILimitedMemoryOverhead`) and nodeadm reserve kube memory for the ENI-limited count whatever
-maxPods says, so a lower maxPods would give back no memory, only pod slots. tests/test_node_budget.py
+maxPods says, so a lower maxPods would give back no memory, only pod slots. tests/unit/test_node_budget.py
 checks this model against Karpenter's published figures for every type.
 """
 

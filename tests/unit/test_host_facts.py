@@ -8,8 +8,6 @@ import json
 import os
 import platform
 import re
-import subprocess
-import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,9 +17,9 @@ import pytest
 from accelbench import __version__
 from accelbench.campaign.planner import plan_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.ingest import PROVENANCE_FIELDS, ingest_raw
-from accelbench.lake.raw import ENVELOPE, EXECUTION, RawLocation, upload_raw, write_execution
+from accelbench.lake.raw import ENVELOPE, RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import LevelRecord
 from accelbench.loadgen.host import HostFacts, host_facts
@@ -29,7 +27,6 @@ from accelbench.sizing.model_config import load_model_shape
 from aiohttp import web
 
 from tests.support.kube_api import NODE, FakeKubeAPI, status
-from tests.support.paths import REPO
 from tests.support.planning import CATALOG, STORE
 
 DATE = "2026-11-30"
@@ -329,32 +326,5 @@ def test_server_image_id_reads_the_sidecar_status_only() -> None:
 # ---- the real executors write them --------------------------------------------------------------
 
 
-# The local executor's host facts are asserted on the real local campaign (test_campaign_dag.py).
-
-
-@pytest.mark.vllm
-def test_the_load_generator_records_its_host(tiny_model: Path, vllm_python: Path, tmp_path: Path) -> None:
-    """`accelbench-loadgen` as the pod runs it, against the zero-work server: execution.json has the host."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from accelbench.execution.tiny_model import server_spec
-    from zero_pipeline import zero_server
-
-    plan = LoadPlan(input_len=16, output_len=4, concurrency=(1,), prompts_per_level=3, warmups=1, seed=2)
-    spec = BenchmarkSpec(server=server_spec(tiny_model), load=plan, campaign_id="host-loadgen")
-    (tmp_path / "spec.json").write_text(spec.model_dump_json())
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELBENCH_")}
-    loadgen = str(REPO / ".venv" / "bin" / "accelbench-loadgen")
-    with zero_server() as (url, pid):
-        args = ["--spec", str(tmp_path / "spec.json"), "--server-url", url, "--server-pid", str(pid)]
-        proc = subprocess.run(
-            [loadgen, *args, "--out", str(tmp_path / "out"), "--vllm", str(vllm_python.parent / "vllm")],
-            env=env | {"ACCELBENCH_EXECUTION_MODE": "kubernetes"},
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    execution = json.loads((tmp_path / "out" / spec.spec_id / EXECUTION).read_text())
-    assert execution["execution_mode"] == "kubernetes"
-    assert {k: execution[k] for k in HostFacts.__annotations__} == host_facts()
+# The real executors write them: the local executor's on the real local campaign
+# (tests/e2e/test_campaign_dag.py), the load generator's in tests/e2e/test_loadgen_pod.py.

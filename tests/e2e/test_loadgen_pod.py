@@ -6,6 +6,9 @@ task's library call on the Airflow side. Only the pod itself (scheduling, sideca
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -13,10 +16,12 @@ import boto3
 import pytest
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.ingest import ingest_raw
-from accelbench.lake.raw import RawLocation
+from accelbench.lake.raw import EXECUTION, RawLocation
 from accelbench.lake.store import Lake
+from accelbench.loadgen.host import HostFacts, host_facts
 
 from tests.support.loadgen import DATE, NODE, run_loadgen
+from tests.support.paths import REPO
 from tests.support.specs import tiny_spec
 
 pytestmark = pytest.mark.vllm
@@ -59,3 +64,30 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
     summary = json.loads(missing_bucket.stdout.strip().splitlines()[-1])
     assert summary["lake_error"].startswith("could not copy the raw evidence to s3://no-such-bucket/lake")
     assert summary["failure"] is None and len(summary["levels"]) == 2
+
+
+def test_the_load_generator_records_its_host(tiny_model: Path, vllm_python: Path, tmp_path: Path) -> None:
+    """`accelbench-loadgen` as the pod runs it, against the zero-work server: execution.json has the host."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from accelbench.execution.tiny_model import server_spec
+    from zero_pipeline import zero_server
+
+    plan = LoadPlan(input_len=16, output_len=4, concurrency=(1,), prompts_per_level=3, warmups=1, seed=2)
+    spec = BenchmarkSpec(server=server_spec(tiny_model), load=plan, campaign_id="host-loadgen")
+    (tmp_path / "spec.json").write_text(spec.model_dump_json())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELBENCH_")}
+    loadgen = str(REPO / ".venv" / "bin" / "accelbench-loadgen")
+    with zero_server() as (url, pid):
+        args = ["--spec", str(tmp_path / "spec.json"), "--server-url", url, "--server-pid", str(pid)]
+        proc = subprocess.run(
+            [loadgen, *args, "--out", str(tmp_path / "out"), "--vllm", str(vllm_python.parent / "vllm")],
+            env=env | {"ACCELBENCH_EXECUTION_MODE": "kubernetes"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    execution = json.loads((tmp_path / "out" / spec.spec_id / EXECUTION).read_text())
+    assert execution["execution_mode"] == "kubernetes"
+    assert {k: execution[k] for k in HostFacts.__annotations__} == host_facts()
