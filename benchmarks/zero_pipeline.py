@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from accelbench.core.evidence import Envelope
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.execution.local_server import free_port
 from accelbench.execution.tiny_model import server_spec
@@ -70,16 +71,22 @@ def zero_server(ttft_ms: float = 0.0, itl_ms: float = 0.0) -> Iterator[tuple[str
                 break
             time.sleep(0.05)
         yield url, proc.pid
-    finally:
+    finally:  # SIGTERM ends it at once (no handler, no open work to drain); SIGKILL if it ever does not
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def spec(load: LoadPlan, campaign: str) -> BenchmarkSpec:
     return BenchmarkSpec(server=server_spec(tiny_tokenizer()), load=load, campaign_id=campaign)
 
 
-def run_pipeline(bench: BenchmarkSpec, url: str, server_pid: int, work: Path) -> tuple[Lake, dict]:
+def run_pipeline(bench: BenchmarkSpec, url: str, server_pid: int, work: Path) -> tuple[Lake, Envelope]:
     """Driver (client pinned to CLIENT_CPU) -> raw -> ingest into a fresh local lake; (lake, envelope)."""
     driver = Driver(
         bench, url, work / "raw", vllm=str(VLLM_BIN), server_pid=server_pid, client_cpus={CLIENT_CPU}

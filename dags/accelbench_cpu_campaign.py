@@ -22,7 +22,8 @@ from airflow.sdk import dag, task
 )
 def accelbench_cpu_campaign() -> None:
     @task(inlets=[CATALOG_ASSET])
-    def plan(params: dict | None = None, dag_run=None) -> list[dict]:  # type: ignore[no-untyped-def]
+    def plan(params: dict | None = None, dag_run=None) -> list[dict]:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.campaign import campaign_id, plan_benchmarks
 
         request = dict(params)

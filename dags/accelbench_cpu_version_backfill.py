@@ -34,7 +34,8 @@ from airflow.sdk import Param, dag, get_current_context, task
 )
 def accelbench_cpu_version_backfill() -> None:
     @task(outlets=[VLLM_CPU_RELEASES_ASSET])
-    def request_campaigns(params: dict | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    def request_campaigns(params: dict | None = None) -> list[str]:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.versions import versions_to_request
 
         versions = [v.removeprefix("v") for v in params["versions"]]

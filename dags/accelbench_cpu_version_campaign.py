@@ -31,7 +31,8 @@ from airflow.sdk import Param, PartitionedAssetTimetable, dag, get_current_conte
 )
 def accelbench_cpu_version_campaign() -> None:
     @task(inlets=[CATALOG_ASSET])
-    def plan(params: dict | None = None, dag_run=None) -> list[dict]:  # type: ignore[no-untyped-def]
+    def plan(params: dict | None = None, dag_run=None) -> list[dict]:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.campaign import campaign_id
         from accelbench.airflow.tasks.versions import plan_version_campaign
 
@@ -46,7 +47,7 @@ def accelbench_cpu_version_campaign() -> None:
         )
 
     @task
-    def regression_gate(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
+    def regression_gate(dag_run=None) -> dict:
         from accelbench.airflow.tasks.versions import regression_gate as gate
 
         context = get_current_context()

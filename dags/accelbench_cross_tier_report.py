@@ -44,7 +44,8 @@ from airflow.sdk import Param, dag, task
 )
 def accelbench_cross_tier_report() -> None:
     @task(inlets=[LAKE_ASSET, PRICES_ASSET])
-    def report(params: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
+    def report(params: dict | None = None) -> dict:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.report import cross_tier_report
 
         return cross_tier_report(dict(params))

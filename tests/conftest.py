@@ -10,6 +10,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +68,7 @@ def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def engine(catalog_url: str):  # type: ignore[no-untyped-def]
+def engine(catalog_url: str):
     from accelbench.catalog.db import make_engine, migrate
 
     eng = make_engine(catalog_url)
@@ -126,36 +127,52 @@ def _marks(item: pytest.Item) -> set[str]:
     return marks | {m.name for m in item.iter_markers() if m.name in FIXTURE_MARKS.values()}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the lanes
+def _tier(item: pytest.Item) -> str | None:
+    rel = item.path.relative_to(TESTS)
+    return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in TIERS else None
+
+
+def lane(nodeid: str) -> str:
+    """A test's lane in a parallel run (pytest-xdist): the real scheduler's test has one of its own; the
+    e2e tier shares one, one test after another (they share the session's vLLM server and would fight over
+    the cores); every other file is one unit of work for whichever lane is free. From the node id alone,
+    since pytest-xdist's controller schedules without collecting."""
+    path = nodeid.split("::", 1)[0]
+    if path.endswith("e2e/test_version_scheduling.py"):
+        return "scheduler"
+    return "e2e" if "/e2e/" in f"/{path}" else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scope scheduling with `lane` as the scope (its `loadgroup` mode cannot mark tests on
+    pytest 9: it rewrites a node id attribute pytest no longer reads)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Lanes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return lane(nodeid)
+
+    return Lanes(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tier and resource markers from where a test lives and what it uses, and the lanes of a parallel
-    run (pytest-xdist, --dist loadgroup): every vLLM test in one lane, one after another (they share
-    the session's server and would fight over the cores), each other file as one unit of work."""
+    """Tier and resource markers from where a test lives and what it uses; a test that uses more than its
+    tier allows fails collection; the two long lanes first, so a parallel run starts them at once and
+    fills in with the rest."""
     wrong = []
     for item in items:
-        rel = item.path.relative_to(TESTS)
-        tier = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in TIERS else None
         marks = _marks(item)
         for mark in marks:
             item.add_marker(mark)
+        tier = _tier(item)
         if tier is not None:
             item.add_marker(tier)
             if marks & TIER_REFUSES[tier]:
                 wrong.append(f"{item.nodeid}: {tier} test uses {sorted(marks & TIER_REFUSES[tier])}")
-        lane = "vllm" if "vllm" in marks else str(rel)
-        if rel.name == "test_version_scheduling.py":
-            lane = "scheduler"  # its own Airflow deployment: a lane of its own, started first
-        item.add_marker(pytest.mark.xdist_group(lane))
     if wrong:
         raise pytest.UsageError("tests in the wrong tier (move them down a tier):\n" + "\n".join(wrong))
-    # The two long lanes first, so a parallel run starts them at once and fills in with the rest.
-    first = {"scheduler": 0, "vllm": 1}
-    items.sort(key=lambda i: first.get(_lane(i), 2))
-
-
-def _lane(item: pytest.Item) -> str:
-    mark = item.get_closest_marker("xdist_group")
-    return str(mark.args[0]) if mark and mark.args else ""
+    first = {"scheduler": 0, "e2e": 1}
+    items.sort(key=lambda i: first.get(lane(i.nodeid), 2))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -211,7 +228,7 @@ def tiny_model(vllm_python: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def vllm_server(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):
     """One real vLLM server on the tiny model for the session, for tests that only need a server to drive.
     Tests that start, kill or inspect a server start their own."""
     from accelbench.execution.local_server import LocalServer, Pinning
@@ -224,7 +241,7 @@ def vllm_server(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.Te
 
 
 @pytest.fixture(scope="session")
-def driven(vllm_server, vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def driven(vllm_server, vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     """One real driver run (2 concurrency levels x 2 repeats) against the session's server."""
     from accelbench.loadgen.driver import Driver
 

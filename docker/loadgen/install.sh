@@ -5,17 +5,23 @@
 #                    fixed, independent of the server version under test
 #   <prefix>/driver  accelbench-loadgen: this package without its Airflow dependencies, plus
 #                    docker/loadgen/requirements.txt, pinned by constraints.txt
+# With uv (the image installs the one requirements-uv.txt pins; scripts/uv.sh), with pip where there is none.
 # Usage: install.sh <prefix> <source: a checkout, or the image's copy of it>
 set -euo pipefail
 prefix=$1
 src=$2
 python=${PYTHON:-python3}
+. "$src/scripts/uv.sh"
+env_tool_init loadgen-install "$src" "$python"
 
+env_step "the vllm environment: $prefix/vllm (scripts/vllm-env.sh)"
 VLLM_ENV_DIR="$prefix/vllm" "$src/scripts/vllm-env.sh"
+env_step "the driver environment: $prefix/driver"
 "$python" -m venv "$prefix/driver"
-pip=("$prefix/driver/bin/python" -m pip install --disable-pip-version-check --quiet)
-"${pip[@]}" -c "$src/constraints.txt" -r "$src/docker/loadgen/requirements.txt"
-"${pip[@]}" --no-deps "$src"
+env_install "$prefix/driver/bin/python" -c "$src/constraints.txt" -r "$src/docker/loadgen/requirements.txt"
+env_install "$prefix/driver/bin/python" --no-deps "$src"
 # No `pip check`: the package is installed without its Airflow dependencies on purpose; the import below is the check.
+env_step "checking: accelbench-loadgen --help, vllm bench serve --help"
 "$prefix/driver/bin/accelbench-loadgen" --help >/dev/null
 "$prefix/vllm/bin/vllm" bench serve --help >/dev/null
+env_step "done: $prefix"

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, JsonValue, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -75,7 +75,7 @@ def _setting(
 ) -> Any:
     """A Field with what the reference page shows: its group, and a default or type in words where the
     value alone would mislead (a default derived from ACCELBENCH_HOME, a string holding JSON)."""
-    extra: dict[str, str | int] = {"group": group}
+    extra: dict[str, JsonValue] = {"group": group}
     if shown_default is not None:
         extra["shown_default"] = shown_default
     if shown_type is not None:

@@ -35,7 +35,7 @@ def _lake_state(lake: Lake) -> tuple[list[str], list[tuple], int]:
 
 def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothing(
     airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
@@ -109,7 +109,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
 
 def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
     airflow_db, accelbench_env: Path, tmp_path: Path, monkeypatch, capfd, caplog, aws_on_moto
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The mode switch reaches the plan task's preflight: a local lake, no load-generator image, a model
     only on the worker's disk and an unreachable API server are four problems of one failed plan, named by
     their settings; then, with the rest set up, the unreachable API server alone. No pod, no lake event,
@@ -153,7 +153,7 @@ def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
 
 def test_bad_campaign_input_fails_planning_before_any_server_starts(
     airflow_db, accelbench_env: Path, monkeypatch, capfd
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     capfd.readouterr()
@@ -171,7 +171,7 @@ def test_bad_campaign_input_fails_planning_before_any_server_starts(
 
 def test_a_server_that_cannot_start_fails_its_benchmark_and_records_nothing(
     airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch, capfd, caplog
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"

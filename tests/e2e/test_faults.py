@@ -61,7 +61,7 @@ TINY_CONFIG = REPO / "tests" / "data" / "model_configs" / "local--tiny-llama"
 # ---- S3 unavailable during ingest ---------------------------------------------------------------
 
 
-def _raw_on_s3(driven, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, RawLocation]:  # type: ignore[no-untyped-def]
+def _raw_on_s3(driven, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, RawLocation]:
     driver, envelope = driven
     spec_dir = tmp_path / "raw"
     shutil.copytree(driver.spec_dir, spec_dir)
@@ -86,7 +86,7 @@ def _through(proxy: FaultyProxy, bucket: str, monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.vllm
 def test_s3_outage_during_ingest_is_retried_and_the_run_lands_once(
     driven, tmp_path, aws_on_moto, monkeypatch, caplog
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     bucket, where = _raw_on_s3(driven, tmp_path, monkeypatch)
     with FaultyProxy(aws_on_moto.port) as proxy:
         lake = _through(proxy, bucket, monkeypatch)
@@ -114,7 +114,7 @@ def test_s3_outage_during_ingest_is_retried_and_the_run_lands_once(
 @pytest.mark.vllm
 def test_s3_down_for_good_during_ingest_leaves_no_partial_run(
     driven, tmp_path, aws_on_moto, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     bucket, where = _raw_on_s3(driven, tmp_path, monkeypatch)
     with FaultyProxy(aws_on_moto.port) as proxy:
         lake = _through(proxy, bucket, monkeypatch)
@@ -156,7 +156,7 @@ class _FlakyPricing(PricingEndpoint):
         self.answer(status, body)
 
 
-def test_pricing_throttling_and_5xx_are_retried_and_a_type_that_keeps_failing_is_reported(engine) -> None:  # type: ignore[no-untyped-def]
+def test_pricing_throttling_and_5xx_are_retried_and_a_type_that_keeps_failing_is_reported(engine) -> None:
     names = ["c8g.large", "m8g.large", "r8g.large"]
     specs = [s for s in load_seed() if s.instance_type in names]
     upsert_instance_types(engine, specs)
@@ -366,7 +366,7 @@ K8S_CONF = {"model": "local/tiny-llama", "instance_types": ["m8g.xlarge"], "exec
 @pytest.mark.airflow
 def test_a_benchmark_pod_that_never_schedules_fails_naming_the_type_nodepool_and_tolerations(
     airflow_db, accelbench_env, tmp_path, monkeypatch, capfd, caplog, aws_on_moto
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from tests.support.airflow_dags import run_dag, task_states
 
     with FakeKubeAPI(mode="unschedulable") as fake:
@@ -417,7 +417,7 @@ dag.test(run_after=when, logical_date=when, run_conf=json.loads(sys.argv[3]))
 @pytest.mark.vllm
 def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_once(
     airflow_db, accelbench_env, tiny_model, vllm_python, tmp_path, monkeypatch, capfd, caplog, aws_on_moto
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Attempt 1 (its own process) creates the pod and watches it; it is SIGKILLed mid-benchmark. The retry
     finds the pod still running, reattaches, and reads its result. The pod's two containers are played for
     real: when the fake API lets the main container finish, `accelbench-loadgen` runs with the pod's

@@ -22,7 +22,7 @@ DATE = "2026-11-30"
 
 
 @pytest.mark.vllm
-def test_ingest_turns_raw_output_into_consistent_rows(driven) -> None:  # type: ignore[no-untyped-def]
+def test_ingest_turns_raw_output_into_consistent_rows(driven) -> None:
     driver, envelope = driven
     data = ingest(envelope, dir_reader(driver.spec_dir), PROV)
     assert data.runs.num_rows == 4 and data.requests.num_rows == 4 * 12
@@ -40,7 +40,7 @@ def test_ingest_turns_raw_output_into_consistent_rows(driven) -> None:  # type: 
     assert set(reqs["run_id"].to_pylist()) == {r["run_id"] for r in runs}
 
 
-def _lake(where: str, tmp_path) -> Lake:  # type: ignore[no-untyped-def]
+def _lake(where: str, tmp_path) -> Lake:
     if where == "local":
         return Lake(str(tmp_path / "lake"))
     bucket = f"lake-{uuid.uuid4().hex[:12]}"  # the moto server lives for the session: a fresh bucket
@@ -50,7 +50,7 @@ def _lake(where: str, tmp_path) -> Lake:  # type: ignore[no-untyped-def]
 
 @pytest.mark.vllm
 @pytest.mark.parametrize("where", ["local", "s3"])
-def test_raw_upload_and_ingest_are_idempotent(driven, where, tmp_path, aws_on_moto) -> None:  # type: ignore[no-untyped-def]
+def test_raw_upload_and_ingest_are_idempotent(driven, where, tmp_path, aws_on_moto) -> None:
     driver, envelope = driven
     spec_dir = tmp_path / "raw"
     shutil.copytree(driver.spec_dir, spec_dir)
@@ -75,7 +75,7 @@ def test_raw_upload_and_ingest_are_idempotent(driven, where, tmp_path, aws_on_mo
 
 @pytest.mark.vllm
 @pytest.mark.parametrize("where", ["local", "s3"])
-def test_requests_stream_level_by_level_and_a_failure_writes_nothing(  # type: ignore[no-untyped-def]
+def test_requests_stream_level_by_level_and_a_failure_writes_nothing(
     driven, where, tmp_path, aws_on_moto, monkeypatch
 ) -> None:
     driver, envelope = driven
@@ -110,7 +110,7 @@ def test_requests_stream_level_by_level_and_a_failure_writes_nothing(  # type: i
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])
-def test_missing_or_malformed_raw_evidence(where, tmp_path, aws_on_moto) -> None:  # type: ignore[no-untyped-def]
+def test_missing_or_malformed_raw_evidence(where, tmp_path, aws_on_moto) -> None:
     lake = _lake(where, tmp_path)
     loc = RawLocation("cpu", DATE, "campaign-x", "m8g-xlarge-0123456789ab")
     assert ingest_raw(lake, loc, "run-1") is None  # nothing there: nothing written
@@ -132,7 +132,7 @@ def test_safe_names_for_airflow_run_ids() -> None:
     assert safe_name("manual__2026-11-30T10:00:00+00:00") == "manual__2026-11-30T10_00_00_00_00"
 
 
-def test_relative_lake_paths_are_local(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_relative_lake_paths_are_local(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     lake = Lake("rel/lake")
     assert lake.local and lake.uri_of(lake.path("runs")).startswith(str(tmp_path))
@@ -141,7 +141,7 @@ def test_relative_lake_paths_are_local(tmp_path, monkeypatch) -> None:  # type: 
 @pytest.mark.vllm
 def test_ingest_takes_only_its_own_attempts_evidence_and_drops_an_earlier_attempts_rows(
     driven, tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A cleared rerun whose server never started must not pass the previous attempt's rows off as its
     own: the raw folder (same place for every attempt) still holds them."""
     from accelbench.airflow.tasks.campaign import ingest_spec

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.vllm
 
 def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
     tiny_model: Path, vllm_python: Path, vllm_server, tmp_path: Path, aws_on_moto
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
     plan = LoadPlan(input_len=32, output_len=8, concurrency=(1, 2), prompts_per_level=6, warmups=1, seed=3)

@@ -56,7 +56,7 @@ def test_a_server_that_cannot_start_fails_with_its_log_tail(vllm_python: Path, t
     assert server.tree() == []
 
 
-def test_pinning_settings_are_checked(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_pinning_settings_are_checked(monkeypatch) -> None:
     with pytest.raises(ConfigError, match="ACCELBENCH_LOCAL_SERVER_CPUS='a,b'"):
         parse_cpus("ACCELBENCH_LOCAL_SERVER_CPUS", "a,b")
     with pytest.raises(ConfigError, match="this machine has CPUs"):

@@ -30,7 +30,7 @@ MATRIX = json.dumps(
 
 
 @pytest.fixture
-def catalog(airflow_db, monkeypatch, kubernetes_ready) -> None:  # type: ignore[no-untyped-def]
+def catalog(airflow_db, monkeypatch, kubernetes_ready) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
     monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", MATRIX)
@@ -60,7 +60,7 @@ def _land(lake: Lake, spec: BenchmarkSpec, levels: list[int], repeats: int, stat
     lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-30", spec.spec_id)
 
 
-def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:  # type: ignore[no-untyped-def]
+def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:
     bag = dagbag(airflow_db)
     weekly, per_version = (
         bag.get_dag("accelbench_cpu_campaign"),
@@ -75,7 +75,7 @@ def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None: 
 
 def test_version_matrix_plans_at_the_partition_version_and_skips_what_the_lake_holds(
     catalog, accelbench_env: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
     specs = [BenchmarkSpec.model_validate(s) for s in _plan("0.19.1")]
@@ -103,7 +103,7 @@ def test_version_matrix_plans_at_the_partition_version_and_skips_what_the_lake_h
         _plan(None)
 
 
-def test_local_mode_refuses_another_version_than_its_own(catalog, vllm_python, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_local_mode_refuses_another_version_than_its_own(catalog, vllm_python, monkeypatch) -> None:
     from accelbench.execution.local_server import local_vllm_version
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -118,7 +118,7 @@ def test_local_mode_refuses_another_version_than_its_own(catalog, vllm_python, m
     assert spec.endswith(f":v{local}-arm64")
 
 
-def test_a_bad_version_matrix_names_the_setting(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_version_matrix_names_the_setting(monkeypatch) -> None:
     from accelbench.airflow.dag_defaults import version_matrix
 
     monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", "{not json")
@@ -131,7 +131,7 @@ def test_a_bad_version_matrix_names_the_setting(monkeypatch) -> None:  # type: i
 
 def test_version_backfill_requests_only_versions_not_yet_measured(
     catalog, airflow_db, accelbench_env: Path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from airflow.models.asset import AssetEvent
     from airflow.utils.session import create_session
     from sqlalchemy import select
@@ -159,7 +159,7 @@ def test_version_backfill_requests_only_versions_not_yet_measured(
 
 def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
     catalog, accelbench_env: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from datetime import UTC, datetime
 
     from accelbench.airflow.tasks.campaign import plan_benchmarks
@@ -193,7 +193,7 @@ def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
 
 def test_partition_keys_are_checked_and_retracted_runs_do_not_count_as_measured(
     catalog, accelbench_env: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from accelbench.catalog.db import make_engine
     from accelbench.catalog.retract import retract
     from airflow.sdk.exceptions import AirflowFailException

@@ -39,7 +39,7 @@ EXPECTED = {
 def parse(ddl: str) -> list[exp.Create]:
     statements = sqlglot.parse(ddl, read="athena", error_level=sqlglot.ErrorLevel.RAISE)
     assert all(isinstance(s, exp.Create) for s in statements)
-    return statements  # type: ignore[return-value]
+    return statements  # type: ignore[return-value]  # each one a Create: the assert above
 
 
 def tables(ddl: str) -> dict[str, exp.Create]:
@@ -144,7 +144,7 @@ def test_the_location_template_is_where_a_local_lake_writes_its_files(tmp_path: 
         assert written == _filled(_template(lake.uri, table), TIER, DAY) + "campaign_spec.parquet"
 
 
-def test_the_location_template_is_where_an_s3_lake_writes_its_objects(aws_on_moto) -> None:  # type: ignore[no-untyped-def]
+def test_the_location_template_is_where_an_s3_lake_writes_its_objects(aws_on_moto) -> None:
     bucket = f"lake-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
     lake = Lake(f"s3://{bucket}/accelbench")
@@ -156,7 +156,7 @@ def test_the_location_template_is_where_an_s3_lake_writes_its_objects(aws_on_mot
         assert [o["Key"] for o in listed["Contents"]] == [key]
 
 
-def test_cli_prints_the_ddl_of_the_lake_given_or_configured(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_prints_the_ddl_of_the_lake_given_or_configured(monkeypatch, capsys) -> None:
     assert cli.main(["ddl", "--lake", f"{URI}/"]) == 0
     out = capsys.readouterr().out
     assert out == athena.ddl(URI) and len(parse(out)) == 1 + len(TABLES)
@@ -167,7 +167,7 @@ def test_cli_prints_the_ddl_of_the_lake_given_or_configured(monkeypatch, capsys)
     assert {c.this.this.db for c in created.values()} == {"bench_db"}
 
 
-def test_cli_refuses_a_local_lake_naming_the_setting(monkeypatch, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_refuses_a_local_lake_naming_the_setting(monkeypatch, capsys, tmp_path: Path) -> None:
     assert cli.main(["ddl"]) == 2  # the default lake is $ACCELBENCH_HOME/lake, a directory
     out, err = capsys.readouterr()
     assert out == "" and "ACCELBENCH_LAKE_URI=" in err and "only from s3://" in err

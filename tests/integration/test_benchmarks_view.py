@@ -43,7 +43,7 @@ LAPTOP = {
 }
 
 
-def _level(instance: str, tier: str, level: int, rps: float, ttft: float, tpot: float, **kw):  # type: ignore[no-untyped-def]
+def _level(instance: str, tier: str, level: int, rps: float, ttft: float, tpot: float, **kw):
     """One repeat of one level serving `rps` requests/s of 32 output tokens each."""
     return run_row(
         instance,
@@ -152,7 +152,7 @@ def _token(base: str) -> str:
     return resp.json()["access_token"]
 
 
-def test_view_needs_an_airflow_user_and_serves_only_report_files(api_server) -> None:  # type: ignore[no-untyped-def]
+def test_view_needs_an_airflow_user_and_serves_only_report_files(api_server) -> None:
     base, _, _ = api_server
     assert httpx.get(f"{base}/accelbench/", timeout=10).status_code == 401
     headers = {"Authorization": f"Bearer {_token(base)}"}
@@ -171,13 +171,13 @@ def test_view_needs_an_airflow_user_and_serves_only_report_files(api_server) -> 
         assert httpx.get(f"{base}/accelbench/{bad}", headers=headers, timeout=10).status_code == 404, bad
 
 
-def _browser(pw):  # type: ignore[no-untyped-def]
+def _browser(pw):
     if not Path(CHROMIUM).is_file() or shutil.which("chromium") is None:
         missing("Debian's chromium (apt-get install chromium)")
     return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
-def _open_view(pw, base: str):  # type: ignore[no-untyped-def]
+def _open_view(pw, base: str):
     """(browser, page, view frame): logged in, the Benchmarks view opened from the navigation, 1400 px."""
     browser = _browser(pw)
     context = browser.new_context(viewport={"width": WIDTH, "height": 1000})
@@ -195,14 +195,14 @@ _WIDTHS = """t => ({table: t.scrollWidth, box: t.parentElement.clientWidth,
     doc: document.documentElement.scrollWidth, window: document.documentElement.clientWidth})"""
 
 
-def _assert_no_horizontal_scroll(frame, table_ids: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+def _assert_no_horizontal_scroll(frame, table_ids: tuple[str, ...]) -> None:
     for table_id in table_ids:
         w = frame.locator(f"#{table_id}").evaluate(_WIDTHS)
         assert w["table"] <= w["box"], (table_id, w)  # the table fits its container: no scroll bar there
         assert w["doc"] <= w["window"] <= WIDTH, (table_id, w)  # nor on the page
 
 
-def test_benchmarks_view_renders_table_and_plots_in_chromium(api_server) -> None:  # type: ignore[no-untyped-def]
+def test_benchmarks_view_renders_table_and_plots_in_chromium(api_server) -> None:
     from playwright.sync_api import sync_playwright
 
     base, lake, _ = api_server
@@ -241,7 +241,7 @@ def test_benchmarks_view_renders_table_and_plots_in_chromium(api_server) -> None
     print(f"screenshots: {shot}, benchmarks-view-index.png and benchmarks-view-plots.png beside it")
 
 
-def test_headline_and_best_tables_fit_1400_px_without_horizontal_scroll(api_server) -> None:  # type: ignore[no-untyped-def]
+def test_headline_and_best_tables_fit_1400_px_without_horizontal_scroll(api_server) -> None:
     """In the view (Airflow's frame leaves the report 1328 px) and on the report page alone, at 1400 px."""
     from playwright.sync_api import sync_playwright
 
@@ -260,7 +260,7 @@ def test_headline_and_best_tables_fit_1400_px_without_horizontal_scroll(api_serv
             browser.close()
 
 
-def _planner_table(frame) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _planner_table(frame) -> list[dict[str, Any]]:
     """The planner's rows as shown: configuration id, point id, cell texts and numbers (data-value)."""
     return frame.locator("#planner-table tbody tr").evaluate_all(
         """trs => trs.map(tr => ({
@@ -277,12 +277,12 @@ def _by_instance(tables: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
     return {p["configuration_id"]: f"{p['instance_type']} {p['vllm_version']}" for p in tables["points"]}
 
 
-def _fill(frame, **values: str) -> None:  # type: ignore[no-untyped-def]
+def _fill(frame, **values: str) -> None:
     for input_id, value in values.items():
         frame.locator(f"#planner-{input_id}").fill(value)
 
 
-def test_capacity_planner_in_the_view_matches_a_hand_computation(api_server) -> None:  # type: ignore[no-untyped-def]
+def test_capacity_planner_in_the_view_matches_a_hand_computation(api_server) -> None:
     from playwright.sync_api import sync_playwright
 
     base, _, tables = api_server

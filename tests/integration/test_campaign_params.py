@@ -20,7 +20,7 @@ GOOD = {"instance_types": ["m8g.xlarge"], "model": "Qwen/Qwen2.5-0.5B-Instruct"}
 
 
 @pytest.fixture(scope="module")
-def bag(airflow_db):  # type: ignore[no-untyped-def]
+def bag(airflow_db):
     """The DAG folder parsed once, with no ACCELBENCH_* setting: the defaults are the settings' own."""
     from airflow.dag_processing.dagbag import DagBag
 
@@ -71,7 +71,7 @@ def _literal_values(annotation: Any) -> list[Any] | None:
 
 
 @pytest.mark.airflow
-def test_every_campaign_param_has_the_models_default_limits_and_description(bag) -> None:  # type: ignore[no-untyped-def]
+def test_every_campaign_param_has_the_models_default_limits_and_description(bag) -> None:
     from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS
 
     params = bag.get_dag(CAMPAIGN).params
@@ -103,7 +103,7 @@ def test_every_campaign_param_has_the_models_default_limits_and_description(bag)
 
 
 @pytest.mark.airflow
-def test_the_version_campaign_and_the_weekly_matrix_take_the_same_defaults(bag) -> None:  # type: ignore[no-untyped-def]
+def test_the_version_campaign_and_the_weekly_matrix_take_the_same_defaults(bag) -> None:
     from accelbench.airflow.dag_defaults import campaign_defaults
 
     campaign = bag.get_dag(CAMPAIGN).params
@@ -138,7 +138,7 @@ def test_the_version_campaign_and_the_weekly_matrix_take_the_same_defaults(bag) 
         ("execution_mode", "cloud", "kubernetes"),
     ],
 )
-def test_what_the_model_refuses_the_form_refuses(bag, field: str, bad: Any, good: Any) -> None:  # type: ignore[no-untyped-def]
+def test_what_the_model_refuses_the_form_refuses(bag, field: str, bad: Any, good: Any) -> None:
     from airflow.sdk.definitions.param import ParamValidationError
 
     param = bag.get_dag(CAMPAIGN).params.get_param(field)

@@ -40,7 +40,7 @@ KUBERNETES = ModeChecks(local_vllm=lambda: pytest.fail("not local"), kubernetes_
 
 
 @pytest.fixture
-def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
     eng = make_engine(f"sqlite:///{tmp_path / 'catalog.db'}")
     migrate(eng)
@@ -103,7 +103,7 @@ def test_local_mode_measures_only_the_vllm_it_has() -> None:
         local_mode_version("0.1.0", "0.32.0", "/venv/bin/python")
 
 
-def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_path: Path) -> None:
     lake = Lake(str(tmp_path / "lake"))
     request = matrix_at(MATRIX, "0.19.1", "kubernetes")
     first = plan_request(request, engine, "c1", KUBERNETES, lake=lake)
@@ -129,7 +129,7 @@ def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_
     assert [s.server.instance_type for s in again.specs] == ["m8g.xlarge"]
 
 
-def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:  # type: ignore[no-untyped-def]
+def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:
     local = ModeChecks(
         local_vllm=lambda: ("0.32.0", "/venv/bin/python"), kubernetes_problems=lambda m: pytest.fail("local")
     )
@@ -150,7 +150,7 @@ def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:  # 
     assert {p.field for p in err.value.problems} >= {"ACCELBENCH_LOADGEN_IMAGE", "instance_types[0]"}
 
 
-def test_a_scheduled_campaign_without_its_model_has_nothing_to_measure_yet(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_scheduled_campaign_without_its_model_has_nothing_to_measure_yet(monkeypatch) -> None:
     request = parse_request(MATRIX)
     why = unconfigured(request)
     assert why and f"model={MODEL!r}" in why and "ACCELBENCH_MODEL_STORE" in why
@@ -181,7 +181,7 @@ def _run(version: str, level: int, repeat: int, out: float, matrix_key: str) -> 
     }
 
 
-def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
     matrix = parse_request(MATRIX | {"instance_types": ["m8g.xlarge"], "concurrency": [1]})
     assert gate_scope(matrix).models == [MODEL] and gate_scope(matrix).tiers == ["cpu"]

@@ -43,13 +43,13 @@ PRICE_ROW = {
 }
 
 
-def _insert(engine, table: str, row: dict) -> None:  # type: ignore[no-untyped-def]
+def _insert(engine, table: str, row: dict) -> None:
     cols = ", ".join(row)
     with engine.begin() as conn:
         conn.execute(text(f"INSERT INTO {table} ({cols}) VALUES ({', '.join(':' + c for c in row)})"), row)
 
 
-def test_migrations_create_every_table_and_match_the_models(engine) -> None:  # type: ignore[no-untyped-def]
+def test_migrations_create_every_table_and_match_the_models(engine) -> None:
     tables = set(inspect(engine).get_table_names())
     assert {"instance_types", "instance_prices", "runtime_versions", "retractions"} <= tables
     with engine.connect() as conn:
@@ -57,7 +57,7 @@ def test_migrations_create_every_table_and_match_the_models(engine) -> None:  # 
     assert diffs == []
 
 
-def test_migrate_is_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
+def test_migrate_is_idempotent(engine) -> None:
     assert migrate(engine) == migrate(engine) == "0003"
 
 
@@ -73,13 +73,13 @@ def test_migrate_is_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
         ({"max_pods": 0}, "max_pods_positive"),
     ],
 )
-def test_instance_type_constraints_live_in_the_schema(engine, change, constraint) -> None:  # type: ignore[no-untyped-def]
+def test_instance_type_constraints_live_in_the_schema(engine, change, constraint) -> None:
     with pytest.raises(IntegrityError) as err:
         _insert(engine, "instance_types", CPU_ROW | change)
     assert f"ck_instance_types_{constraint}" in str(err.value)
 
 
-def test_price_constraints_live_in_the_schema(engine) -> None:  # type: ignore[no-untyped-def]
+def test_price_constraints_live_in_the_schema(engine) -> None:
     _insert(engine, "instance_types", CPU_ROW)
     for bad in (0, -0.5):
         with pytest.raises(IntegrityError):
@@ -94,7 +94,7 @@ def test_price_constraints_live_in_the_schema(engine) -> None:  # type: ignore[n
     _insert(engine, "instance_prices", PRICE_ROW | {"pricing_model": "spot", "usd_per_hour": 0.05})
 
 
-def test_gpu_row_with_accelerators_is_accepted(engine) -> None:  # type: ignore[no-untyped-def]
+def test_gpu_row_with_accelerators_is_accepted(engine) -> None:
     gpu = CPU_ROW | {
         "instance_type": "g6e.xlarge",
         "family": "g6e",
@@ -110,7 +110,7 @@ def test_gpu_row_with_accelerators_is_accepted(engine) -> None:  # type: ignore[
         _insert(engine, "instance_types", gpu | {"instance_type": "g6e.2xlarge", "accelerator_count": 0})
 
 
-def test_unreachable_catalog_names_the_database_and_hides_the_password(pg_server) -> None:  # type: ignore[no-untyped-def]
+def test_unreachable_catalog_names_the_database_and_hides_the_password(pg_server) -> None:
     from tests.support.servers import free_port
 
     url = f"postgresql://someone:s3cret@127.0.0.1:{free_port()}/catalog"
@@ -127,7 +127,7 @@ def test_malformed_catalog_url_is_a_config_error() -> None:
     assert "catalog_url" in str(err.value)
 
 
-def test_sqlite_catalog_lives_under_the_configured_home(accelbench_env) -> None:  # type: ignore[no-untyped-def]
+def test_sqlite_catalog_lives_under_the_configured_home(accelbench_env) -> None:
     from accelbench.config import Settings
 
     settings = Settings.from_env()

@@ -31,7 +31,7 @@ EXPECTED = {
 pytestmark = pytest.mark.airflow
 
 
-def test_dagbag_loads_every_dag_without_import_errors(airflow_db) -> None:  # type: ignore[no-untyped-def]
+def test_dagbag_loads_every_dag_without_import_errors(airflow_db) -> None:
     bag = dagbag(airflow_db)
     assert bag.import_errors == {}
     assert set(bag.dag_ids) >= EXPECTED
@@ -59,7 +59,7 @@ print({"errors": errors, "dags": sorted(bag.dag_ids), "slow": slow})
 """
 
 
-def test_dag_files_touch_no_network_or_database_at_parse_time(airflow_db, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_dag_files_touch_no_network_or_database_at_parse_time(airflow_db, tmp_path: Path) -> None:
     """Each DAG file is parsed in a process where sockets and database connects raise, and without
     the libraries that take seconds to import (they load when a task runs)."""
     for dag_file in sorted(DAGS.glob("*.py")):
@@ -82,7 +82,7 @@ def test_dag_files_touch_no_network_or_database_at_parse_time(airflow_db, tmp_pa
     assert not (tmp_path / "home").exists()
 
 
-def test_campaign_form_lists_the_cpu_rows_of_the_configured_seed_file(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_campaign_form_lists_the_cpu_rows_of_the_configured_seed_file(tmp_path: Path, monkeypatch) -> None:
     from accelbench.airflow.dag_defaults import cpu_instance_types
     from accelbench.catalog.seed_file import default_seed_path
 
@@ -94,7 +94,7 @@ def test_campaign_form_lists_the_cpu_rows_of_the_configured_seed_file(tmp_path: 
     assert cpu_instance_types() == ["c7g.large", "m8g.xlarge"]
 
 
-def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monkeypatch) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     run = run_dag(airflow_db, "accelbench_instance_catalog")
     assert str(run.state) == "success"
@@ -123,7 +123,7 @@ def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monk
         ),
     ],
 )
-def test_pricing_bad_params_fail_naming_the_field(airflow_db, monkeypatch, capfd, conf, message) -> None:  # type: ignore[no-untyped-def]
+def test_pricing_bad_params_fail_naming_the_field(airflow_db, monkeypatch, capfd, conf, message) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     capfd.readouterr()
@@ -137,7 +137,7 @@ def test_pricing_bad_params_fail_naming_the_field(airflow_db, monkeypatch, capfd
 @pytest.mark.postgres
 def test_catalog_dag_on_postgres_from_an_airflow_connection(
     airflow_db, pg_server, aws_on_moto, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Production wiring: the catalog comes from an Airflow connection, EC2 verification runs."""
     url = pg_server.create_database("dagtest")
     conn = {
@@ -158,7 +158,7 @@ def test_catalog_dag_on_postgres_from_an_airflow_connection(
     engine.dispose()
 
 
-def test_bad_input_fails_the_first_task_with_a_message_naming_it(airflow_db, monkeypatch, capfd) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_fails_the_first_task_with_a_message_naming_it(airflow_db, monkeypatch, capfd) -> None:
     from tests.support.servers import free_port
 
     monkeypatch.setenv("ACCELBENCH_CATALOG_URL", f"postgresql://u:pw@127.0.0.1:{free_port()}/catalog")
@@ -168,7 +168,7 @@ def test_bad_input_fails_the_first_task_with_a_message_naming_it(airflow_db, mon
     assert "CatalogUnavailable: catalog database postgresql+psycopg://u:***@127.0.0.1" in out.out + out.err
 
 
-def test_benchmark_tasks_take_the_configured_pool(airflow_db, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_benchmark_tasks_take_the_configured_pool(airflow_db, monkeypatch: pytest.MonkeyPatch) -> None:
     for configured, expected in (
         ("", "default_pool"),
         ("accelbench_cpu_benchmarks", "accelbench_cpu_benchmarks"),

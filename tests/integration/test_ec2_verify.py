@@ -14,12 +14,12 @@ from accelbench.catalog.verify import verify
 SPECS = load_seed()
 
 
-def _ec2(moto):  # type: ignore[no-untyped-def]
+def _ec2(moto):
     session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing")
     return make_client(session, "ec2", "us-east-1", 3, endpoint_url=moto.endpoint)
 
 
-def test_every_seed_row_matches_ec2(moto_server) -> None:  # type: ignore[no-untyped-def]
+def test_every_seed_row_matches_ec2(moto_server) -> None:
     facts, unknown = describe_instance_types(_ec2(moto_server), [s.instance_type for s in SPECS])
     report = verify(SPECS, facts, unknown)
     assert unknown == []
@@ -27,7 +27,7 @@ def test_every_seed_row_matches_ec2(moto_server) -> None:  # type: ignore[no-unt
     assert report.mismatches == []
 
 
-def test_mismatches_and_unknown_types_are_reported_not_fixed(moto_server, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_mismatches_and_unknown_types_are_reported_not_fixed(moto_server, caplog) -> None:
     wrong = [replace(s, vcpu=3) if s.instance_type == "r8g.large" else s for s in SPECS]
     wrong = [replace(s, architecture="x86_64") if s.instance_type == "c7g.medium" else s for s in wrong]
     names = [s.instance_type for s in wrong] + ["r8g.enormous"]

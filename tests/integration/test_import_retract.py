@@ -138,7 +138,7 @@ def test_the_source_must_be_s3_or_under_the_import_roots(tmp_path: Path) -> None
     assert not Path(lake.uri).exists()  # refused before anything was read or written
 
 
-def test_import_from_an_s3_prefix(tmp_path: Path, aws_on_moto, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_import_from_an_s3_prefix(tmp_path: Path, aws_on_moto, monkeypatch) -> None:
     bucket = f"results-{uuid.uuid4().hex[:12]}"
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket=bucket)
@@ -150,7 +150,7 @@ def test_import_from_an_s3_prefix(tmp_path: Path, aws_on_moto, monkeypatch) -> N
         import_results(lake, f"s3://{bucket}/nothing-here", GPU, "manual__s3", ())
 
 
-def test_retractions_need_known_runs_a_reason_and_are_idempotent(engine) -> None:  # type: ignore[no-untyped-def]
+def test_retractions_need_known_runs_a_reason_and_are_idempotent(engine) -> None:
     known = {"a", "b", "c"}
     with pytest.raises(ConfigError, match=r"run_ids=\['zz'\]: no such run"):
         check_run_ids(["a", "zz"], None, known)
@@ -174,7 +174,7 @@ def test_retractions_need_known_runs_a_reason_and_are_idempotent(engine) -> None
 @pytest.mark.airflow
 def test_import_dag_then_retract_dag_then_report(
     airflow_db, accelbench_env: Path, tmp_path, monkeypatch, capfd, caplog
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_IMPORT_ROOTS", str(tmp_path))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"

@@ -17,12 +17,12 @@ from tests.support.paths import REPO
 from tests.support.planning import CATALOG, STORE
 
 
-def plan(**fields):  # type: ignore[no-untyped-def]
+def plan(**fields):
     req = CampaignRequest(**({"model": "local/tiny-llama"} | fields))
     return plan_campaign(req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE))
 
 
-def problems(**fields) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def problems(**fields) -> dict[str, str]:
     with pytest.raises(PlanningError) as err:
         plan(**fields)
     return {p.field: f"{p.value!r}: {p.message}" for p in err.value.problems}
@@ -84,7 +84,7 @@ def test_unknown_model_is_named() -> None:
     assert "'org/not-in-the-store': no config.json found" in found["model"]
 
 
-def test_dtype_is_forced_to_bfloat16_with_a_warning(caplog) -> None:  # type: ignore[no-untyped-def]
+def test_dtype_is_forced_to_bfloat16_with_a_warning(caplog) -> None:
     with caplog.at_level(logging.WARNING):
         result = plan(instance_types=["r8g.4xlarge"], dtype="float16")
     assert result.specs[0].server.dtype == "bfloat16"
@@ -99,7 +99,7 @@ def test_int_quantization_needs_a_compressed_tensors_checkpoint() -> None:
     )
 
 
-def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch, tmp_path) -> None:
     from accelbench.airflow.tasks.campaign import plan_benchmarks
     from accelbench.catalog.seed import upsert_instance_types
     from airflow.sdk.exceptions import AirflowFailException
@@ -140,7 +140,7 @@ def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch, tmp
     assert specs[0]["server"]["version"] == "0.18.0"  # the recipe default: the catalog has no vllm-cpu row
 
 
-def test_a_scheduled_campaign_on_a_fresh_install_skips_saying_what_to_configure(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_scheduled_campaign_on_a_fresh_install_skips_saying_what_to_configure(engine, monkeypatch) -> None:
     """No model store yet: the weekly run skips (a green run) and says what to set; a user's run fails."""
     from accelbench.airflow.dag_defaults import campaign_defaults
     from accelbench.airflow.tasks.campaign import plan_benchmarks
@@ -165,7 +165,7 @@ def test_a_scheduled_campaign_on_a_fresh_install_skips_saying_what_to_configure(
     )
 
 
-def test_the_form_refuses_graviton2_with_the_reason(airflow_db) -> None:  # type: ignore[no-untyped-def]
+def test_the_form_refuses_graviton2_with_the_reason(airflow_db) -> None:
     from airflow.dag_processing.dagbag import DagBag
     from airflow.sdk.definitions.param import ParamValidationError
 
@@ -189,7 +189,7 @@ def test_dense_models_above_13b_are_refused_with_the_quantized_alternative() -> 
     assert "compressed-tensors W4A8 (quantization=int4)" in found["model"]
 
 
-def test_8b_to_13b_dense_warns_and_plans(caplog) -> None:  # type: ignore[no-untyped-def]
+def test_8b_to_13b_dense_warns_and_plans(caplog) -> None:
     with caplog.at_level(logging.WARNING):
         result = plan(instance_types=["r8g.xlarge"], model="meta-llama/Llama-3.1-8B", concurrency=[1, 4])
     assert "dense unquantized ~8.0B parameters is slow on CPU" in caplog.text

@@ -31,11 +31,11 @@ NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 DAY = datetime(2026, 11, 30, tzinfo=UTC)
 
 
-def pricing_client():  # type: ignore[no-untyped-def]
+def pricing_client():
     return make_client(SESSION, "pricing", "us-east-1", 3)
 
 
-def expect_products(stub: Stubber, instance_type: str, pages: list[list[str]], region: str = "us-east-1"):  # type: ignore[no-untyped-def]
+def expect_products(stub: Stubber, instance_type: str, pages: list[list[str]], region: str = "us-east-1"):
     for n, docs in enumerate(pages):
         params = {
             "ServiceCode": "AmazonEC2",
@@ -234,14 +234,14 @@ def test_unknown_region_is_named() -> None:
     assert "regions='us-nowhere-9'" in str(err.value)
 
 
-def _refresh_us_east_1(engine, specs, pricing, ec2):  # type: ignore[no-untyped-def]
+def _refresh_us_east_1(engine, specs, pricing, ec2):
     """refresh_online for us-east-1 at NOW through the given (stubbed) clients."""
     return refresh_online(
         engine, SESSION, specs, ["us-east-1"], now=NOW, pricing_client=pricing, ec2_clients={"us-east-1": ec2}
     )
 
 
-def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_others(engine) -> None:  # type: ignore[no-untyped-def]
+def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_others(engine) -> None:
     specs = [s for s in load_seed() if s.instance_type in {"r8g.large", "m8g.large", "c8g.metal-48xl"}]
     upsert_instance_types(engine, specs)
     names = [s.instance_type for s in specs]  # alphabetical: c8g.metal-48xl, m8g.large, r8g.large
@@ -295,7 +295,7 @@ def test_refresh_online_stores_history_once_and_one_failure_does_not_stop_the_ot
         assert conn.scalar(select(func.count()).select_from(InstancePrice)) == 5
 
 
-def test_refresh_reports_a_refused_price_as_a_failure_of_that_type_only(engine) -> None:  # type: ignore[no-untyped-def]
+def test_refresh_reports_a_refused_price_as_a_failure_of_that_type_only(engine) -> None:
     specs = [s for s in load_seed() if s.instance_type in {"m8g.large", "r8g.large"}]
     upsert_instance_types(engine, specs)
     pricing = pricing_client()
@@ -318,7 +318,7 @@ def test_refresh_reports_a_refused_price_as_a_failure_of_that_type_only(engine) 
     assert report.non_hourly_dimensions == 1 and "1 non-hourly price dimensions skipped" in report.summary()
 
 
-def test_refresh_offline_labels_rows_with_the_snapshot(engine) -> None:  # type: ignore[no-untyped-def]
+def test_refresh_offline_labels_rows_with_the_snapshot(engine) -> None:
     specs = load_seed()
     upsert_instance_types(engine, specs)
     report = refresh_offline(engine, specs, ["us-east-1", "eu-west-1"], now=NOW)
@@ -336,7 +336,7 @@ def test_refresh_offline_labels_rows_with_the_snapshot(engine) -> None:  # type:
 ACCELERATED_SNAPSHOT = "prices-us-east-1-accelerated-2026-08-26.json"
 
 
-def test_every_gpu_and_neuron_catalog_row_gets_an_offline_price_labelled_with_its_source(engine) -> None:  # type: ignore[no-untyped-def]
+def test_every_gpu_and_neuron_catalog_row_gets_an_offline_price_labelled_with_its_source(engine) -> None:
     specs = load_seed()
     upsert_instance_types(engine, specs)
     report = refresh_offline(engine, specs, ["us-east-1"], now=NOW)

@@ -88,7 +88,7 @@ def _matrix_key(version: str) -> str:
 
 def test_the_gate_compares_the_matrix_logs_reports_notifies_and_can_fail(
     accelbench_env: Path, monkeypatch, caplog, capfd
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from accelbench.airflow.tasks.versions import regression_gate
     from airflow.sdk.exceptions import AirflowFailException
 

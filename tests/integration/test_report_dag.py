@@ -23,7 +23,7 @@ NAMES = ("level_value", "on_demand_usd_per_1m_output_tokens", "output_throughput
 
 def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
     airflow_db, accelbench_env: Path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     assert str(run_dag(airflow_db, "accelbench_pricing_refresh").state) == "success"

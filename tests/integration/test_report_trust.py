@@ -145,7 +145,7 @@ def test_the_headline_names_the_cheapest_configuration_meeting_every_slo_by_hand
     assert flt.slos.misses(c8) == ["error rate 1.48% > 1.00%"]
 
 
-def test_a_local_run_is_labelled_unpriced_and_kept_out_of_the_ranking(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_local_run_is_labelled_unpriced_and_kept_out_of_the_ranking(tmp_path) -> None:
     runs = [run("m8g.xlarge", 4, 180), run("m8g.xlarge", 4, 900, **LOCAL_HOST)]
     points = level_points(runs, PRICES, "us-east-1")
     assert len(points) == 2  # the same instance, workload and level: never one point

@@ -13,7 +13,7 @@ from accelbench.runtime.recipes import RECIPES, VllmCpu, recipe_for
 from accelbench.runtime.versions import resolve_version
 
 
-def cpu_server(**overrides) -> ServerSpec:  # type: ignore[no-untyped-def]
+def cpu_server(**overrides) -> ServerSpec:
     fields = dict(
         runtime="vllm-cpu",
         version="0.19.1",
@@ -41,7 +41,7 @@ def test_registry_has_the_three_tiers() -> None:
         recipe_for("tgi")
 
 
-def test_cpu_image_always_uses_the_arm64_tag(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_cpu_image_always_uses_the_arm64_tag(monkeypatch) -> None:
     cpu = recipe_for("vllm-cpu")
     assert cpu.image("0.19.1") == "vllm/vllm-openai-cpu:v0.19.1-arm64"
     assert cpu.image("v0.19.1") == "vllm/vllm-openai-cpu:v0.19.1-arm64"
@@ -74,7 +74,7 @@ def test_gpu_recipe_keeps_its_gpu_knobs_off_cpu() -> None:
     assert "VLLM_CPU_KVCACHE_SPACE" not in gpu.env(spec)
 
 
-def test_cpu_version_comes_from_the_catalog_not_the_gpu_framework(engine) -> None:  # type: ignore[no-untyped-def]
+def test_cpu_version_comes_from_the_catalog_not_the_gpu_framework(engine) -> None:
     cpu = recipe_for("vllm-cpu")
     version, source = resolve_version(engine, cpu)
     assert version == cpu.default_version and "default" in source

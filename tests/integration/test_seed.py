@@ -60,7 +60,7 @@ def test_gpu_and_neuron_types_for_cross_tier_reports() -> None:
     assert families == {"g6e", "p5", "inf2"}
 
 
-def _write_seed(path: Path, mutate) -> Path:  # type: ignore[no-untyped-def]
+def _write_seed(path: Path, mutate) -> Path:
     rows = list(csv.DictReader(default_seed_path().open()))
     rows = mutate(rows)
     with path.open("w", newline="") as fh:
@@ -71,7 +71,7 @@ def _write_seed(path: Path, mutate) -> Path:  # type: ignore[no-untyped-def]
 
 
 def test_graviton2_is_refused_with_the_reason(tmp_path: Path) -> None:
-    def add_m6g(rows):  # type: ignore[no-untyped-def]
+    def add_m6g(rows):
         return [*rows, rows[0] | {"instance_type": "m6g.large", "family": "m6g", "size": "large"}]
 
     with pytest.raises(UnsupportedInstanceType) as err:
@@ -80,7 +80,7 @@ def test_graviton2_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_r9g_is_accepted_when_it_appears(tmp_path: Path) -> None:
-    def add_r9g(rows):  # type: ignore[no-untyped-def]
+    def add_r9g(rows):
         return [
             *rows,
             rows[0]
@@ -92,7 +92,7 @@ def test_r9g_is_accepted_when_it_appears(tmp_path: Path) -> None:
 
 
 def test_bad_seed_values_name_the_row_and_field(tmp_path: Path) -> None:
-    def bad_vcpu(rows):  # type: ignore[no-untyped-def]
+    def bad_vcpu(rows):
         rows[3]["vcpu"] = "four"
         return rows
 
@@ -103,7 +103,7 @@ def test_bad_seed_values_name_the_row_and_field(tmp_path: Path) -> None:
         load_seed(tmp_path / "missing.csv")
 
 
-def test_upsert_twice_changes_nothing(engine) -> None:  # type: ignore[no-untyped-def]
+def test_upsert_twice_changes_nothing(engine) -> None:
     first = upsert_instance_types(engine, SPECS)
     assert len(first.inserted) == len(SPECS) and not first.updated
     second = upsert_instance_types(engine, SPECS)
@@ -111,7 +111,7 @@ def test_upsert_twice_changes_nothing(engine) -> None:  # type: ignore[no-untype
     assert instance_specs(engine) == sorted(SPECS, key=lambda s: s.instance_type)
 
 
-def test_changed_spec_updates_the_row_and_logs_it(engine, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_changed_spec_updates_the_row_and_logs_it(engine, caplog) -> None:
     upsert_instance_types(engine, SPECS)
     changed = [replace(s, numa_nodes=2) if s.instance_type == "r8g.24xlarge" else s for s in SPECS]
     with caplog.at_level(logging.INFO, logger="accelbench.catalog.seed"):
@@ -121,7 +121,7 @@ def test_changed_spec_updates_the_row_and_logs_it(engine, caplog) -> None:  # ty
     assert instance_specs(engine, ["r8g.24xlarge"])[0].numa_nodes == 2
 
 
-def test_unknown_instance_type_is_named(engine) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_instance_type_is_named(engine) -> None:
     upsert_instance_types(engine, SPECS)
     with pytest.raises(UnknownInstanceType) as err:
         instance_specs(engine, ["r8g.large", "r8g.gigantic"])

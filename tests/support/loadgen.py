@@ -15,7 +15,7 @@ DATE = "2026-11-30"
 NODE = "ip-10-0-7-21.us-west-2.compute.internal"
 
 
-def run_loadgen(  # type: ignore[no-untyped-def]
+def run_loadgen(
     spec: BenchmarkSpec,
     server: LocalServer,
     lake: str,

@@ -17,7 +17,7 @@ def run_row(
     ttft: float,
     tpot: float,
     **kw,
-):  # type: ignore[no-untyped-def]
+):
     """One row of the lake's runs table; `kw` replaces or adds columns."""
     return {
         "accelerator_type": tier,

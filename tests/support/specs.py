@@ -12,7 +12,7 @@ __all__ = ["INPUT_LEN", "OUTPUT_LEN", "PROMPTS", "spec_for", "tiny_campaign_conf
 INPUT_LEN, OUTPUT_LEN, PROMPTS = 32, 16, 12
 
 
-def spec_for(model: Path | str, **load) -> BenchmarkSpec:  # type: ignore[no-untyped-def]
+def spec_for(model: Path | str, **load) -> BenchmarkSpec:
     """Two concurrency levels (1, 4) of PROMPTS requests, 2 warm-ups, 2 repeats; `load` overrides."""
     plan = LoadPlan(
         input_len=INPUT_LEN,

@@ -19,7 +19,7 @@ STORE = REPO / "tests" / "data" / "model_configs"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/accelbench-loadgen:0.1.0"
 
 
-def _fields(problems) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _fields(problems) -> dict[str, str]:
     return {p.field: p.message for p in problems}
 
 

@@ -57,7 +57,7 @@ def mebibytes(quantity: str) -> float:
     return float(parse_quantity(quantity)) / 2**20
 
 
-def _plan(instance_type: str, model: str = SMALL_MODEL, **fields: Any):  # type: ignore[no-untyped-def]
+def _plan(instance_type: str, model: str = SMALL_MODEL, **fields: Any):
     runtime = RUNTIME[CATALOG[instance_type].accelerator_type]
     req = CampaignRequest(instance_types=[instance_type], model=model, runtime=runtime, **fields)
     return plan_campaign(req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE))

@@ -47,7 +47,7 @@ class _Cells(HTMLParser):
         return [dict(zip(head, row, strict=True)) for row in body]
 
 
-def _render(runs=RUNS, retracted=()):  # type: ignore[no-untyped-def]
+def _render(runs=RUNS, retracted=()):
     runs = [r | {"run_id": f"r{i}", "date": "2026-11-10"} for i, r in enumerate(runs)]
     flt = ReportFilter(ttft_p99_ms=2000, tpot_p99_ms=50)
     return render_html(

@@ -20,7 +20,7 @@ from accelbench.report.slos import Slos
 from tests.support.report_data import JULY, PRICES, RUNS, run_row
 
 
-def _point(points, instance: str, level: int):  # type: ignore[no-untyped-def]
+def _point(points, instance: str, level: int):
     return next(p for p in points if p["instance_type"] == instance and p["level_value"] == level)
 
 
@@ -80,7 +80,7 @@ def test_best_point_under_slos_and_the_frontier() -> None:
 
 def _version_runs(
     version: str, outs: tuple[float, float], ttft: float, tpot: float, instance: str = "m8g.xlarge"
-):  # type: ignore[no-untyped-def]
+):
     return [
         run_row(
             instance,
@@ -127,7 +127,7 @@ def test_retracted_runs_leave_the_report_and_are_listed_with_why() -> None:
     assert level_points(kept, PRICES, "us-east-1")[0]["output_throughput"] == 80
 
 
-def test_the_filter_prunes_partitions_and_rows_when_the_lake_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_filter_prunes_partitions_and_rows_when_the_lake_is_read(tmp_path) -> None:
     import pyarrow as pa
     from accelbench.lake.schemas import RUNS as RUNS_SCHEMA
     from accelbench.lake.store import Lake
@@ -138,7 +138,7 @@ def test_the_filter_prunes_partitions_and_rows_when_the_lake_is_read(tmp_path) -
         row = run_row("m8g.xlarge", tier, 1, 0, 100, 150, 100, 20) | {"run_id": f"r{i}", "model": f"m{i % 2}"}
         lake.write_table("runs", pa.Table.from_pylist([row], schema=RUNS_SCHEMA), tier, day, f"s{i}")
 
-    def ids(**kw) -> list[str]:  # type: ignore[no-untyped-def]
+    def ids(**kw) -> list[str]:
         return sorted(
             lake.read("runs", where=partition_filter(ReportFilter(**kw))).column("run_id").to_pylist()
         )

@@ -26,7 +26,7 @@ def test_tiny_llama_shape_by_hand() -> None:
     assert shape.weight_bytes() == shape.total_params() * 2
 
 
-def test_model_lookup_errors_name_the_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_model_lookup_errors_name_the_model(tmp_path) -> None:
     with pytest.raises(ConfigError) as err:
         load_model_shape("org/missing-model", STORE)
     assert "model='org/missing-model'" in str(err.value)

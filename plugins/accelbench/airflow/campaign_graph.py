@@ -9,7 +9,7 @@ only in how they plan.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
@@ -18,6 +18,9 @@ from accelbench.airflow.assets import LAKE_ASSET
 from accelbench.airflow.benchmark_operator import BenchmarkOperator, run_date
 from accelbench.airflow.benchmark_xcom import NODE_XCOM
 from accelbench.config import Settings, env_name
+
+if TYPE_CHECKING:
+    from airflow.sdk.types import DagRunProtocol, RuntimeTaskInstanceProtocol
 
 POOL_SETTING = env_name("benchmark_pool")
 DEFAULT_POOL = str(Settings.model_fields["benchmark_pool"].default)
@@ -33,17 +36,25 @@ def measure_and_land(specs: Any) -> Any:
     """`specs`: the plan task's output (a list of BenchmarkSpec dicts). Returns the summary task."""
 
     @task(map_index_template="{{ instance_type }}", trigger_rule="all_done")
-    def ingest(spec: dict, dag_run=None, ti=None) -> dict:  # type: ignore[no-untyped-def]
+    def ingest(
+        spec: dict[str, Any],
+        dag_run: DagRunProtocol | None = None,
+        ti: RuntimeTaskInstanceProtocol | None = None,
+    ) -> dict[str, Any]:
         from accelbench.airflow.tasks.campaign import ingest_spec
 
-        get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]
+        assert dag_run is not None and ti is not None  # Airflow passes the run's context
+
+        get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]  # for map_index_template
         hints = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index, key=NODE_XCOM) or {}
         result = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index)
         return ingest_spec(spec, dag_run.run_id, run_date(dag_run), result, hints)
 
     @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
-    def summary(dag_run=None) -> dict:  # type: ignore[no-untyped-def]
+    def summary(dag_run: DagRunProtocol | None = None) -> dict[str, Any]:
         from accelbench.airflow.tasks.campaign import campaign_id, summarize
+
+        assert dag_run is not None  # Airflow passes the run's context
 
         return summarize(campaign_id(dag_run.dag_id, dag_run.run_id), run_date(dag_run))
 

@@ -78,8 +78,8 @@ def kubernetes_problem(namespace: str, conn_id: str = KUBERNETES_CONN_ID) -> str
     (what the worker's Role allows), so a missing kubeconfig, an unreachable API server or missing RBAC is
     a planning problem instead of a client traceback after the campaign started.
     """
-    from airflow.exceptions import AirflowException
     from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+    from airflow.sdk.exceptions import AirflowException  # what airflow.exceptions re-exports
     from kubernetes.client import CoreV1Api
     from kubernetes.client.exceptions import ApiException
     from kubernetes.config import ConfigException

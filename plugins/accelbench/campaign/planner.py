@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from accelbench.campaign import guards
 from accelbench.campaign.problems import PlanningError, Problem, problems_from_validation
-from accelbench.campaign.request import CampaignRequest
+from accelbench.campaign.request import CampaignRequest, SloName
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.core.families import CPU_FAMILIES, refuse_graviton2
-from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
+from accelbench.core.spec import BenchmarkSpec, GoodputMetric, LoadPlan, ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
 from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, loadgen_memory_mib, plan_fit
@@ -36,6 +36,14 @@ def served_name(req: CampaignRequest) -> str:
     if req.served_model_name:
         return req.served_model_name
     return re.sub(r"[^A-Za-z0-9._-]+", "-", req.model.rstrip("/").split("/")[-1]).strip("-") or "model"
+
+
+# CampaignRequest.slos key -> the goodput metric it limits
+_GOODPUT_METRIC: dict[SloName, GoodputMetric] = {
+    "ttft_p99_ms": "ttft",
+    "tpot_p99_ms": "tpot",
+    "e2el_p99_ms": "e2el",
+}
 
 
 def _instance_problems(
@@ -183,7 +191,7 @@ def plan_campaign(
         request_rates=tuple(req.request_rates),
         prompts_per_level=req.prompts_per_level,
         repeats=req.repeats,
-        goodput_slos_ms={k.split("_")[0]: v for k, v in req.slos.items()},
+        goodput_slos_ms={_GOODPUT_METRIC[k]: v for k, v in req.slos.items()},
     )
     for i, name in enumerate(req.instance_types):
         inst, found = _instance_problems(req, recipe, i, name, catalog)
@@ -263,7 +271,7 @@ def plan_campaign(
             kv_cache_gib=kv_gib,
             max_model_len=req.context_len,
             instance_type=name,
-            accelerator_type=inst.accelerator_type,
+            accelerator_type=recipe.accelerator_type,  # = inst.accelerator_type: _instance_problems
             accelerator_count=inst.accelerator_count,
             vcpu=inst.vcpu,
             server_cpu=budget.server_cpu,

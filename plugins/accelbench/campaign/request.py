@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveFloat, field_validator
 
 from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
 from accelbench.core.modes import ExecutionMode
@@ -27,11 +27,13 @@ DeploymentMode = Literal["single", "distributed", "disaggregated", "data-paralle
 
 MODEL_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$"  # a model id or a local path; nothing a shell reads
 ENGINE_ARG_PATTERN = r"^[A-Za-z0-9_.,:=/+@-]+$"  # what an extra `vllm serve` argument may contain
+SloName = Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"]
 # p99 limits in ms; E2EL ~ TTFT + (output tokens - 1) x TPOT at the default 128 output tokens.
-DEFAULT_SLOS = {"ttft_p99_ms": 2000, "tpot_p99_ms": 200, "e2el_p99_ms": 30000}
+DEFAULT_SLOS: dict[SloName, float] = {"ttft_p99_ms": 2000, "tpot_p99_ms": 200, "e2el_p99_ms": 30000}
 DEFAULT_MODEL_SETTING = env_name("default_model")
 
-_UNIQUE = {"uniqueItems": True}  # enforced by `_unique` below; the form refuses duplicates too
+# Enforced by `_unique` below; the form refuses duplicates too.
+_UNIQUE: dict[str, JsonValue] = {"uniqueItems": True}
 _LOAD, _ENGINE = "Load", "Engine and SLOs"  # the form's sections (the others: its first group)
 
 
@@ -123,7 +125,7 @@ class CampaignRequest(BaseModel):
     )
     # Latency SLOs: reports pick the best level whose p99 holds them; the load generator counts
     # requests within them as goodput.
-    slos: dict[Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"], PositiveFloat] = Field(
+    slos: dict[SloName, PositiveFloat] = Field(
         default_factory=lambda: dict(DEFAULT_SLOS),
         description="Latency SLOs in ms: per-request goodput limits (`vllm bench serve --goodput`)",
         json_schema_extra={"section": _ENGINE},
@@ -145,7 +147,7 @@ class CampaignRequest(BaseModel):
 
     @field_validator("instance_types", "concurrency", "request_rates")
     @classmethod
-    def _unique(cls, values: list) -> list:  # type: ignore[type-arg]
+    def _unique(cls, values: list[Any]) -> list[Any]:
         """Duplicates would give two runs the same id (and the same lake files)."""
         if len(set(values)) != len(values):
             raise ValueError("lists each value more than once")

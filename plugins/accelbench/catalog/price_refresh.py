@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,11 @@ class RefreshReport:
             "failures": self.failed,
             "skips": self.skipped,
         }
+
+
+def _given(price: Price) -> Price:
+    """A lookup that already has its answer (the offline snapshots)."""
+    return price
 
 
 def _record(
@@ -120,7 +126,7 @@ def refresh_online(
                 engine,
                 report,
                 f"{name} {region} on_demand",
-                lambda n=name, r=region, s=stats: fetch_on_demand(pricing, n, r, s),
+                functools.partial(fetch_on_demand, pricing, name, region, stats),
                 now,
             )
             report.zero_prices += stats.zero_prices
@@ -130,7 +136,7 @@ def refresh_online(
                 engine,
                 report,
                 f"{name} {region} spot",
-                lambda n=name, r=region, c=ec2: fetch_spot(c, n, r, day),
+                functools.partial(fetch_spot, ec2, name, region, day),
                 now,
             )
     log.info("pricing refresh (AWS): %s", report.summary())
@@ -165,6 +171,6 @@ def refresh_offline(
                 continue
             usd = snap.prices[spec.instance_type]
             price = Price(spec.instance_type, region, "on_demand", usd, snap.effective_at, snap.label)
-            _record(engine, report, key, lambda p=price: p, now)
+            _record(engine, report, key, functools.partial(_given, price), now)
     log.info("pricing refresh (offline): %s", report.summary())
     return report

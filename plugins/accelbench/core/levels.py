@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelbench.core.evidence import LevelKind
 from accelbench.core.spec import BenchmarkSpec
 
 
@@ -11,7 +12,7 @@ from accelbench.core.spec import BenchmarkSpec
 class Level:
     """One load level: a concurrency cap, or an arrival rate (requests per second)."""
 
-    kind: str  # "concurrency" | "rate"
+    kind: LevelKind
     value: float
 
     @property

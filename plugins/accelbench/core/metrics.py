@@ -23,7 +23,11 @@ def peak_concurrency(starts: list[float], latencies: list[float]) -> int:
 
 def arrival_rate(result: dict[str, Any]) -> float | None:
     """Requests sent per second over the sending span (the drain tail after the last send excluded)."""
-    starts = result.get("start_times") or []
+    starts: list[float] = result.get("start_times") or []
     if len(starts) >= 2 and max(starts) > min(starts):
         return (len(starts) - 1) / (max(starts) - min(starts))
-    return result["completed"] / result["duration"] if result.get("duration") else None
+    if not result.get("duration"):
+        return None
+    completed: float = result["completed"]
+    duration: float = result["duration"]
+    return completed / duration

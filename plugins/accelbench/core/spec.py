@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Runtime = Literal["vllm-cpu", "vllm-gpu", "vllm-neuron"]
+AcceleratorType = Literal["cpu", "gpu", "neuron"]
+GoodputMetric = Literal["ttft", "tpot", "e2el"]  # vllm bench serve --goodput names
 
 
 class _Frozen(BaseModel):
@@ -32,7 +34,7 @@ class ServerSpec(_Frozen):
     kv_cache_gib: int = Field(ge=0)
     max_model_len: int = Field(ge=1)
     instance_type: str
-    accelerator_type: Literal["cpu", "gpu", "neuron"]
+    accelerator_type: AcceleratorType
     accelerator_count: int = Field(ge=0)
     vcpu: int = Field(ge=1)
     server_cpu: int = Field(ge=1)
@@ -63,7 +65,7 @@ class LoadPlan(_Frozen):
     warmups: int = Field(default=4, ge=0)
     repeats: int = Field(default=1, ge=1)
     # Per-request latency limits in ms for vLLM's goodput (`--goodput ttft:500 tpot:50`).
-    goodput_slos_ms: dict[Literal["ttft", "tpot", "e2el"], float] = Field(default_factory=dict)
+    goodput_slos_ms: dict[GoodputMetric, float] = Field(default_factory=dict)
 
     @property
     def max_concurrency(self) -> int:

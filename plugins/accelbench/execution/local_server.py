@@ -322,8 +322,9 @@ class LocalServer:
     def pin(self) -> None:
         """API server on the client CPUs (beside the load generator); engine and workers on the rest."""
         assert self.pinning is not None
+        server_pid = self.process.pid if self.process is not None else None  # None: tree() is empty
         for proc in self.tree():
-            cpus = self.pinning.client if proc.pid == self.process.pid else self.pinning.server  # type: ignore[union-attr]
+            cpus = self.pinning.client if proc.pid == server_pid else self.pinning.server
             with contextlib.suppress(psutil.Error):
                 for thread in proc.threads():
                     with contextlib.suppress(OSError):

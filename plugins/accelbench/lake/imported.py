@@ -203,7 +203,7 @@ def import_file(
     started = _started_at(result, target, name)
     day, tier = started.date().isoformat(), target.accelerator_type
     copy_parts = (IMPORTS_AREA, f"accelerator_type={tier}", f"date={day}", f"{digest}.json")
-    ids = {
+    ids: dict[str, Any] = {
         "run_id": f"{IMPORT_CAMPAIGN}/{digest}",
         "spec_id": f"{target.instance_type}-{IMPORT_CAMPAIGN}",
         "dag_run_id": dag_run_id,

@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import traceback
+from typing import Any
 from urllib.parse import urlsplit
 
 TRUST_ENV = [True]  # for the run in progress: False when its server is on loopback
@@ -45,11 +46,11 @@ def trust_env_only_off_loopback() -> None:
 
     original = aiohttp.ClientSession.__init__
 
-    def init(self: aiohttp.ClientSession, *args: object, **kwargs: object) -> None:
+    def init(self: aiohttp.ClientSession, *args: Any, **kwargs: Any) -> None:
         kwargs["trust_env"] = bool(kwargs.get("trust_env", False)) and TRUST_ENV[0]
-        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        original(self, *args, **kwargs)
 
-    aiohttp.ClientSession.__init__ = init  # type: ignore[method-assign]
+    aiohttp.ClientSession.__init__ = init  # type: ignore[method-assign]  # a deliberate patch of vLLM's sessions
 
 
 def run(args: list[str], log_path: str) -> int:

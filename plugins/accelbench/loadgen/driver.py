@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import __version__
-from accelbench.core.evidence import Envelope, LevelRecord, RunSummary
+from accelbench.core.evidence import Envelope, LevelRecord, LevelStatus, RunSummary
 from accelbench.core.levels import Level, levels
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 from accelbench.core.spec import BenchmarkSpec
@@ -91,7 +91,7 @@ def server_info(base_url: str) -> dict[str, Any]:
 def read_result(path: Path, spec: BenchmarkSpec, num_prompts: int) -> dict[str, Any]:
     """The bench JSON, checked for the fields the lake needs; a clear error otherwise."""
     try:
-        data = json.loads(path.read_text())
+        data: dict[str, Any] = json.loads(path.read_text())
     except FileNotFoundError:
         raise LevelFailed(f"`vllm bench serve` wrote no result file {path.name}") from None
     except ValueError as exc:
@@ -248,7 +248,7 @@ class Driver:
     @staticmethod
     def _verdict(
         result: dict[str, Any] | None, prompts: int, problem: str | None, gone: str | None, died: bool
-    ) -> tuple[str, str | None]:
+    ) -> tuple[LevelStatus, str | None]:
         """(status, error) of a level: see the module's docstring for what each status means."""
         lost = "server died" if died else "server lost"
         if result is None:

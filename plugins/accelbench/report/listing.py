@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from accelbench.lake.store import Lake
 from accelbench.report.build import HTML_NAME, SUMMARY_NAME, TABLE_NAMES
@@ -62,6 +62,6 @@ def report_file(lake: Lake, rid: str, name: str = HTML_NAME) -> bytes:
     if not REPORT_ID.fullmatch(rid) or name not in SERVED_FILES:
         raise NoSuchReport(f"{rid}/{name}")
     try:
-        return lake.fs.cat_file(lake.path("reports", rid, name))
+        return cast(bytes, lake.fs.cat_file(lake.path("reports", rid, name)))  # fsspec is untyped
     except (FileNotFoundError, PermissionError):  # S3 answers 403 for a missing key without ListBucket
         raise NoSuchReport(f"{rid}/{name}") from None

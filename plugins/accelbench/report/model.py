@@ -159,7 +159,7 @@ def level_label(kind: str, value: float) -> str:
     return f"concurrency {value:g}" if kind == "concurrency" else f"{value:g} req/s"
 
 
-def _short_id(values: tuple) -> str:
+def _short_id(values: tuple[Any, ...]) -> str:
     return hashlib.sha256(json.dumps([str(v) for v in values]).encode()).hexdigest()[:12]
 
 
@@ -172,7 +172,8 @@ def _key_value(run: dict[str, Any], key: str) -> Any:
 
 
 def error_rate(run: dict[str, Any]) -> float | None:
-    done, failed = run.get("completed"), run.get("failed")
+    done: int | None = run.get("completed")
+    failed: int | None = run.get("failed")
     if done is None or failed is None or done + failed == 0:
         return None
     return failed / (done + failed)
@@ -186,7 +187,7 @@ def level_points(
 
     Throughput per accelerator is None (blank) for CPU rows, never zero.
     """
-    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
         if run.get("status") in MEASURED_STATUSES:
             groups[tuple(_key_value(run, k) for k in POINT_KEY)].append(run | {"error_rate": error_rate(run)})
@@ -248,7 +249,7 @@ def level_points(
     return points
 
 
-def cost_order(p: dict[str, Any]) -> tuple:
+def cost_order(p: dict[str, Any]) -> tuple[Any, ...]:
     """Cheapest first by on-demand, then spot, per 1M output tokens; unpriced last, then by name."""
     inf = float("inf")
     od, spot = p.get("on_demand_usd_per_1m_output_tokens"), p.get("spot_usd_per_1m_output_tokens")
@@ -302,10 +303,10 @@ HEADLINE_FIELDS = (
 def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The answer, per model and workload: the cheapest configuration measured on its instance type
     that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
-    measured: dict[tuple, set[str]] = defaultdict(set)
+    measured: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     for p in points:
         measured[(p["model"], p["workload"], p["measured_on_instance"])].add(p["configuration_id"])
-    chosen: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in best:
         chosen[(p["model"], p["workload"], p["measured_on_instance"])].append(p)
     rows = []
@@ -320,6 +321,7 @@ def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -
             "configurations_measured": len(measured[key]),
             "configurations_meeting_slos": len(candidates),
         }
+        top: dict[str, Any] | None
         if on_instance and priced:
             top = min(priced, key=cost_order)
             row["answer"] = "cheapest under the SLOs"
@@ -400,7 +402,7 @@ def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Regressions: a throughput drop or a p99 TTFT/TPOT rise beyond noise; improvements the reverse.
     """
-    series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    series: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in points:
         series[tuple(p[k] for k in POINT_KEY if k != "vllm_version")].append(p)
     deltas = []

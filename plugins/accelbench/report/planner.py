@@ -159,7 +159,7 @@ def _plan(
             }
         )
 
-    def order(row: dict[str, Any]) -> tuple:
+    def order(row: dict[str, Any]) -> tuple[Any, ...]:
         od, spot = row["on_demand_usd_per_month"], row["spot_usd_per_month"]
         label = (row["configuration"], row["configuration_id"])
         return (od is None, od or 0.0, spot is None, spot or 0.0, *label)

@@ -140,7 +140,7 @@ def _slo_words(slos: SloLimits) -> str:
     return ", ".join(held) if held else "no latency SLO set"
 
 
-def _workload_order(p: dict[str, Any]) -> tuple:
+def _workload_order(p: dict[str, Any]) -> tuple[Any, ...]:
     """Workloads by dataset then lengths (128→32 before 4096→512), not by label text."""
     return (str(p.get("dataset")), p.get("input_len") or 0, p.get("output_len") or 0, p["workload"])
 
@@ -149,7 +149,7 @@ def _rows_of_curves(curves: dict[Any, list[dict[str, Any]]]) -> list[tuple[str, 
     """(workload, curve keys) per subplot row: one workload per row, at most MAX_CURVES_PER_AXES each,
     instance curves before local ones."""
     by_workload: dict[str, list[Any]] = defaultdict(list)
-    order: dict[str, tuple] = {}
+    order: dict[str, tuple[Any, ...]] = {}
     for key, rows in curves.items():
         by_workload[rows[0]["workload"]].append(key)
         order[rows[0]["workload"]] = _workload_order(rows[0])
@@ -313,7 +313,7 @@ def _without_version(p: dict[str, Any]) -> str:
 def version_trend_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
     """Output tokens/s at the best level under the SLOs per vLLM version (semantic order), one line per
     configuration less its version, a row per workload."""
-    lines: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    lines: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in rows:
         if p.get("output_throughput") is not None:
             lines[tuple(str(p.get(k)) for k in VERSIONLESS_KEY)].append(p)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from accelbench.config import Settings, env_name
-from accelbench.core.spec import Runtime, ServerSpec
+from accelbench.core.spec import AcceleratorType, Runtime, ServerSpec
 from accelbench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class Recipe:
     """How one tier runs vLLM. Subclasses set the image and the tier-specific knobs."""
 
     runtime: ClassVar[Runtime]
-    accelerator_type: ClassVar[str]
+    accelerator_type: ClassVar[AcceleratorType]
     repository_field: ClassVar[str]  # the Settings field of the image repository (a mirror may replace it)
     default_version: ClassVar[str]
 
@@ -97,7 +97,7 @@ class Recipe:
 @dataclass(frozen=True)
 class VllmCpu(Recipe):
     runtime: ClassVar[Runtime] = "vllm-cpu"
-    accelerator_type: ClassVar[str] = "cpu"
+    accelerator_type: ClassVar[AcceleratorType] = "cpu"
     repository_field: ClassVar[str] = "vllm_cpu_image_repository"
     # Used only when the catalog's runtime_versions has no vllm-cpu row (FACTS.md: v0.18.0+ seen).
     default_version: ClassVar[str] = "0.18.0"
@@ -119,7 +119,7 @@ class VllmCpu(Recipe):
 @dataclass(frozen=True)
 class VllmGpu(Recipe):
     runtime: ClassVar[Runtime] = "vllm-gpu"
-    accelerator_type: ClassVar[str] = "gpu"
+    accelerator_type: ClassVar[AcceleratorType] = "gpu"
     repository_field: ClassVar[str] = "vllm_gpu_image_repository"
     default_version: ClassVar[str] = "0.18.0"
     gpu_memory_utilization: float = 0.90
@@ -131,7 +131,7 @@ class VllmGpu(Recipe):
 @dataclass(frozen=True)
 class VllmNeuron(Recipe):
     runtime: ClassVar[Runtime] = "vllm-neuron"
-    accelerator_type: ClassVar[str] = "neuron"
+    accelerator_type: ClassVar[AcceleratorType] = "neuron"
     repository_field: ClassVar[str] = "vllm_neuron_image_repository"
 
     default_version: ClassVar[str] = "0.18.0"

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin
 
 import httpx
@@ -73,8 +73,9 @@ def _parse_time(value: Any) -> datetime | None:
 
 def _digest(tag: dict[str, Any]) -> str | None:
     """The tag's manifest digest; else its arm64 image's (older answers carry only per-image ones)."""
-    if isinstance(tag.get("digest"), str) and tag["digest"]:
-        return tag["digest"]
+    digest = tag.get("digest")
+    if isinstance(digest, str) and digest:
+        return digest
     for image in tag.get("images") or []:
         if isinstance(image, dict) and image.get("architecture") == "arm64" and image.get("digest"):
             return str(image["digest"])
@@ -102,7 +103,7 @@ class RegistryClient:
             reraise=True,
             before_sleep=lambda state: log.warning(
                 "registry request failed (%s), attempt %d: retrying",
-                state.outcome.exception(),
+                state.outcome.exception() if state.outcome else None,  # set before a sleep
                 state.attempt_number,
             ),
         )(self._get_once)
@@ -110,7 +111,7 @@ class RegistryClient:
     def _get_once(self, url: str) -> dict[str, Any]:
         response = self.client.get(url, headers={"Accept": "application/json"})
         response.raise_for_status()
-        return response.json()
+        return cast(dict[str, Any], response.json())
 
     def pages(self) -> Iterator[list[dict[str, Any]]]:
         namespace, name = self.repository.split("/")

@@ -207,7 +207,7 @@ def test_airflow_image_environment_parses_every_dag_and_finds_the_plugin(
 @pytest.mark.vllm
 def test_loadgen_image_environments_drive_a_real_server(
     tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, vllm_server, aws_on_moto
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Both loadgen environments built fresh; the staged driver runs the staged `vllm bench serve`."""
     import boto3
 
