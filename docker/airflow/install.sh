@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs accelbench-campaigns with its providers into a Python environment, every version pinned by
 # constraints.txt (the lock of the tested .venv). The Airflow image runs it (docker/airflow/Dockerfile), and
-# tests/test_images.py runs it into a fresh virtual environment, so both get the same requirement set.
+# tests/e2e/test_images.py runs it into a fresh virtual environment, so both get the same requirement set.
 # With uv (the image installs the one requirements-uv.txt pins; scripts/uv.sh), with pip where there is none.
 # Usage: install.sh <python> <source: a checkout, or the image's copy of pyproject.toml, constraints.txt, plugins/>
 set -euo pipefail

