@@ -1,4 +1,5 @@
-"""The generated parts of the reference pages in docs/reference/, rendered from the code that defines them.
+"""The generated parts of the reference pages in docs/reference/ (and the dependency table of
+docs/explanation/architecture.md), rendered from the code that defines them.
 
 Run: .venv/bin/python scripts/gen_reference.py          rewrite every generated section in place
      .venv/bin/python scripts/gen_reference.py --check  exit 1 (and name the section) when one is stale
@@ -51,10 +52,36 @@ def _lake_schema() -> str:
     return reference_markdown()
 
 
+def _package_imports() -> str:
+    """What each package of accelbench imports directly (grimp, the graph lint-imports checks), in the
+    order of the layers contract, top first."""
+    import collections
+    import tomllib
+
+    import grimp
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    order = [name.strip() for layer in layers for name in layer.split("|")]
+    graph = grimp.build_graph("accelbench", cache_dir=None)
+    edges: dict[str, set[str]] = collections.defaultdict(set)
+    for module in graph.modules:
+        for target in graph.find_modules_directly_imported_by(module):
+            source, dest = module.split(".")[1:2], target.split(".")[1:2]
+            if source and dest and source != dest:
+                edges[source[0]].add(dest[0])
+    rows = ["| package | imports (directly) |", "|---|---|"]
+    for package in order:
+        deps = ", ".join(f"`{d}`" for d in sorted(edges[package])) or "(nothing in `accelbench`)"
+        rows.append(f"| `{package}` | {deps} |")
+    return "\n".join(rows) + "\n"
+
+
 SECTIONS: list[Section] = [
     Section(Path("docs/reference/configuration.md"), "settings", _settings),
     Section(Path("docs/reference/lake-schema.md"), "lake-schema", _lake_schema),
     Section(Path("docs/reference/dag-params.md"), "dag-params", _dag_params),
+    Section(Path("docs/explanation/architecture.md"), "package-imports", _package_imports),
 ]
 
 

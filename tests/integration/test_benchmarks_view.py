@@ -22,9 +22,10 @@ from typing import Any
 
 import httpx
 import pytest
+from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
-from accelbench.report.model import Price, Retraction
+from accelbench.report.model import Retraction
 from accelbench.report.planner import plan_capacity
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, artifacts_dir

@@ -4,7 +4,6 @@ local mode's version, the one planning entry point ("already measured" as a valu
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from accelbench.lake.store import Lake
 from accelbench.report.gate import gate, gate_scope
 from accelbench.runtime.version_rules import check_version, local_mode_version
 
+from tests.support.gate_runs import gate_run
 from tests.support.paths import REPO
 
 STORE = REPO / "tests" / "data" / "model_configs"
@@ -158,29 +158,6 @@ def test_a_scheduled_campaign_without_its_model_has_nothing_to_measure_yet(monke
     assert unconfigured(request) is None
 
 
-def _run(version: str, level: int, repeat: int, out: float, matrix_key: str) -> dict[str, Any]:
-    return {
-        "run_id": f"{version}/c{level}-r{repeat}-{matrix_key}",
-        "matrix_key": matrix_key,
-        "accelerator_type": "cpu",
-        "instance_type": "m8g.xlarge",
-        "model": MODEL,
-        "quantization": None,
-        "vllm_version": version,
-        "level_kind": "concurrency",
-        "level_value": float(level),
-        "repeat": repeat,
-        "status": "ok",
-        "output_throughput": out,
-        "total_token_throughput": out * 2,
-        "p99_ttft_ms": 100.0,
-        "p99_tpot_ms": 10.0,
-        "completed": 200,
-        "accelerator_count": 0,
-        "started_at": datetime(2026, 11, 20, tzinfo=UTC),
-    }
-
-
 def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
     matrix = parse_request(MATRIX | {"instance_types": ["m8g.xlarge"], "concurrency": [1]})
@@ -189,7 +166,11 @@ def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:
     assert all(len(k) == 1 for k in keys.values()) and keys["0.19.0"] != keys["0.20.0"]
 
     def runs(key_of: Any, outs: dict[str, float]) -> list[dict[str, Any]]:
-        return [_run(v, 1, r, out + r, key_of(v)) for v, out in outs.items() for r in range(2)]
+        return [
+            gate_run(v, 1, r, out + r, suffix=f"-{key_of(v)}", matrix_key=key_of(v))
+            for v, out in outs.items()
+            for r in range(2)
+        ]
 
     steady = runs(lambda v: next(iter(keys[v])), {"0.19.0": 100.0, "0.20.0": 100.0})
     collapse = runs(lambda v: "another-load", {"0.19.0": 100.0, "0.20.0": 10.0})  # not the matrix

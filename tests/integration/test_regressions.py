@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,33 +16,11 @@ from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.regressions import describe, regressions_of
 
+from tests.support.gate_runs import MODEL, gate_run
 from tests.support.notifier import NOTIFIED
 from tests.support.planning import STORE
 
-MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 MATRIX = {"instance_types": ["m8g.xlarge"], "model": MODEL, "concurrency": [1, 4], "repeats": 2}
-
-
-def _run(version: str, level: int, repeat: int, out: float, tpot: float = 10.0, **kw: Any) -> dict[str, Any]:
-    return {
-        "run_id": f"{version}/c{level}-r{repeat}{kw.pop('suffix', '')}",
-        "accelerator_type": "cpu",
-        "instance_type": "m8g.xlarge",
-        "model": MODEL,
-        "quantization": None,
-        "vllm_version": version,
-        "level_kind": "concurrency",
-        "level_value": float(level),
-        "repeat": repeat,
-        "status": "ok",
-        "output_throughput": out,
-        "total_token_throughput": out * 2,
-        "p99_ttft_ms": 100.0,
-        "p99_tpot_ms": tpot,
-        "completed": 200,
-        "accelerator_count": 0,
-        "started_at": datetime(2026, 11, 20, tzinfo=UTC),
-    } | kw
 
 
 def _runs() -> list[dict[str, Any]]:
@@ -54,7 +31,7 @@ def _runs() -> list[dict[str, Any]]:
         ("0.20.0", (70.0, 70.5), (306.0, 309.0)),
     ):
         for level, values in ((1, c1), (4, c4)):
-            rows += [_run(version, level, repeat, out) for repeat, out in enumerate(values)]
+            rows += [gate_run(version, level, repeat, out) for repeat, out in enumerate(values)]
     return rows
 
 
@@ -70,8 +47,8 @@ def test_a_clear_regression_is_found_and_a_change_within_noise_is_not() -> None:
 
 
 def test_a_p99_tpot_rise_beyond_noise_is_a_regression() -> None:
-    rows = [_run("0.19.0", 1, r, 100.0, tpot=10.0 + r * 0.1) for r in range(2)]
-    rows += [_run("0.20.0", 1, r, 100.0, tpot=13.0 + r * 0.1) for r in range(2)]
+    rows = [gate_run("0.19.0", 1, r, 100.0, tpot=10.0 + r * 0.1) for r in range(2)]
+    rows += [gate_run("0.20.0", 1, r, 100.0, tpot=13.0 + r * 0.1) for r in range(2)]
     (found,) = regressions_of(build_report(rows, [], [], ReportFilter())["points"], "0.20.0")
     assert found["regressed"] == ["p99_tpot_ms"] and found["p99_tpot_ms_change"] == pytest.approx(3.0 / 10.05)
 
@@ -101,7 +78,7 @@ def test_the_gate_compares_the_matrix_logs_reports_notifies_and_can_fail(
     monkeypatch.setenv("ACCELBENCH_REGRESSION_NOTIFIER", "tests.support.notifier:record")
     rows = [r | {"matrix_key": _matrix_key(r["vllm_version"])} for r in _runs()]
     # Another load of the same model at 0.20.0 (not the version matrix): a collapse the gate must ignore.
-    rows += [_run("0.20.0", 4, r, 1.0, suffix="-other", matrix_key="another-load") for r in range(2)]
+    rows += [gate_run("0.20.0", 4, r, 1.0, suffix="-other", matrix_key="another-load") for r in range(2)]
     lake = Lake(str(accelbench_env / "lake"))
     lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-20", "constructed")
     NOTIFIED.clear()

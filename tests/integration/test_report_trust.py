@@ -13,9 +13,10 @@ from typing import Any
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
-from accelbench.report.model import Price, best_under_slos, level_points
+from accelbench.report.model import best_under_slos, level_points
 from accelbench.report.slos import Slos
 
 JULY = datetime(2026, 7, 20, tzinfo=UTC)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from accelbench.report.model import GIB, Price
+from accelbench.core.price import Price
+from accelbench.report.model import GIB
 
 
 def run_row(

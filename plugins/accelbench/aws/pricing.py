@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from accelbench.core.families import is_bare_metal
+from accelbench.core.price import Price
 
 log = logging.getLogger(__name__)
 SOURCE = "AWS Price List Query API (pricing:GetProducts)"
@@ -38,17 +39,6 @@ class BadPrice(ValueError):
 
     def __init__(self, raw: object, reason: str, rate: str) -> None:
         super().__init__(f"USD {raw!r} per {HOURLY_UNIT} is {reason} (rate {rate})")
-
-
-@dataclass(frozen=True)
-class Price:
-    instance_type: str
-    region: str
-    pricing_model: str
-    usd_per_hour: float
-    effective_at: datetime
-    source: str
-    zone_prices: dict[str, float] | None = None
 
 
 @dataclass

@@ -6,7 +6,8 @@ import statistics
 from datetime import datetime
 from typing import Any
 
-from accelbench.aws.pricing import Price, PriceLookupError
+from accelbench.aws.pricing import PriceLookupError
+from accelbench.core.price import Price
 
 SOURCE = "EC2 DescribeSpotPriceHistory (median of the newest price per availability zone)"
 PRODUCT_DESCRIPTIONS = ["Linux/UNIX", "Linux/UNIX (Amazon VPC)"]

@@ -14,11 +14,12 @@ from sqlalchemy import Engine
 
 from accelbench.aws.clients import PRICING_ENDPOINT_REGIONS, check_region, make_client
 from accelbench.aws.offline import index_snapshots, load_snapshots
-from accelbench.aws.pricing import ParseStats, Price, PriceLookupError, fetch_on_demand
+from accelbench.aws.pricing import ParseStats, PriceLookupError, fetch_on_demand
 from accelbench.aws.spot import fetch_spot
 from accelbench.catalog.queries import store_prices
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.config import env_name
+from accelbench.core.price import Price
 from accelbench.errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -9,11 +9,11 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from accelbench.aws.pricing import Price
 from accelbench.catalog.db import session_scope
 from accelbench.catalog.models import InstancePrice, InstanceType, RuntimeVersion
 from accelbench.catalog.seed import spec_of
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.core.price import Price
 from accelbench.errors import UnknownInstanceType
 
 

@@ -15,10 +15,10 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
 from accelbench.report.model import (
-    Price,
     Retraction,
     best_under_slos,
     frontier,

@@ -12,13 +12,13 @@ from typing import Any
 
 from jinja2 import Environment
 
+from accelbench.core.slos import SAMPLE_WARNING_REQUESTS
 from accelbench.report.columns import label
 from accelbench.report.model import (
     CV_METRICS,
     LOCAL_USE,
     NOISE_CV_FACTOR,
     NOISE_FLOOR,
-    SAMPLE_WARNING_REQUESTS,
 )
 from accelbench.report.pages import environment
 from accelbench.report.planner import planner_context

@@ -19,6 +19,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from accelbench.core.price import Price
+from accelbench.core.slos import SAMPLE_WARNING_REQUESTS
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.report.slos import Slos
 
@@ -58,7 +60,6 @@ CV_METRICS = ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")  # the ones ver
 # repeat have no CV of their own).
 NOISE_CV_FACTOR = 2.0
 NOISE_FLOOR = 0.05
-SAMPLE_WARNING_REQUESTS = 1000  # below this per repeat, a p99 rests on fewer than 10 requests beyond it
 SECONDS_PER_HOUR = 3600
 GIB = 2**30
 ON_INSTANCE = "instance"  # the host label of a run measured on the instance type it names
@@ -68,16 +69,6 @@ LOCAL_USE = (
     "that same host, and for checking that a configuration runs at all; it is not a throughput or a "
     "price of the instance type, so it is never priced or ranked against instance results."
 )
-
-
-@dataclass(frozen=True)
-class Price:
-    instance_type: str
-    region: str
-    pricing_model: str  # on_demand | spot
-    usd_per_hour: float
-    effective_at: datetime
-    source: str
 
 
 def price_at(

@@ -9,7 +9,8 @@ from sqlalchemy import Engine, select
 from accelbench.catalog.db import session_scope
 from accelbench.catalog.models import InstancePrice
 from accelbench.catalog.models import Retraction as RetractionRow
-from accelbench.report.model import Price, Retraction
+from accelbench.core.price import Price
+from accelbench.report.model import Retraction
 
 
 def price_history(engine: Engine, instance_types: set[str] | None = None) -> list[Price]:
