@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
 from accelbench.lake.measured import measured_specs
-from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 
 from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.lake_rows import land_runs
 from tests.support.planning import STORE
 
 pytestmark = pytest.mark.airflow
@@ -43,23 +42,6 @@ def _plan(version: str | None, force: bool = False, mode: str = "kubernetes") ->
     return plan_version_campaign(version, mode, force, "accelbench_cpu_version_campaign.r1", None)
 
 
-def _land(lake: Lake, spec: BenchmarkSpec, levels: list[int], repeats: int, status: str = "ok") -> None:
-    rows = [
-        {
-            "run_id": f"{spec.spec_id}/c{c}-r{r}",
-            "matrix_key": spec.matrix_key,
-            "level_kind": "concurrency",
-            "level_value": float(c),
-            "repeat": r,
-            "status": status,
-            "instance_type": spec.server.instance_type,
-        }
-        for c in levels
-        for r in range(repeats)
-    ]
-    lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-30", spec.spec_id)
-
-
 def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:
     bag = dagbag(airflow_db)
     weekly, per_version = (
@@ -85,10 +67,12 @@ def test_version_matrix_plans_at_the_partition_version_and_skips_what_the_lake_h
     m8g = next(s for s in specs if s.server.instance_type == "m8g.xlarge")
 
     lake = Lake.from_env()
-    _land(lake, m8g, [1, 2], 1)  # one repeat of two: not complete
-    _land(lake, next(s for s in specs if s is not m8g), [1, 2], 2, status="failed")  # failed: not measured
+    land_runs(lake, m8g, [1, 2], 1)  # one repeat of two: not complete
+    land_runs(
+        lake, next(s for s in specs if s is not m8g), [1, 2], 2, status="failed"
+    )  # failed: not measured
     assert measured_specs(lake, specs) == []
-    _land(lake, m8g, [1, 2], 2)
+    land_runs(lake, m8g, [1, 2], 2)
     assert measured_specs(lake, specs) == [m8g]
     left = _plan("0.19.1")
     assert [s["server"]["instance_type"] for s in left] == ["c8g.2xlarge"]  # m8g was measured: left out
@@ -96,7 +80,7 @@ def test_version_matrix_plans_at_the_partition_version_and_skips_what_the_lake_h
     assert len(_plan("0.20.0")) == 2  # another version: another matrix key
 
     c8g = next(s for s in specs if s is not m8g)
-    _land(lake, c8g, [1, 2], 2)
+    land_runs(lake, c8g, [1, 2], 2)
     with pytest.raises(AirflowSkipException, match="already measured with this matrix"):
         _plan("0.19.1")
     with pytest.raises(AirflowFailException, match="partition_key"):
@@ -139,7 +123,7 @@ def test_version_backfill_requests_only_versions_not_yet_measured(
     monkeypatch.setenv("ACCELBENCH_EXECUTION_MODE", "kubernetes")  # plans need no local vLLM here
     lake = Lake.from_env()
     for spec in (BenchmarkSpec.model_validate(s) for s in _plan("0.18.0")):
-        _land(lake, spec, [1, 2], 2)
+        land_runs(lake, spec, [1, 2], 2)
 
     run = run_dag(
         airflow_db, "accelbench_cpu_version_backfill", {"versions": ["0.18.0", "v0.19.0", "0.19.1"]}
@@ -205,7 +189,7 @@ def test_partition_keys_are_checked_and_retracted_runs_do_not_count_as_measured(
     specs = [BenchmarkSpec.model_validate(s) for s in _plan("0.19.1")]
     lake = Lake.from_env()
     for spec in specs:
-        _land(lake, spec, [1, 2], 2)
+        land_runs(lake, spec, [1, 2], 2)
     assert len(measured_specs(lake, specs)) == 2
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
     retract(engine, [f"{specs[0].spec_id}/c1-r0"], "node was throttled")

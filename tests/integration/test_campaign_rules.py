@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at, matrix_keys, parse_version_matrix
 from accelbench.campaign.planner import parse_request
@@ -17,14 +16,13 @@ from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.retract import retract
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import load_seed
-from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
-from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 from accelbench.report.gate import gate, gate_scope
 from accelbench.runtime.version_rules import check_version, local_mode_version
 
 from tests.support.gate_runs import gate_run
+from tests.support.lake_rows import land_runs
 from tests.support.paths import REPO
 
 STORE = REPO / "tests" / "data" / "model_configs"
@@ -47,24 +45,6 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     upsert_instance_types(eng, load_seed())
     yield eng
     eng.dispose()
-
-
-def _land(lake: Lake, spec: BenchmarkSpec, status: str = "ok") -> None:
-    """Every level x repeat of `spec`, as runs of another campaign."""
-    rows = [
-        {
-            "run_id": f"{spec.spec_id}/c{c}-r{r}",
-            "matrix_key": spec.matrix_key,
-            "level_kind": "concurrency",
-            "level_value": float(c),
-            "repeat": r,
-            "status": status,
-            "instance_type": spec.server.instance_type,
-        }
-        for c in spec.load.concurrency
-        for r in range(spec.load.repeats)
-    ]
-    lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-30", spec.spec_id)
 
 
 def test_the_version_matrix_is_the_defaults_overridden_by_its_setting() -> None:
@@ -111,13 +91,13 @@ def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_
     assert not first.already_measured
     m8g, c8g = sorted(first.specs, key=lambda s: s.server.instance_type != "m8g.xlarge")
 
-    _land(lake, m8g)
-    _land(lake, c8g, status="failed")  # a failed run is not a measurement
+    land_runs(lake, m8g)
+    land_runs(lake, c8g, status="failed")  # a failed run is not a measurement
     left = plan_request(request, engine, "c2", KUBERNETES, lake=lake)
     assert [s.server.instance_type for s in left.specs] == ["c8g.2xlarge"]
     assert [s.matrix_key for s in left.measured] == [m8g.matrix_key]
 
-    _land(lake, c8g)
+    land_runs(lake, c8g)
     done = plan_request(request, engine, "c3", KUBERNETES, lake=lake)
     assert done.already_measured and done.specs == [] and len(done.measured) == 2
     forced = plan_request(request, engine, "c3", KUBERNETES, lake=lake, force=True)
