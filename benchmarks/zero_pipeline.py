@@ -41,9 +41,13 @@ def tiny_tokenizer() -> Path:
 
 
 @contextlib.contextmanager
-def zero_server(ttft_ms: float = 0.0, itl_ms: float = 0.0) -> Iterator[tuple[str, int]]:
-    """(base URL, pid) of a zero-work server pinned to SERVER_CPU."""
+def zero_server(
+    ttft_ms: float = 0.0, itl_ms: float = 0.0, degrade_after: int | None = None, degrade_slope: float = 1.0
+) -> Iterator[tuple[str, int]]:
+    """(base URL, pid) of a zero-work server pinned to SERVER_CPU. With `degrade_after=N`, every delay
+    grows by `degrade_slope` x its own length per request streaming beyond N (zero_server.py's doc)."""
     port = free_port()
+    degrade = [] if degrade_after is None else ["--degrade-after", str(degrade_after)]
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -56,6 +60,9 @@ def zero_server(ttft_ms: float = 0.0, itl_ms: float = 0.0) -> Iterator[tuple[str
             str(itl_ms),
             "--cpu",
             str(SERVER_CPU),
+            *degrade,
+            "--degrade-slope",
+            str(degrade_slope),
         ],
         stdout=subprocess.PIPE,
         text=True,

@@ -14,6 +14,9 @@ set against them.
 Run: .venv/bin/python benchmarks/zero_server.py --port 8000 [--ttft-ms 50 --itl-ms 5] [--cpu 1]
 It binds 127.0.0.1 only and prints `ready <port>` when it listens. `--fail-every N` (off by default)
 answers HTTP 500 to every Nth completion request, for tests of levels with some failed requests.
+`--degrade-after N` (off by default) makes a server that degrades past a known load: while more than N
+requests stream at once, each delay (the TTFT, then each ITL) is multiplied by 1 + slope x (in flight -
+N) at the time it starts (`--degrade-slope`, 1 by default), for the load search's tests.
 """
 
 from __future__ import annotations
@@ -38,10 +41,20 @@ async def until(due: float) -> None:
 
 
 class ZeroServer:
-    def __init__(self, ttft_s: float, itl_s: float, model: str, fail_every: int = 0) -> None:
+    def __init__(
+        self,
+        ttft_s: float,
+        itl_s: float,
+        model: str,
+        fail_every: int = 0,
+        degrade_after: int | None = None,
+        degrade_slope: float = 1.0,
+    ) -> None:
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
         self.fail_every, self.received = fail_every, 0  # fail_every 0: every request succeeds
+        self.degrade_after, self.degrade_slope = degrade_after, degrade_slope  # None: never degrades
         self.running = 0
+        self.streaming = 0  # requests between their first and last token: the load that degrades
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.success = 0
@@ -77,6 +90,12 @@ class ZeroServer:
             ]
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
+    def slowdown(self) -> float:
+        """The factor on the next delay: 1, or 1 + slope x the requests streaming beyond degrade_after."""
+        if self.degrade_after is None or self.streaming <= self.degrade_after:
+            return 1.0
+        return 1.0 + self.degrade_slope * (self.streaming - self.degrade_after)
+
     async def completions(self, request: web.Request) -> web.StreamResponse:
         arrived = time.perf_counter()
         body = await request.json()
@@ -93,10 +112,15 @@ class ZeroServer:
         self.running += 1
         created, rid = int(time.time()), f"cmpl-{id(request):x}"
         first = last = 0.0
+        due, streaming = arrived, True
+        self.streaming += 1
         try:
             for i in range(n):
-                # Sleep until the exact planned send time of token i (no drift across tokens).
-                due = arrived + self.ttft_s + i * self.itl_s
+                if self.degrade_after is None:
+                    # Sleep until the exact planned send time of token i (no drift across tokens).
+                    due = arrived + self.ttft_s + i * self.itl_s
+                else:  # each delay as slow as the load is when it starts
+                    due += (self.ttft_s if i == 0 else self.itl_s) * self.slowdown()
                 await until(due)
                 chunk = {
                     "id": rid,
@@ -110,6 +134,9 @@ class ZeroServer:
                 if i == 0:
                     first = last
                 await response.write(data)
+            # Done streaming before the final chunk: the client's next request (sent once this one ends)
+            # never finds this one still counted.
+            self.streaming, streaming = self.streaming - 1, False
             usage = {"prompt_tokens": n_in, "completion_tokens": n, "total_tokens": n_in + n}
             final = {
                 "id": rid,
@@ -123,6 +150,8 @@ class ZeroServer:
             await response.write_eof()
         finally:
             self.running -= 1
+            if streaming:  # the client went away mid-stream
+                self.streaming -= 1
         self.prompt_tokens += n_in
         self.generation_tokens += n
         self.success += 1
@@ -154,10 +183,19 @@ def main() -> None:
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--cpu", type=int, help="pin the server to this CPU")
     parser.add_argument("--fail-every", type=int, default=0, help="answer 500 to every Nth request (0: none)")
+    parser.add_argument("--degrade-after", type=int, help="slow down while more requests than this stream")
+    parser.add_argument("--degrade-slope", type=float, default=1.0, help="the slowdown per request beyond")
     args = parser.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
-    server = ZeroServer(args.ttft_ms / 1000, args.itl_ms / 1000, args.model, args.fail_every)
+    server = ZeroServer(
+        args.ttft_ms / 1000,
+        args.itl_ms / 1000,
+        args.model,
+        args.fail_every,
+        args.degrade_after,
+        args.degrade_slope,
+    )
 
     async def serve() -> None:
         runner = web.AppRunner(app(server), access_log=None)

@@ -47,3 +47,29 @@ def test_zero_server_streams_exactly_what_it_promises() -> None:
     assert (first - arrived) * 1000 >= ttft_ms and (last - arrived) * 1000 >= ttft_ms + (tokens - 1) * itl_ms
     delta = server_metrics.counter_delta(before, after)
     assert (delta["generation_tokens"], delta["request_success"], delta["prompt_tokens"]) == (tokens, 1, 4)
+
+
+def test_a_degrading_zero_server_slows_down_past_its_load() -> None:
+    """degrade_after=1: a request that finds k requests streaming (itself included) waits 1 + (k - 1)
+    times the TTFT; three at once wait about 1, 2 and 3 times it, by the server's own clock."""
+    import threading
+
+    ttft_ms = 100.0
+    body = {"model": "tiny", "prompt": "a", "max_tokens": 2, "stream": True}
+    with zero_server(ttft_ms, 1.0, degrade_after=1) as (url, _pid):
+
+        def one() -> None:
+            with httpx.stream("POST", f"{url}/v1/completions", json=body, timeout=10) as response:
+                for _ in response.iter_lines():
+                    pass
+
+        threads = [threading.Thread(target=one) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        applied = httpx.get(f"{url}/stats", timeout=10).json()["applied"]
+    waits = sorted((first - arrived) * 1000 for arrived, first, _last in applied)
+    assert len(waits) == 3
+    assert ttft_ms <= waits[0] < 1.5 * ttft_ms  # alone: no slowdown
+    assert waits[1] >= 2 * ttft_ms and waits[2] >= 3 * ttft_ms  # 2 and 3 streaming: x2 and x3

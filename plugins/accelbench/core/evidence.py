@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.dataclasses import dataclass
 
+from accelbench.core.search import Phase, SearchResult
 from accelbench.core.spec import BenchmarkSpec
 
 LevelStatus = Literal["running", "ok", "errors", "failed"]  # "running" only until the level's verdict
@@ -68,6 +69,9 @@ class LevelRecord:
     client_failed: int | None = None
     server_exit_code: int | None = None  # set when the server died during the level
     server_log_tail: str | None = None
+    # A load search's probe (LoadPlan.search): its step (0 first) and phase; None for a fixed level.
+    search_step: int | None = None
+    search_phase: Phase | None = None
 
 
 class Envelope(_Document):
@@ -82,6 +86,9 @@ class Envelope(_Document):
     ended_at: str | None = None
     levels: list[LevelRecord] = []
     failure: str | None = None  # the level (or warm-up) that stopped the run, and why
+    # A search's outcome (LoadPlan.search): its capacity, bracket and probes; None for fixed levels, and
+    # for a search that a failed level cut short (its probes are in `levels`, `failure` says why).
+    search: SearchResult | None = None
 
 
 class LevelSummary(_Document):

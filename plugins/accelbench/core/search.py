@@ -53,7 +53,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from accelbench.core.evidence import LevelKind
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
 
 SearchVariable = Literal["concurrency", "request_rate"]
@@ -116,8 +115,9 @@ class SearchPlan(_Frozen):
         return self
 
     @property
-    def level_kind(self) -> LevelKind:
-        """The variable as a load level's kind (`Level.kind`, the lake's `level_kind`)."""
+    def level_kind(self) -> Literal["concurrency", "rate"]:
+        """The variable as a load level's kind (`evidence.LevelKind`: `Level.kind`, the lake's
+        `level_kind`; spelt out, as the spec and the evidence import this module)."""
         return "concurrency" if self.variable == "concurrency" else "rate"
 
     @property
@@ -255,6 +255,16 @@ class LoadSearch:
     def done(self) -> bool:
         return self._next is None
 
+    @property
+    def step(self) -> int:
+        """The step of the probe at `next_load()`: 0 for the first."""
+        return len(self._probes)
+
+    @property
+    def phase(self) -> Phase:
+        """The phase of the probe at `next_load()`: bracketing until a probe fails, then bisecting."""
+        return "bracket" if self._failing is None else "bisect"
+
     def record(self, result: ProbeResult) -> Probe:
         """Judge the probe at `next_load()` and choose the next load."""
         if self._next is None:
@@ -263,7 +273,7 @@ class LoadSearch:
             raise ValueError(f"load={result.load:g}: the search asked for {self._next:g}")
         if len(result.repeats) != self.plan.repeats:
             raise ValueError(f"repeats={len(result.repeats)}: the plan asks for {self.plan.repeats}")
-        probe = self._judge(result, "bracket" if self._failing is None else "bisect")
+        probe = self._judge(result, self.phase)
         self._probes.append(probe)
         if probe.verdict == "pass":
             self._passing = probe.load if self._passing is None else max(self._passing, probe.load)

@@ -6,7 +6,17 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+from accelbench.core.search import SearchPlan
 
 Runtime = Literal["vllm-cpu", "vllm-gpu", "vllm-neuron"]
 AcceleratorType = Literal["cpu", "gpu", "neuron"]
@@ -53,7 +63,9 @@ class ServerSpec(_Frozen):
 
 
 class LoadPlan(_Frozen):
-    """The load levels one server is driven through."""
+    """The load levels one server is driven through: the fixed levels (`concurrency`, `request_rates`),
+    or with `search` a load search (accelbench.core.search) that chooses them, each probe a level of
+    `prompts_per_level` requests, repeated `repeats` times (the search plan's repeats, the same number)."""
 
     input_len: int = Field(ge=1)
     output_len: int = Field(ge=1)
@@ -66,9 +78,40 @@ class LoadPlan(_Frozen):
     repeats: int = Field(default=1, ge=1)
     # Per-request latency limits in ms for vLLM's goodput (`--goodput ttft:500 tpot:50`).
     goodput_slos_ms: dict[GoodputMetric, float] = Field(default_factory=dict)
+    search: SearchPlan | None = None  # None: the fixed levels
+
+    @model_validator(mode="after")
+    def _search_or_levels(self) -> LoadPlan:
+        plan = self.search
+        if plan is None:
+            return self
+        problems = []
+        if self.concurrency or self.request_rates:
+            problems.append("a search chooses its own loads: give it no concurrency levels or request rates")
+        if self.repeats != plan.repeats:
+            problems.append(f"repeats={self.repeats}: the search repeats each probe {plan.repeats} times")
+        if self.prompts_per_level < plan.min_requests:
+            problems.append(
+                f"prompts_per_level={self.prompts_per_level}: below the search's min_requests="
+                f"{plan.min_requests}, no probe's p99 would be trusted"
+            )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_no_search(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
+        """A fixed-level plan dumps as before `search` existed: its spec_id and matrix_key stay."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("search") is None:
+            data.pop("search", None)
+        return data
 
     @property
     def max_concurrency(self) -> int:
+        """The most requests in flight the plan asks for (a concurrency search's upper bound)."""
+        if self.search is not None and self.search.variable == "concurrency":
+            return int(self.search.upper)  # no fixed levels beside a search
         return max(self.concurrency, default=1)
 
 

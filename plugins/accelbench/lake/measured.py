@@ -15,7 +15,7 @@ def measured_specs(
 ) -> list[BenchmarkSpec]:
     """The specs whose every level x repeat already has a measured (MEASURED_STATUSES), unretracted run
     in the lake, from any campaign, for the same server (version and image included) and load:
-    `matrix_key`."""
+    `matrix_key`. A load search's spec is never among them."""
     if not specs:
         return []
     keys = sorted({s.matrix_key for s in specs})
@@ -32,7 +32,10 @@ def measured_specs(
     return [
         spec
         for spec in specs
-        if {
+        # A search's loads are not known before it runs: it has no levels to find (an empty set would be
+        # "measured" by any lake), so it is never already measured.
+        if spec.load.search is None
+        and {
             (spec.matrix_key, level.kind, float(level.value), repeat)
             for level in levels(spec)
             for repeat in range(spec.load.repeats)

@@ -5,6 +5,11 @@ bench_client) while sampling the server's memory and gauges, scrape again, then 
 token totals against the server's counters and the achieved load against the requested one. Raw
 outputs and an envelope land in `out_dir`.
 
+With a load search (`LoadPlan.search`) the levels are the search's probes (accelbench.core.search): each
+probe is a level at the load the search asks for, its repeats the level's repeats, each record marked with
+the probe's step and phase, and the search's result goes into the envelope. A failed level stops a search
+as it stops fixed levels: its probes are kept, and the envelope has no search result.
+
 A level is "ok" (every request finished), "errors" (some failed, the server is still healthy: the run
 goes on, as one failed request in 10^4 must not end a campaign) or "failed" (no usable result, nothing
 completed, or the server died or stopped answering: the run stops, and everything measured before it
@@ -31,6 +36,7 @@ from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord, LevelStatus, RunSummary
 from accelbench.core.levels import Level, levels
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
+from accelbench.core.search import LoadSearch, Phase, ProbeResult, RepeatResult, SearchPlan, SearchResult
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE
@@ -264,40 +270,82 @@ class Driver:
             return "errors", f"{counts} (first error: {first_error(result)})"
         return "ok", None
 
+    def _level(
+        self, level: Level, step: int | None = None, phase: Phase | None = None
+    ) -> tuple[list[LevelRecord], str | None]:
+        """Every repeat of one level (a search's probe with its step and phase): (records, failure), where
+        failure is the failed repeat's "run_id: error" that stops the run."""
+        done: list[LevelRecord] = []
+        for repeat in range(self.spec.load.repeats):
+            rec = self.run_level(level, repeat)
+            rec.search_step, rec.search_phase = step, phase
+            self.records.append(rec)
+            log.log(
+                logging.INFO if rec.status == "ok" else logging.WARNING,
+                "%s: %s, %s completed, %s failed%s",
+                rec.run_id,
+                rec.status,
+                rec.client_completed,
+                rec.client_failed,
+                f" ({rec.error})" if rec.error else "",
+            )
+            if rec.server_log_tail:
+                log.warning("%s: the server's log ends:\n%s", rec.run_id, rec.server_log_tail)
+            if rec.status == "failed":
+                return done, f"{rec.run_id}: {rec.error}"
+            done.append(rec)
+        return done, None
+
+    def _search(self, plan: SearchPlan) -> tuple[str | None, SearchResult | None]:
+        """Probe the loads the search asks for until it is done: (failure, result); no result when a
+        failed level cut it short."""
+        search = LoadSearch(plan)
+        while (load := search.next_load()) is not None:
+            step = search.step
+            done, failure = self._level(Level(plan.level_kind, load), step, search.phase)
+            if failure:
+                return f"search step {step} at {load:g} {plan.unit}: {failure}", None
+            probe = search.record(ProbeResult(load=load, repeats=tuple(map(self.repeat_result, done))))
+            log.info("search step %d (%s) at %g %s: %s", step, probe.phase, load, plan.unit, probe.verdict)
+        result = search.result()
+        log.info("search: %s", result.summary())
+        return None, result
+
+    def repeat_result(self, rec: LevelRecord) -> RepeatResult:
+        """A measured level as the search judges it: its counts, its p99s, whether the client kept up
+        and how long the server was under its load."""
+        result = json.loads((self.spec_dir / rec.result_file).read_text()) if rec.result_file else {}
+        return RepeatResult(
+            completed=rec.client_completed or 0,
+            failed=rec.client_failed or 0,
+            p99_ttft_ms=result.get("p99_ttft_ms"),
+            p99_tpot_ms=result.get("p99_tpot_ms"),
+            p99_e2el_ms=result.get("p99_e2el_ms"),
+            client_limited=rec.client_limited,
+            duration_s=float(result.get("duration") or 0.0),
+        )
+
     def run(self) -> Envelope:
-        """Every level x repeat in order; stops at the first "failed" level. Returns the envelope (also
-        written to the spec's folder)."""
+        """Every level x repeat in order (or the search's probes); stops at the first "failed" level.
+        Returns the envelope (also written to the spec's folder)."""
         if self.spec_dir.exists():  # a retry: no evidence from an earlier attempt may be mixed in
             shutil.rmtree(self.spec_dir)
         self.spec_dir.mkdir(parents=True)
         started = datetime.now(UTC).isoformat()
         info = server_info(self.base_url)
         failure: str | None = None
+        search: SearchResult | None = None
         owned = self.client is None
         try:
             if owned:  # inside the try: a client that cannot start is a warm-up failure in the envelope
                 self.client = BenchClient(self.vllm, self.client_cpus).start()
             self.warm_up()
-            for level in levels(self.spec):
-                for repeat in range(self.spec.load.repeats):
-                    rec = self.run_level(level, repeat)
-                    self.records.append(rec)
-                    log.log(
-                        logging.INFO if rec.status == "ok" else logging.WARNING,
-                        "%s: %s, %s completed, %s failed%s",
-                        rec.run_id,
-                        rec.status,
-                        rec.client_completed,
-                        rec.client_failed,
-                        f" ({rec.error})" if rec.error else "",
-                    )
-                    if rec.server_log_tail:
-                        log.warning("%s: the server's log ends:\n%s", rec.run_id, rec.server_log_tail)
-                    if rec.status == "failed":
-                        failure = f"{rec.run_id}: {rec.error}"
+            if self.spec.load.search is None:
+                for level in levels(self.spec):
+                    if failure := self._level(level)[1]:
                         break
-                if failure:
-                    break
+            else:
+                failure, search = self._search(self.spec.load.search)
         except (LevelFailed, BenchProcessError, OSError, subprocess.TimeoutExpired) as exc:
             failure = f"warm-up: {type(exc).__name__}: {exc}"
             if (exited := self._server_exited(wait_s=0.0)) is not None:
@@ -319,6 +367,7 @@ class Driver:
             ended_at=datetime.now(UTC).isoformat(),
             levels=self.records,
             failure=failure,
+            search=search,
         )
         tmp = self.spec_dir / (ENVELOPE + ".tmp")
         tmp.write_text(envelope.model_dump_json(indent=1))

@@ -1,0 +1,115 @@
+"""A load search in the spec, the driver and the evidence (issue 18): the plan's rules, the ids of fixed-
+level specs unchanged, the driver's search loop over stand-in levels, and the envelope carrying it all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from accelbench.core.evidence import Envelope, LevelRecord
+from accelbench.core.levels import Level, levels
+from accelbench.core.search import SearchPlan
+from accelbench.core.slos import Slos
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.lake.measured import measured_specs
+from accelbench.lake.store import Lake
+from accelbench.loadgen.driver import Driver
+from pydantic import ValidationError
+
+from tests.support.specs import tiny_spec
+
+CAPACITY = 5  # the stand-in server meets the SLO up to this concurrency
+PLAN = SearchPlan(variable="concurrency", lower=1, upper=16, min_requests=100, slos=Slos(ttft_p99_ms=60))
+
+
+def _spec(**load: object) -> BenchmarkSpec:
+    plan = LoadPlan(**({"input_len": 8, "output_len": 4, "prompts_per_level": 100} | load))
+    return BenchmarkSpec(server=tiny_spec("m"), load=plan, campaign_id="c")
+
+
+def test_a_search_plan_replaces_the_fixed_levels_and_says_what_conflicts() -> None:
+    spec = _spec(search=PLAN)
+    assert levels(spec) == [] and spec.load.max_concurrency == 16
+    with pytest.raises(ValidationError) as info:
+        _spec(search=PLAN, concurrency=(1, 2), repeats=2, prompts_per_level=50)
+    message = str(info.value)
+    for why in (
+        "a search chooses its own loads: give it no concurrency levels or request rates",
+        "repeats=2: the search repeats each probe 1 times",
+        "prompts_per_level=50: below the search's min_requests=100",
+    ):
+        assert why in message
+    assert LoadPlan.model_validate_json(spec.load.model_dump_json()) == spec.load
+
+
+def test_a_fixed_level_spec_dumps_as_before_the_search_existed() -> None:
+    # spec_id and matrix_key hash the dump: they stay what they were for every spec in the lake.
+    fixed = _spec(concurrency=(1, 4))
+    assert "search" not in fixed.load.model_dump() and '"search"' not in fixed.model_dump_json()
+    assert fixed.spec_id != _spec(search=PLAN).spec_id
+
+
+def _record(spec_dir: Path, level: Level, repeat: int, status: str = "ok") -> LevelRecord:
+    name = f"{level.key}-r{repeat}"
+    p99 = 40.0 if level.value <= CAPACITY else 90.0
+    (spec_dir / f"{name}.json").write_text(json.dumps({"p99_ttft_ms": p99, "duration": 2.0}))
+    return LevelRecord(
+        f"c/s/{name}",
+        level.kind,
+        level.value,
+        repeat,
+        0,
+        status,  # type: ignore[arg-type]
+        result_file=f"{name}.json",
+        client_completed=100,
+        client_failed=0,
+        client_limited=False,
+    )
+
+
+def _driver(tmp_path: Path, fail_at: float | None = None) -> Driver:
+    driver = Driver(_spec(search=PLAN), "http://127.0.0.1:1", tmp_path)
+    driver.spec_dir.mkdir()
+
+    def run_level(level: Level, repeat: int) -> LevelRecord:
+        return _record(driver.spec_dir, level, repeat, "failed" if level.value == fail_at else "ok")
+
+    driver.run_level = run_level  # type: ignore[method-assign]
+    return driver
+
+
+def test_the_driver_probes_what_the_search_asks_and_marks_each_level(tmp_path: Path) -> None:
+    driver = _driver(tmp_path)
+    failure, result = driver._search(PLAN)
+    assert failure is None and result is not None
+    assert (result.outcome, result.capacity, result.failing) == ("capacity", CAPACITY, CAPACITY + 1)
+    assert result.server_s == 2.0 * len(result.probes)  # each repeat's bench duration
+    marks = [(r.search_step, r.search_phase, r.level_value) for r in driver.records]
+    assert marks == [(p.step, p.phase, p.load) for p in result.probes]
+    assert [m[1] for m in marks] == ["bracket"] * 4 + ["bisect"] * 2
+    spec, records = driver.spec, driver.records
+    envelope = Envelope(spec=spec, spec_id=spec.spec_id, loadgen_version="t", levels=records, search=result)
+    assert Envelope.model_validate_json(envelope.model_dump_json()) == envelope
+
+
+def test_a_failed_level_stops_the_search_without_a_result(tmp_path: Path) -> None:
+    driver = _driver(tmp_path, fail_at=4)
+    failure, result = driver._search(PLAN)
+    assert result is None and failure is not None
+    assert failure.startswith("search step 2 at 4 concurrent: c/s/c4-r0")
+    assert [r.level_value for r in driver.records] == [1, 2, 4]
+
+
+def test_old_evidence_without_search_fields_still_reads() -> None:
+    spec = _spec(concurrency=(1,))
+    doc = Envelope(spec=spec, spec_id=spec.spec_id, loadgen_version="t").model_dump(mode="json")
+    doc.pop("search")
+    level = {"run_id": "r", "level_kind": "concurrency", "level_value": 1, "repeat": 0, "seed": 0}
+    envelope = Envelope.model_validate(doc | {"levels": [level | {"status": "ok"}]})
+    assert envelope.search is None and envelope.levels[0].search_step is None
+
+
+def test_a_search_spec_is_never_already_measured(tmp_path: Path) -> None:
+    # It has no fixed levels: "every level already in the lake" would hold for any lake, even an empty one.
+    assert measured_specs(Lake(str(tmp_path / "lake")), [_spec(search=PLAN)]) == []
