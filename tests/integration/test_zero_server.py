@@ -51,7 +51,7 @@ def test_zero_server_streams_exactly_what_it_promises() -> None:
 
 def test_a_degrading_zero_server_slows_down_past_its_load() -> None:
     """degrade_after=1: a request that finds k requests streaming (itself included) waits 1 + (k - 1)
-    times the TTFT; three at once wait about 1, 2 and 3 times it, by the server's own clock."""
+    times the TTFT, by the server's own clock."""
     import threading
 
     ttft_ms = 100.0
@@ -69,7 +69,13 @@ def test_a_degrading_zero_server_slows_down_past_its_load() -> None:
         for thread in threads:
             thread.join(10)
         applied = httpx.get(f"{url}/stats", timeout=10).json()["applied"]
-    waits = sorted((first - arrived) * 1000 for arrived, first, _last in applied)
-    assert len(waits) == 3
-    assert ttft_ms <= waits[0] < 1.5 * ttft_ms  # alone: no slowdown
-    assert waits[1] >= 2 * ttft_ms and waits[2] >= 3 * ttft_ms  # 2 and 3 streaming: x2 and x3
+    assert len(applied) == 3
+    # How many were streaming when each arrived (itself included), by the server's own stamps: the threads
+    # start together, but on a loaded machine one may arrive after another has finished.
+    streaming = [sum(a <= arrived < last for a, _f, last in applied) for arrived, _first, _l in applied]
+    waits = [(first - arrived) * 1000 for arrived, first, _last in applied]
+    assert max(streaming) >= 2, applied  # some requests overlapped
+    for k, wait in zip(streaming, waits, strict=True):
+        assert wait >= k * ttft_ms, (k, wait)  # k streaming: k times the TTFT
+        if k == 1:
+            assert wait < 2 * ttft_ms, wait  # alone: no slowdown
