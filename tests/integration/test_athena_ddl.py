@@ -16,7 +16,7 @@ import sqlglot
 from accelbench import cli
 from accelbench.core.families import ACCELERATOR_TYPES
 from accelbench.lake import athena
-from accelbench.lake.schemas import PARTITIONS, REQUESTS, RUNS, TABLES
+from accelbench.lake.schemas import PARTITIONS, SCHEMA_VERSION, TABLES
 from accelbench.lake.store import Lake
 from sqlglot import exp
 
@@ -61,11 +61,11 @@ def prop(create: exp.Create, kind: type[exp.Expression]) -> exp.Expression:
 
 def test_every_statement_parses_as_athena_and_every_column_appears_once_with_its_type() -> None:
     statements = parse(athena.ddl(URI))
-    assert [s.kind for s in statements] == ["DATABASE", "TABLE", "TABLE"]
+    assert [s.kind for s in statements] == ["DATABASE", "TABLE", "TABLE", "TABLE"]
     assert statements[0].this.name == "accelbench" and statements[0].args["exists"]
     created = tables(athena.ddl(URI))
-    assert set(created) == set(TABLES) == {"requests", "runs"}
-    for name, schema in (("runs", RUNS), ("requests", REQUESTS)):
+    assert set(created) == set(TABLES) == {"capacities", "requests", "runs"}
+    for name, schema in TABLES.items():
         create = created[name]
         assert create.this.this.db == "accelbench" and create.args["exists"]
         columns = create.this.expressions
@@ -133,7 +133,9 @@ def _filled(template: str, tier: str, day: str) -> str:
 
 
 def _one_row(table: str) -> pa.Table:
-    return pa.Table.from_pylist([{"run_id": "r1", "schema_version": 3}], schema=TABLES[table])
+    return pa.Table.from_pylist(
+        [{"run_id": "r1", "spec_id": "s1", "schema_version": SCHEMA_VERSION}], schema=TABLES[table]
+    )
 
 
 def test_the_location_template_is_where_a_local_lake_writes_its_files(tmp_path: Path) -> None:

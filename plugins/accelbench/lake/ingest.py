@@ -1,4 +1,5 @@
-"""Raw loadgen output (envelope + `vllm bench serve` JSON) -> `runs` and `requests` rows -> the lake."""
+"""Raw loadgen output (envelope + `vllm bench serve` JSON) -> `runs` and `requests` rows (and a load
+search's `capacities` row) -> the lake."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
-from accelbench.lake.rows import runs_table
-from accelbench.lake.schemas import METRICS, REQUESTS, SCHEMA_VERSION, STATS
+from accelbench.lake.rows import capacities_table, runs_table
+from accelbench.lake.schemas import CAPACITIES, METRICS, REQUESTS, SCHEMA_VERSION, STATS
 from accelbench.lake.store import Lake
 
 
@@ -209,6 +210,8 @@ def run_row(
         "server_image_id": prov.server_image_id,
         "server_exit_code": level.server_exit_code,
         "server_log_tail": level.server_log_tail,
+        "search_step": level.search_step,
+        "search_phase": level.search_phase,
     }
     return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 
@@ -234,18 +237,69 @@ def result_columns(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
+    """The `capacities` row of a load search's envelope (None without a search result): the
+    configuration as its probes' `runs` rows name it, and the capacity, bracket and cost found."""
+    result = envelope.search
+    if result is None:
+        return None
+    spec, server, plan = envelope.spec, envelope.spec.server, result.plan
+    version = envelope.server.get("version")
+    precision = f"{plan.step:g} {plan.unit}" if plan.step is not None else f"{(plan.relative or 0) * 100:g}%"
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "campaign_id": spec.campaign_id,
+        "spec_id": envelope.spec_id,
+        "dag_run_id": prov.dag_run_id,
+        "matrix_key": spec.matrix_key,
+        "instance_type": server.instance_type,
+        "accelerator_count": server.accelerator_count,
+        "model": server.model,
+        "vllm_version": version.get("version") if isinstance(version, dict) else None,
+        "execution_mode": prov.execution_mode,
+        "source_uri": prov.source_uri,
+        "host_cpu_model": prov.host_cpu_model,
+        "host_architecture": prov.host_architecture,
+        "host_vcpus": prov.host_vcpus,
+        "host_kernel": prov.host_kernel,
+        "host_instance_type": prov.host_instance_type,
+        "measured_on_instance": prov.host_instance_type == server.instance_type,
+        "variable": plan.variable,
+        "lower": plan.lower,
+        "upper": plan.upper,
+        "precision": precision,
+        "outcome": result.outcome,
+        "capacity": result.capacity,
+        "bracket_passing": result.passing,
+        "bracket_failing": result.failing,
+        "limiting_metric": result.limiting,
+        "stopped_at": result.stopped_at,
+        "probes": result.probes_used,
+        "server_s": result.server_s,
+    }
+
+
+def capacities(envelope: Envelope, prov: Provenance) -> pa.Table:
+    """The envelope's `capacities` table: one row for a load search, none otherwise."""
+    row = capacity_row(envelope, prov)
+    return capacities_table([row]) if row is not None else CAPACITIES.empty_table()
+
+
 @dataclass
 class Ingested:
     runs: pa.Table
     requests: pa.Table
+    capacities: pa.Table
 
 
 @dataclass
 class Landed:
-    """What ingest_raw wrote: the runs rows, and how many request rows went beside them."""
+    """What ingest_raw wrote: the runs rows, how many request rows went beside them, and the capacity
+    row of a load search (an empty table otherwise)."""
 
     runs: pa.Table
     request_rows: int
+    capacities: pa.Table
 
 
 def level_rows(
@@ -270,12 +324,13 @@ def level_rows(
 
 def ingest(envelope: Envelope | Mapping[str, Any], read: Reader, prov: Provenance) -> Ingested:
     """Rows from an envelope; `read(name)` returns a raw result file's JSON, or None when it is absent."""
+    doc = Envelope.model_validate(envelope)
     runs, requests = [], [REQUESTS.empty_table()]
-    for row, table in level_rows(Envelope.model_validate(envelope), read, prov):
+    for row, table in level_rows(doc, read, prov):
         runs.append(row)
         if table is not None:
             requests.append(table)
-    return Ingested(runs_table(runs), pa.concat_tables(requests))
+    return Ingested(runs_table(runs), pa.concat_tables(requests), capacities(doc, prov))
 
 
 class StaleEvidence(AccelbenchError):
@@ -285,7 +340,8 @@ class StaleEvidence(AccelbenchError):
 def ingest_raw(
     lake: Lake, where: RawLocation, dag_run_id: str, attempt: str | None = None, **hints: Any
 ) -> Landed | None:
-    """Rows from the lake's raw area (any execution mode) into `runs`/`requests`; None if no envelope.
+    """Rows from the lake's raw area (any execution mode) into `runs`/`requests` (and `capacities` for a
+    load search); None if no envelope.
 
     With `attempt`, only an envelope of that attempt is accepted (StaleEvidence otherwise): the raw
     folder of a spec is the same for every attempt, and an attempt whose server never started leaves
@@ -329,6 +385,14 @@ def ingest_raw(
             runs.append(row)
             if table is not None:
                 sink.write(table)
-    landed = Landed(runs_table(runs), sink.rows)
+    landed = Landed(runs_table(runs), sink.rows, capacities(envelope, prov))
     lake.write_table("runs", landed.runs, where.accelerator_type, where.date, where.stem)
+    # The capacity after its probes. An attempt without a search result (a failed probe cut it short)
+    # leaves no capacity of an earlier attempt behind.
+    if landed.capacities.num_rows:
+        lake.write_table("capacities", landed.capacities, where.accelerator_type, where.date, where.stem)
+    else:
+        stale = lake.table_path("capacities", where.accelerator_type, where.date, where.stem)
+        if lake.fs.exists(stale):
+            lake.fs.rm_file(stale)
     return landed

@@ -3,7 +3,8 @@ misspells a column, or leaves one out, fails where it is built instead of landin
 
 `pa.Table.from_pylist(rows, schema=RUNS)` alone drops a key the schema lacks and reads a missing one as
 null: a misspelt `server_exit_cod` would silently empty the column. RunRow has exactly the schema's
-columns (tests/unit/test_evidence.py checks it), each required (None where the value is unknown), none other.
+columns (tests/unit/test_evidence.py checks it), each required (None where the value is unknown), none other;
+CapacityRow likewise for the `capacities` table.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from accelbench.errors import AccelbenchError
-from accelbench.lake.schemas import RUNS
+from accelbench.lake.schemas import CAPACITIES, RUNS
 
 
 def _python_type(column: pa.Field) -> Any:
@@ -41,10 +42,25 @@ def row_model(name: str, schema: pa.Schema) -> type[BaseModel]:
 
 
 RunRow = row_model("RunRow", RUNS)
+CapacityRow = row_model("CapacityRow", CAPACITIES)
 
 
 class RowError(AccelbenchError):
     """A row does not have the table's columns (a misspelt, missing or ill-typed one)."""
+
+
+def _checked(
+    model: type[BaseModel], table: str, key: str, rows: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """`rows` as `model` dumps them; a RowError names the row (its `key`) and every problem."""
+    checked = []
+    for row in rows:
+        try:
+            checked.append(model.model_validate(row).model_dump())
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise RowError(f"{table} row {row.get(key)!r}: {problems}") from None
+    return checked
 
 
 def runs_table(rows: Iterable[Mapping[str, Any]], *, complete: bool = True) -> pa.Table:
@@ -53,12 +69,10 @@ def runs_table(rows: Iterable[Mapping[str, Any]], *, complete: bool = True) -> p
     `complete=False` is for a row that knows only some columns (an imported result file): the absent
     ones are null, an unknown key still fails.
     """
-    checked = []
-    for row in rows:
-        values = row if complete else dict.fromkeys(RUNS.names) | dict(row)
-        try:
-            checked.append(RunRow.model_validate(values).model_dump())
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise RowError(f"runs row {row.get('run_id')!r}: {problems}") from None
-    return pa.Table.from_pylist(checked, schema=RUNS)
+    values = (row if complete else dict.fromkeys(RUNS.names) | dict(row) for row in rows)
+    return pa.Table.from_pylist(_checked(RunRow, "runs", "run_id", values), schema=RUNS)
+
+
+def capacities_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """The `capacities` table of `rows`, each checked against CapacityRow first (every column, none other)."""
+    return pa.Table.from_pylist(_checked(CapacityRow, "capacities", "spec_id", rows), schema=CAPACITIES)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 # 2: runs.source_uri, runs.matrix_key; 3: the engine settings of a point, where it ran (host_*,
-# measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail).
+# measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail);
+# 4: a load search's probes (runs.search_step, runs.search_phase) and its result (the capacities table).
 # Older files read the newer columns as null.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -125,10 +126,50 @@ RUNS = pa.schema(
         # why a level failed on the server side, when the server died during it
         ("server_exit_code", pa.int32()),
         ("server_log_tail", pa.string()),
+        # a load search's probe (LoadPlan.search): its step (0 first) and phase; null for a fixed level
+        ("search_step", pa.int32()),
+        ("search_phase", pa.string()),  # "bracket" or "bisect"
     ]
 )
 
-TABLES = {"requests": REQUESTS, "runs": RUNS}
+# One row per load search (core/search.py's SearchResult): the configuration, as its runs rows name it,
+# and what the search found. Partitioned like runs; the probes are runs rows with a search_step.
+CAPACITIES = pa.schema(
+    [
+        ("schema_version", pa.int16()),
+        ("campaign_id", pa.string()),
+        ("spec_id", pa.string()),
+        ("dag_run_id", pa.string()),
+        ("matrix_key", pa.string()),
+        ("instance_type", pa.string()),
+        ("accelerator_count", pa.int16()),
+        ("model", pa.string()),
+        ("vllm_version", pa.string()),  # as the running server reports it
+        ("execution_mode", pa.string()),
+        ("source_uri", pa.string()),
+        ("host_cpu_model", pa.string()),
+        ("host_architecture", pa.string()),
+        ("host_vcpus", pa.int16()),
+        ("host_kernel", pa.string()),
+        ("host_instance_type", pa.string()),
+        ("measured_on_instance", pa.bool_()),  # host_instance_type == instance_type: prices apply
+        ("variable", pa.string()),  # "concurrency" or "request_rate"
+        ("lower", pa.float64()),  # the bounds searched
+        ("upper", pa.float64()),
+        ("precision", pa.string()),  # what the bracket was narrowed to: "1 concurrent", "10%"
+        # "capacity", "upper_bound" (the upper bound passed), "below_lower", "client_limited", "untrusted"
+        ("outcome", pa.string()),
+        ("capacity", pa.float64()),  # null unless outcome is capacity or upper_bound
+        ("bracket_passing", pa.float64()),  # the largest passing load; null if none passed
+        ("bracket_failing", pa.float64()),  # the smallest failing load; null if none failed
+        ("limiting_metric", pa.string()),  # the SLO the failing end missed furthest ("p99 TTFT")
+        ("stopped_at", pa.float64()),  # the client-limited or untrusted probe's load
+        ("probes", pa.int32()),
+        ("server_s", pa.float64()),  # seconds under load over every repeat of every probe
+    ]
+)
+
+TABLES = {"requests": REQUESTS, "runs": RUNS, "capacities": CAPACITIES}
 
 
 def reference_markdown() -> str:

@@ -21,6 +21,7 @@ from accelbench.report.columns import label
 from accelbench.report.model import (
     Retraction,
     best_under_slos,
+    capacity_rows,
     frontier,
     headline,
     level_points,
@@ -37,6 +38,7 @@ TABLE_NAMES = (
     "version_deltas",
     "points",
     "retracted",
+    "capacities",
 )
 HTML_NAME = "report.html"
 SUMMARY_NAME = "summary.json"
@@ -90,8 +92,13 @@ def partition_filter(flt: ReportFilter) -> ds.Expression | None:
 
 
 def build_report(
-    runs: list[dict[str, Any]], prices: list[Price], retracted: list[Retraction], flt: ReportFilter
+    runs: list[dict[str, Any]],
+    prices: list[Price],
+    retracted: list[Retraction],
+    flt: ReportFilter,
+    capacities: list[dict[str, Any]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
+    """The report's tables from the lake's runs (and `capacities`, the load searches' rows)."""
     chosen = [r for r in runs if flt.keeps(r)]
     kept, gone = split_retracted(chosen, retracted)
     points = level_points(kept, prices, flt.region)
@@ -111,6 +118,7 @@ def build_report(
             }
             for r in gone
         ],
+        "capacities": capacity_rows([c for c in capacities or [] if flt.keeps(c)]),
     }
 
 
@@ -135,7 +143,7 @@ def write_report(
     generated_at = generated_at or datetime.now(UTC)
     written = {}
     for name in TABLE_NAMES:
-        table = pa.Table.from_pylist(tables[name]) if tables[name] else pa.table({})
+        table = pa.Table.from_pylist(tables[name]) if tables.get(name) else pa.table({})
         parquet, csv = io.BytesIO(), io.BytesIO()
         pq.write_table(table, parquet, compression="zstd")
         pacsv.write_csv(table.rename_columns([label(c) for c in table.column_names]), csv)
@@ -149,7 +157,7 @@ def write_report(
         "generated_at": generated_at.isoformat(),
         "filter": {k: (str(v) if isinstance(v, date) else v) for k, v in asdict(flt).items()},
         "runs_read": runs_read,
-        "rows": {name: len(tables[name]) for name in TABLE_NAMES},
+        "rows": {name: len(tables.get(name) or []) for name in TABLE_NAMES},
     }
     written[SUMMARY_NAME] = lake.uri_of(
         lake.put_bytes(json.dumps(summary, indent=1).encode(), "reports", rid, SUMMARY_NAME)

@@ -71,6 +71,15 @@ LABELS: dict[str, str] = {
     "e2el_p99_ms": "SLO: p99 E2E latency at most (ms)",
     "max_error_rate": "SLO: error rate at most",
     "region": "Price region",
+    "search_variable": "Load searched",
+    "capacity": "Capacity under the SLOs",
+    "bracket": "Bracket [passing, failing]",
+    "limiting_metric": "Limiting metric",
+    "search_outcome": "Search outcome",
+    "search_precision": "Search precision",
+    "probes": "Probes",
+    "server_s": "Server-seconds under load",
+    "spec_id": "Spec id",
 }
 _METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
 _PERCENTILE = re.compile(r"^p(\d+)_(ttft|tpot|itl|e2el)_ms$")

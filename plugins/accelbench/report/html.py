@@ -81,6 +81,20 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         *(f"{m}_{s}" for m in CV_METRICS for s in ("change", "verdict")),
     ),
     "retracted": ("run_id", "instance_type", "vllm_version", "retraction_reason", "superseded_by"),
+    "capacities": (
+        "model_short",
+        "instance_type",
+        "vllm_version",
+        "search_variable",
+        "capacity",
+        "bracket",
+        "limiting_metric",
+        "search_outcome",
+        "search_precision",
+        "probes",
+        "server_s",
+        "host",
+    ),
 }
 TABLE_OF = {  # HTML table -> report table
     "headline": "headline",
@@ -90,6 +104,7 @@ TABLE_OF = {  # HTML table -> report table
     "points": "points",
     "version_deltas": "version_deltas",
     "retracted": "retracted",
+    "capacities": "capacities",
 }
 
 
@@ -162,7 +177,7 @@ def render_html(
             generated_at=f"{generated_at:%Y-%m-%d %H:%M:%S %Z}",
             filters=shown_filters,
             counts={"runs": runs_read, "retracted": len(tables["retracted"])},
-            tables={name: tables[source] for name, source in TABLE_OF.items()},
+            tables={name: tables.get(source) or [] for name, source in TABLE_OF.items()},
             columns=COLUMNS,
             price_sources=sources,
             local_use=LOCAL_USE,

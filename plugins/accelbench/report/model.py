@@ -120,6 +120,35 @@ def host_label(run: dict[str, Any]) -> str:
     return f"local: {what.strip(', ') or 'host not recorded'}"
 
 
+def capacity_rows(capacities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The load searches' `capacities` rows as the report shows them: the capacity under the SLOs, the
+    bracket it lies in, what limited it and what the search cost, largest capacity first per model."""
+    rows = []
+    for c in capacities:
+        passing, failing = c.get("bracket_passing"), c.get("bracket_failing")
+        ends = ["" if end is None else f"{end:g}" for end in (passing, failing)]
+        bracket = f"[{ends[0]}, {ends[1]}]" if any(ends) else None  # an open end is left blank
+        rows.append(
+            {
+                "model_short": short_model(c.get("model")),
+                "model": c.get("model"),
+                "instance_type": c.get("instance_type"),
+                "vllm_version": c.get("vllm_version"),
+                "search_variable": c.get("variable"),
+                "capacity": c.get("capacity"),
+                "bracket": bracket,
+                "limiting_metric": c.get("limiting_metric"),
+                "search_outcome": c.get("outcome"),
+                "search_precision": c.get("precision"),
+                "probes": c.get("probes"),
+                "server_s": c.get("server_s"),
+                "host": host_label(c),
+                "spec_id": c.get("spec_id"),
+            }
+        )
+    return sorted(rows, key=lambda r: (r["model_short"], -(r["capacity"] or 0), r["instance_type"] or ""))
+
+
 def short_model(model: str | None) -> str:
     """The id's last part ("Qwen2.5-0.5B-Instruct"): tables stay narrow; the full id is on hover."""
     return str(model or "?").rstrip("/").rsplit("/", 1)[-1]

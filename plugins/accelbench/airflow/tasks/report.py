@@ -44,10 +44,11 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     )
     lake = Lake.from_env()
     runs = lake.read("runs", where=partition_filter(flt)).to_pylist()
+    capacities = lake.read("capacities", where=partition_filter(flt)).to_pylist()
     with catalog_engine() as engine:
         prices = price_history(engine, {r["instance_type"] for r in runs})
         retracted = retractions(engine)
-    tables = build_report(runs, prices, retracted, flt)
+    tables = build_report(runs, prices, retracted, flt, capacities)
     rid = report_id()
     written = write_report(lake, rid, tables, flt, len(runs))
     lines = []
