@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord
+from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.rows import capacities_table, runs_table
@@ -136,6 +137,19 @@ def request_table(result: dict[str, Any], run_id: str, campaign_id: str, spec_id
     return pa.Table.from_pydict(data, schema=REQUESTS)
 
 
+def _host_columns(prov: Provenance, server: ServerSpec) -> dict[str, Any]:
+    """Where a run or a search ran: the host facts, and whether that host is the planned instance type
+    (prices apply only to a measurement of the instance type itself, never to a stand-in host)."""
+    return {
+        "host_cpu_model": prov.host_cpu_model,
+        "host_architecture": prov.host_architecture,
+        "host_vcpus": prov.host_vcpus,
+        "host_kernel": prov.host_kernel,
+        "host_instance_type": prov.host_instance_type,
+        "measured_on_instance": prov.host_instance_type == server.instance_type,
+    }
+
+
 def run_row(
     envelope: Envelope, level: LevelRecord, result: dict[str, Any] | None, prov: Provenance
 ) -> dict[str, Any]:
@@ -200,13 +214,7 @@ def run_row(
         "max_model_len": server.max_model_len,
         "kv_cache_dtype": server.kv_cache_dtype,
         "engine_args": " ".join(server.extra_engine_args),
-        "host_cpu_model": prov.host_cpu_model,
-        "host_architecture": prov.host_architecture,
-        "host_vcpus": prov.host_vcpus,
-        "host_kernel": prov.host_kernel,
-        "host_instance_type": prov.host_instance_type,
-        # Prices apply only to a measurement of the instance type itself, never to a stand-in host.
-        "measured_on_instance": prov.host_instance_type == server.instance_type,
+        **_host_columns(prov, server),
         "server_image_id": prov.server_image_id,
         "server_exit_code": level.server_exit_code,
         "server_log_tail": level.server_log_tail,
@@ -258,12 +266,7 @@ def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
         "vllm_version": version.get("version") if isinstance(version, dict) else None,
         "execution_mode": prov.execution_mode,
         "source_uri": prov.source_uri,
-        "host_cpu_model": prov.host_cpu_model,
-        "host_architecture": prov.host_architecture,
-        "host_vcpus": prov.host_vcpus,
-        "host_kernel": prov.host_kernel,
-        "host_instance_type": prov.host_instance_type,
-        "measured_on_instance": prov.host_instance_type == server.instance_type,
+        **_host_columns(prov, server),
         "variable": plan.variable,
         "lower": plan.lower,
         "upper": plan.upper,
