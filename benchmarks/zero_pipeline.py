@@ -42,12 +42,19 @@ def tiny_tokenizer() -> Path:
 
 @contextlib.contextmanager
 def zero_server(
-    ttft_ms: float = 0.0, itl_ms: float = 0.0, degrade_after: int | None = None, degrade_slope: float = 1.0
+    ttft_ms: float = 0.0,
+    itl_ms: float = 0.0,
+    degrade_after: int | None = None,
+    degrade_slope: float = 1.0,
+    degrade_above_rate: float | None = None,
 ) -> Iterator[tuple[str, int]]:
     """(base URL, pid) of a zero-work server pinned to SERVER_CPU. With `degrade_after=N`, every delay
-    grows by `degrade_slope` x its own length per request streaming beyond N (zero_server.py's doc)."""
+    grows by `degrade_slope` x its own length per request streaming beyond N; with `degrade_above_rate=R`,
+    by `degrade_slope` x its length while requests arrive faster than R req/s (zero_server.py's doc)."""
     port = free_port()
     degrade = [] if degrade_after is None else ["--degrade-after", str(degrade_after)]
+    if degrade_above_rate is not None:
+        degrade += ["--degrade-above-rate", str(degrade_above_rate)]
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -17,6 +17,11 @@ answers HTTP 500 to every Nth completion request, for tests of levels with some 
 `--degrade-after N` (off by default) makes a server that degrades past a known load: while more than N
 requests stream at once, each delay (the TTFT, then each ITL) is multiplied by 1 + slope x (in flight -
 N) at the time it starts (`--degrade-slope`, 1 by default), for the load search's tests.
+`--degrade-above-rate R` (off by default) degrades past a known request rate instead: while the arrival
+rate of the last RATE_WINDOW arrivals (from their median gap, after a pause at least RATE_MIN of them)
+is above R req/s, each delay is multiplied by 1 + slope. An
+in-flight count under Poisson arrivals has no sharp threshold in rate (Little's law: it is rate x latency,
+and its tail reaches any count now and then); the windowed arrival rate of regular arrivals has one.
 """
 
 from __future__ import annotations
@@ -25,10 +30,13 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import time
+from collections import deque
 
 from aiohttp import web
 
+RATE_WINDOW, RATE_MIN, RATE_PAUSE = 16, 8, 3.0  # --degrade-above-rate: ZeroServer.arrival_rate()
 SPIN_S = 0.002  # the event loop's timers wake up to ~1 ms late: the last stretch yields in a loop
 
 
@@ -49,10 +57,13 @@ class ZeroServer:
         fail_every: int = 0,
         degrade_after: int | None = None,
         degrade_slope: float = 1.0,
+        degrade_above_rate: float | None = None,
     ) -> None:
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
         self.fail_every, self.received = fail_every, 0  # fail_every 0: every request succeeds
         self.degrade_after, self.degrade_slope = degrade_after, degrade_slope  # None: never degrades
+        self.degrade_above_rate = degrade_above_rate  # None: the arrival rate never degrades it
+        self.arrivals: deque[float] = deque(maxlen=RATE_WINDOW)
         self.running = 0
         self.streaming = 0  # requests between their first and last token: the load that degrades
         self.prompt_tokens = 0
@@ -90,8 +101,34 @@ class ZeroServer:
             ]
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
+    @property
+    def degrades(self) -> bool:
+        return self.degrade_after is not None or self.degrade_above_rate is not None
+
+    def _gaps(self) -> list[float]:
+        return [b - a for a, b in zip(self.arrivals, list(self.arrivals)[1:], strict=False)]
+
+    def arrival_rate(self) -> float | None:
+        """Requests per second of the last RATE_WINDOW arrivals, from their median gap: a client's stall and
+        its catch-up make one long gap and a few short ones, not a faster rate. None until RATE_MIN
+        arrivals since the last pause (a gap RATE_PAUSE times the median: the next level began)."""
+        gaps = self._gaps()
+        if len(gaps) < RATE_MIN - 1 or statistics.median(gaps) <= 0:
+            return None
+        return 1.0 / statistics.median(gaps)
+
+    def arrive(self, at: float) -> None:
+        gaps = self._gaps()
+        if gaps and at - self.arrivals[-1] > RATE_PAUSE * statistics.median(gaps):
+            self.arrivals.clear()  # a new level: the last one's rate is not this one's
+        self.arrivals.append(at)
+
     def slowdown(self) -> float:
-        """The factor on the next delay: 1, or 1 + slope x the requests streaming beyond degrade_after."""
+        """The factor on the next delay: 1, or 1 + slope x the requests streaming beyond degrade_after,
+        or 1 + slope while the arrival rate is above degrade_above_rate."""
+        if self.degrade_above_rate is not None:
+            rate = self.arrival_rate()
+            return 1.0 + self.degrade_slope if rate is not None and rate > self.degrade_above_rate else 1.0
         if self.degrade_after is None or self.streaming <= self.degrade_after:
             return 1.0
         return 1.0 + self.degrade_slope * (self.streaming - self.degrade_after)
@@ -103,6 +140,7 @@ class ZeroServer:
         prompt = body.get("prompt") or ""
         n_in = len(prompt) if isinstance(prompt, list) else max(1, len(str(prompt).split()))
         self.received += 1
+        self.arrive(arrived)
         if self.fail_every and self.received % self.fail_every == 0:
             return web.json_response({"error": {"message": "injected failure", "code": 500}}, status=500)
         response = web.StreamResponse(
@@ -116,7 +154,7 @@ class ZeroServer:
         self.streaming += 1
         try:
             for i in range(n):
-                if self.degrade_after is None:
+                if not self.degrades:
                     # Sleep until the exact planned send time of token i (no drift across tokens).
                     due = arrived + self.ttft_s + i * self.itl_s
                 else:  # each delay as slow as the load is when it starts
@@ -185,6 +223,7 @@ def main() -> None:
     parser.add_argument("--fail-every", type=int, default=0, help="answer 500 to every Nth request (0: none)")
     parser.add_argument("--degrade-after", type=int, help="slow down while more requests than this stream")
     parser.add_argument("--degrade-slope", type=float, default=1.0, help="the slowdown per request beyond")
+    parser.add_argument("--degrade-above-rate", type=float, help="slow down while arrivals exceed this req/s")
     args = parser.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
@@ -195,6 +234,7 @@ def main() -> None:
         args.fail_every,
         args.degrade_after,
         args.degrade_slope,
+        args.degrade_above_rate,
     )
 
     async def serve() -> None:

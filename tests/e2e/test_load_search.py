@@ -6,18 +6,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from accelbench.core.evidence import Envelope
 from accelbench.core.search import SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.lake.ingest import Provenance, ingest, ingest_raw
+from accelbench.lake.ingest import Provenance, capacity_row, ingest, ingest_raw
 from accelbench.lake.raw import RawLocation, dir_reader, upload_raw
 from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver
 
+from tests.support.airflow_dags import run_dag, task_states
 from tests.support.paths import REPO
-from tests.support.specs import tiny_spec
+from tests.support.specs import tiny_campaign_conf, tiny_spec
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from zero_pipeline import zero_server
@@ -106,3 +109,142 @@ def test_a_concurrency_search_finds_where_the_server_degrades(
     )
     assert (row["matrix_key"], row["accelerator_type"], row["date"]) == (spec.matrix_key, "cpu", "2026-01-02")
     assert Path(lake.table_path("capacities", "cpu", "2026-01-02", where.stem)).is_file()
+
+
+# A request-rate search against the zero server made to degrade past a known rate: while the arrival rate
+# of its last 16 arrivals (from their median gap) is above KNOWN_RATE, every delay grows x(1 + slope) = x5
+# (a TTFT of 150 ms becomes 750 ms). Arrivals are regular (burstiness 1000: gamma gaps with a 3% spread;
+# Poisson gaps would put 16 arrivals above any rate now and then). The SLO, 450 ms, leaves 300 ms either
+# side: on a loaded 2-core machine a client or server stall of 100 ms comes now and then, and a p99 of 100
+# requests is their second slowest. (An in-flight count has no sharp threshold in rate: it is rate x
+# latency, Little's law, and its tail reaches any count.)
+KNOWN_RATE, RATE_TTFT_MS, REGULAR, RATE_SLOPE = 20.0, 150.0, 1000.0, 4.0
+
+
+def _search_zero_server(
+    tmp_path: Path,
+    tiny_model: Path,
+    vllm_python: Path,
+    plan: SearchPlan,
+    ttft_ms: float,
+    degrade: dict[str, float],
+    **load: Any,
+) -> Envelope:
+    """The Driver's search against the degrading zero server, with the real `vllm bench serve` client."""
+    fields = {"input_len": 16, "prompts_per_level": PROMPTS, "warmups": 2, "seed": 3} | load
+    spec = BenchmarkSpec(
+        server=tiny_spec(tiny_model), load=LoadPlan(**fields, search=plan), campaign_id="search-campaign"
+    )
+    with zero_server(ttft_ms, ITL_MS, **degrade) as (url, pid):
+        driver = Driver(spec, url, tmp_path / "raw", vllm=str(vllm_python.parent / "vllm"), server_pid=pid)
+        return driver.run()
+
+
+def test_a_request_rate_search_finds_where_the_server_degrades(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
+    plan = SearchPlan(
+        variable="request_rate",
+        lower=8,
+        upper=64,
+        relative=0.1,
+        min_requests=PROMPTS,
+        slos=Slos(ttft_p99_ms=3 * RATE_TTFT_MS),
+    )
+    envelope = _search_zero_server(
+        tmp_path,
+        tiny_model,
+        vllm_python,
+        plan,
+        RATE_TTFT_MS,
+        {"degrade_above_rate": KNOWN_RATE, "degrade_slope": RATE_SLOPE},
+        output_len=OUTPUT_LEN,
+        burstiness=REGULAR,
+    )
+    assert envelope.failure is None
+    result = envelope.search
+    assert result is not None and result.outcome == "capacity", result and result.summary()
+    assert result.passing is not None and result.failing is not None
+    assert plan.precise(result.passing, result.failing), result.summary()  # within 10%
+    # The known rate lies in the bracket: above it every request after the first window degrades; below it
+    # none does (the rate is 16 arrivals' median gap: a stall and its catch-up do not move it).
+    probes = [(p.load, p.verdict, round(p.server_s), p.misses) for p in result.probes]
+    assert result.passing <= KNOWN_RATE < result.failing, (KNOWN_RATE, result.summary(), probes)
+    assert result.limiting == "p99 TTFT" and result.probes_used < len(plan.grid())
+    rates = [r for r in envelope.levels if r.level_kind == "rate"]
+    assert len(rates) == result.probes_used and all(r.client_limited is False for r in rates)
+
+
+def test_a_search_the_client_cannot_drive_says_so_instead_of_a_capacity(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
+    """100,000 req/s is beyond any client process here: the first probe is client-limited, and the search
+    stops there with no capacity rather than calling it the server's limit (or its failure)."""
+    plan = SearchPlan(variable="request_rate", lower=100_000, upper=200_000, min_requests=PROMPTS)
+    plan = plan.model_copy(update={"slos": Slos(ttft_p99_ms=1.5 * TTFT_MS)})
+    envelope = _search_zero_server(
+        tmp_path, tiny_model, vllm_python, plan, TTFT_MS, {}, output_len=OUTPUT_LEN
+    )
+    assert envelope.failure is None
+    result = envelope.search
+    assert result is not None
+    assert (result.outcome, result.capacity, result.stopped_at) == ("client_limited", None, 100_000)
+    assert result.probes_used == 1 and result.passing is None and result.failing is None
+    assert "client-limited at 100000 req/s: the client could not send the requested load" in result.summary()
+    (level,) = envelope.levels
+    assert level.client_limited and level.achieved_rate is not None and level.achieved_rate < 90_000
+    # It lands as such: the capacities row says client_limited and where, with no capacity.
+    row = capacity_row(envelope, Provenance(dag_run_id="manual__search", execution_mode="local"))
+    assert (row["outcome"], row["capacity"], row["stopped_at"]) == ("client_limited", None, 100_000.0)
+
+
+def test_a_local_campaign_in_search_mode_lands_probes_and_a_capacity_the_report_shows(
+    airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch
+) -> None:
+    """The form's search fields through the campaign DAG (dag.test()) on the tiny model: one server, the
+    search's probes as runs, its capacity as a row, and the report's table. The SLOs are generous, so the
+    search passes its upper bound: the outcome is known in advance on any machine (a bracket on a real
+    model would depend on this machine's speed; the zero server's test above checks the bisection)."""
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
+    conf = tiny_campaign_conf(tiny_model) | {
+        "load_mode": "search",
+        "search_lower": 1,
+        "search_upper": 4,
+        "search_min_requests": PROMPTS,
+        "prompts_per_level": PROMPTS,
+        "slos": {"ttft_p99_ms": 600_000, "tpot_p99_ms": 600_000, "e2el_p99_ms": 600_000},
+    }
+    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)
+    states = task_states(run)
+    assert str(run.state) == "success" and states["benchmark"] == "success", states
+    lake = Lake(str(accelbench_env / "lake"))
+    runs = sorted(lake.read("runs").to_pylist(), key=lambda r: r["search_step"])
+    # The form's concurrency levels [1, 2] are not measured: the search chose 1, 2, 4 (x2 to the bound).
+    assert [(r["search_step"], r["search_phase"], r["level_value"], r["status"]) for r in runs] == [
+        (0, "bracket", 1.0, "ok"),
+        (1, "bracket", 2.0, "ok"),
+        (2, "bracket", 4.0, "ok"),
+    ]
+    assert {r["completed"] for r in runs} == {PROMPTS} and {r["dag_run_id"] for r in runs} == {run.run_id}
+    (row,) = lake.read("capacities").to_pylist()
+    assert (row["outcome"], row["capacity"], row["bracket_passing"], row["bracket_failing"]) == (
+        "upper_bound",
+        4.0,
+        4.0,
+        None,
+    )
+    assert (row["probes"], row["variable"], row["instance_type"]) == (3, "concurrency", "m8g.xlarge")
+    assert row["server_s"] == pytest.approx(sum(r["duration_s"] for r in runs))
+    assert row["spec_id"] == runs[0]["spec_id"] and row["execution_mode"] == "local"
+
+    report = run_dag(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 600_000}})
+    assert task_states(report) == {"report": "success"}
+    (folder,) = lake.fs.ls(lake.path("reports"))
+    html = Path(folder, "report.html").read_text()
+    assert "Capacity under the SLOs" in html
+    table = html[
+        html.index('id="capacity-table"') : html.index("</table>", html.index('id="capacity-table"'))
+    ]
+    assert "m8g.xlarge" in table and "upper_bound" in table and "[4, ]" in table

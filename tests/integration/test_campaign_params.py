@@ -49,6 +49,7 @@ def _bounds(metadata: list[Any]) -> dict[str, Any]:
         annotated_types.Ge: ("ge", "minimum"),
         annotated_types.Le: ("le", "maximum"),
         annotated_types.Gt: ("gt", "exclusiveMinimum"),
+        annotated_types.Lt: ("lt", "exclusiveMaximum"),
         annotated_types.MinLen: ("min_length", None),
         annotated_types.MaxLen: ("max_length", None),
     }
@@ -83,7 +84,7 @@ def test_every_campaign_param_has_the_models_default_limits_and_description(bag)
         assert info.description and info.description in (param.description or ""), name
         bounds = _bounds(info.metadata)
         kind = schema["type"] if isinstance(schema["type"], str) else schema["type"][-1]
-        for keyword in ("minimum", "maximum", "exclusiveMinimum"):
+        for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             assert schema.get(keyword) == bounds.get(keyword), (name, keyword)
         low, high = ("minItems", "maxItems") if kind == "array" else ("minLength", "maxLength")
         assert schema.get(low) == bounds.get("min_length"), name

@@ -22,7 +22,7 @@ from accelbench.report.gate import gate, gate_scope
 from accelbench.runtime.version_rules import check_version, local_mode_version
 
 from tests.support.gate_runs import gate_run
-from tests.support.lake_rows import land_runs
+from tests.support.lake_rows import land_runs, land_search
 from tests.support.paths import REPO
 
 STORE = REPO / "tests" / "data" / "model_configs"
@@ -107,6 +107,30 @@ def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_
     retract(engine, [f"{m8g.spec_id}/c1-r0"], "node was throttled")  # a retracted run counts for nothing
     again = plan_request(request, engine, "c4", KUBERNETES, lake=lake)
     assert [s.server.instance_type for s in again.specs] == ["m8g.xlarge"]
+
+
+def test_a_version_matrix_in_search_mode_plans_searches_measured_once_per_version(engine, tmp_path) -> None:
+    """ACCELBENCH_VERSION_MATRIX can ask a version campaign for a load search, like the form: a search is
+    already measured once its capacity is in the lake, and a retracted probe measures it again."""
+    lake = Lake(str(tmp_path / "lake"))
+    search = {"load_mode": "search", "search_upper": 32, "prompts_per_level": 1000}
+    matrix = parse_version_matrix(json.dumps(search), MATRIX)
+    request = matrix_at(matrix, "0.19.1", "kubernetes")
+    first = plan_request(request, engine, "c1", KUBERNETES, lake=lake)
+    assert len(first.specs) == 2 and all(s.load.search is not None for s in first.specs)
+    assert {(s.load.search.upper, s.load.search.repeats) for s in first.specs if s.load.search} == {(32, 2)}
+    m8g = next(s for s in first.specs if s.server.instance_type == "m8g.xlarge")
+    probes = land_search(lake, m8g)
+    left = plan_request(request, engine, "c2", KUBERNETES, lake=lake)
+    assert [s.server.instance_type for s in left.specs] == ["c8g.2xlarge"]
+    assert [s.matrix_key for s in left.measured] == [m8g.matrix_key]
+    retract(engine, [probes[0]], "a noisy neighbour")
+    again = plan_request(request, engine, "c3", KUBERNETES, lake=lake)
+    assert len(again.specs) == 2 and again.measured == []
+    with pytest.raises(PlanningError, match=r"search_upper=2048\.0: above the load generator.s cap"):
+        plan_request(
+            matrix_at(matrix | {"search_upper": 2048}, "0.19.1", "kubernetes"), engine, "c", KUBERNETES
+        )
 
 
 def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:

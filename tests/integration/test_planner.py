@@ -74,6 +74,19 @@ POINTS = [
     _pt("c7g.xlarge", 8, 4.0, 2600, 30, on_demand_usd_per_hour=0.145),
 ]
 SLOS = {"ttft_p99_ms": 2000.0, "tpot_p99_ms": 50.0, "max_error_rate": 0.01}
+# Configurations a load search found the capacity of (`searched_capacity`, as mark_searched sets it), priced
+# high enough to rank below POINTS' configurations in the page test.
+DEAR = {"on_demand_usd_per_hour": 2.00, "spot_usd_per_hour": None}
+SEARCHED = [
+    _pt("m7g.large", 2, 1.5, 300, 20, **DEAR),
+    _pt("m7g.large", 3, 2.0, 600, 25, searched_capacity="concurrency 3 [3, 4]", **DEAR),
+    _pt("m7g.large", 4, 3.4, 1900, 45, **DEAR),  # the most req/s within SLOS, but not the searched level
+]
+TWO_SEARCHES = [
+    _pt("m6g.large", 2, 1.0, 300, 10, searched_capacity="concurrency 2 [2, 3]", **DEAR),
+    _pt("m6g.large", 3, 1.2, 300, 30, searched_capacity="concurrency 3 [3, 4]", **DEAR),
+    _pt("m6g.large", 5, 5.0, 100, 10, **DEAR),
+]
 
 
 def _summary(rows: list[dict[str, Any]]) -> list[tuple]:
@@ -156,6 +169,46 @@ def test_a_level_qualifies_exactly_when_the_report_says_it_meets_the_slos() -> N
         for p in points:
             single = [p | {"configuration_id": "one", "measured_on_instance": True}]
             assert bool(plan_capacity(single, 1, ttft, tpot, e2el, errors)) == (not slos.misses(p)), (p, slos)
+
+
+def test_a_searched_capacity_is_the_level_used_while_it_holds_the_limits() -> None:
+    (row,) = plan_capacity(SEARCHED, 10, **SLOS)
+    # c4 serves the most within the limits (3.4 req/s: 3 replicas), but a search found concurrency 3:
+    # 2.0 req/s, ceil(10 / 2.0) = 5 replicas, 5 x 2.00 USD/h x 730 h = 7,300.00 USD a month, no spot price;
+    # headroom 5 x 2.0 / 10 = 1.0.
+    assert (row["point_id"], row["replicas"], row["headroom"]) == ("m7g.large/c3", 5, 1.0)
+    assert row["on_demand_usd_per_month"] == pytest.approx(7300.00) and row["spot_usd_per_month"] is None
+    assert (row["searched_capacity"], row["uses_search"]) == ("concurrency 3 [3, 4]", True)
+    unmarked = [p | {"searched_capacity": None} for p in SEARCHED]
+    assert [(r["point_id"], r["replicas"]) for r in plan_capacity(unmarked, 10, **SLOS)] == [
+        ("m7g.large/c4", 3)
+    ]
+    # p99 TPOT <= 22 ms: the capacity (25 ms) misses it, so the fastest level that holds it is used, c2 at
+    # 1.5 req/s: ceil(10 / 1.5) = ceil(6.67) = 7 replicas, 7 x 2.00 x 730 = 10,220.00 USD; the bracket is
+    # still shown, marked as not used.
+    (row,) = plan_capacity(SEARCHED, 10, **(SLOS | {"tpot_p99_ms": 22.0}))
+    assert (row["point_id"], row["replicas"]) == ("m7g.large/c2", 7)
+    assert row["on_demand_usd_per_month"] == pytest.approx(10220.00)
+    assert (row["searched_capacity"], row["uses_search"]) == ("concurrency 3 [3, 4]", False)
+    # No level holds the limits: left out as before, whatever was searched.
+    assert plan_capacity(SEARCHED, 10, ttft_p99_ms=100) == []
+    assert left_out(SEARCHED, 10, ttft_p99_ms=100)[0]["reason"] == "fails p99 TTFT (3 of 3 levels)"
+
+
+def test_of_two_searched_capacities_the_faster_one_that_holds_the_limits() -> None:
+    # Both hold SLOS: c3 (1.2 req/s) over c2 (1.0); c5 (5.0 req/s) is never preferred to a searched level.
+    (row,) = plan_capacity(TWO_SEARCHES, 10, **SLOS)
+    assert (row["point_id"], row["replicas"], row["searched_capacity"]) == (
+        "m6g.large/c3",
+        9,  # ceil(10 / 1.2) = ceil(8.33)
+        "concurrency 3 [3, 4]",
+    )
+    (row,) = plan_capacity(TWO_SEARCHES, 10, **(SLOS | {"tpot_p99_ms": 20.0}))  # c3's 30 ms misses
+    assert (row["point_id"], row["replicas"], row["uses_search"]) == ("m6g.large/c2", 10, True)
+    # p99 TTFT <= 200 ms: only c5 (100 ms) holds it; both searched capacities are shown, unused.
+    (row,) = plan_capacity(TWO_SEARCHES, 10, ttft_p99_ms=200)
+    assert (row["point_id"], row["replicas"], row["uses_search"]) == ("m6g.large/c5", 2, False)
+    assert row["searched_capacity"] == "concurrency 2 [2, 3]; concurrency 3 [3, 4]"
 
 
 def test_ties_on_demand_go_by_spot_and_unpriced_sink() -> None:
@@ -243,7 +296,8 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
         missing("Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    points = [*POINTS, _pt("hostile", 1, 1.0, 1, 1, configuration=HOSTILE, spot_usd_per_hour=None)]
+    hostile = _pt("hostile", 1, 1.0, 1, 1, configuration=HOSTILE, spot_usd_per_hour=None)
+    points = [*POINTS, *SEARCHED, *TWO_SEARCHES, hostile]
     page_file = tmp_path / "planner.html"
     page_file.write_text(_page(points, target_rps=10, ttft_p99_ms=2000, tpot_p99_ms=50, max_error_rate=0.01))
     with sync_playwright() as pw:
@@ -267,9 +321,19 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
             assert (
                 m8g[0] == "1"
                 and m8g[4] == "concurrency 2 ⚠"
-                and m8g[5:] == ["2.5", "4", "584.00", "204.40", "1.00\N{MULTIPLICATION SIGN}"]
+                and m8g[5:] == ["2.5", "4", "584.00", "204.40", "1.00\N{MULTIPLICATION SIGN}", "not searched"]
             )
-            assert by_id["g6e.xlarge"]["texts"][6:] == [
+            # The searched capacity is the level used (test_a_searched_capacity_is_the_level_used_...).
+            assert by_id["m7g.large"]["texts"][4:] == [
+                "concurrency 3",
+                "2",
+                "5",
+                "7,300.00",
+                "no price",
+                "1.00\N{MULTIPLICATION SIGN}",
+                "concurrency 3 [3, 4]",
+            ]
+            assert by_id["g6e.xlarge"]["texts"][6:10] == [
                 "1",
                 "1,358.53",
                 "no price",
@@ -285,7 +349,11 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
                 assert [v for v in values[7:9] if v is not None] == [
                     c for c in (ref["on_demand_usd_per_month"], ref["spot_usd_per_month"]) if c is not None
                 ]
-                assert values[9] == ref["headroom"]
+                assert values[9] == ref["headroom"] and values[10] is None
+                searched = ref["searched_capacity"]
+                if searched is not None and not ref["uses_search"]:
+                    searched += " (misses these limits: not used)"
+                assert row["texts"][10] == (searched or "not searched")
             excluded = page.locator("#planner-excluded li").all_inner_texts()
             assert any(
                 "c8g.xlarge" in t and t.endswith("not priced: measured on laptop (Apple M3, arm64)")
@@ -304,6 +372,13 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
             shown = _table(page)
             assert [r["configuration_id"] for r in shown[:2]] == ["g6e.xlarge", "m8g.xlarge"]
             assert shown[1]["texts"][6:8] == ["10", "1,460.00"]
+            page.fill("#planner-tpot", "22")  # m7g.large's capacity (25 ms) misses it: c2, 7 replicas
+            m7g = {r["configuration_id"]: r for r in _table(page)}["m7g.large"]["texts"]
+            assert (m7g[4], m7g[6], m7g[10]) == (
+                "concurrency 2",
+                "7",
+                "concurrency 3 [3, 4] (misses these limits: not used)",
+            )
             page.fill("#planner-rps", "")
             assert page.locator("#planner-table tbody tr").count() == 0
             assert "above 0" in page.inner_text("#planner-status")

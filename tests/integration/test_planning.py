@@ -306,3 +306,68 @@ def test_duplicate_levels_or_types_are_refused() -> None:
     with pytest.raises(PlanningError) as err:
         parse_request({"model": "m", "instance_types": ["r8g.4xlarge"], "concurrency": [4, 0]})
     assert "greater than or equal to 1" in {p.field: p.message for p in err.value.problems}["concurrency[1]"]
+
+
+def test_search_mode_plans_a_load_search_from_the_form_s_fields() -> None:
+    result = plan(
+        instance_types=["r8g.4xlarge"],
+        load_mode="search",
+        search_variable="request_rate",
+        search_lower=0.5,
+        search_upper=32,
+        search_precision=0.2,
+        prompts_per_level=1000,
+        repeats=3,
+        slos={"ttft_p99_ms": 800},
+    )
+    (spec,) = result.specs
+    search = spec.load.search
+    assert search is not None
+    assert (search.variable, search.lower, search.upper, search.relative, search.step) == (
+        "request_rate",
+        0.5,
+        32,
+        0.2,
+        None,
+    )
+    assert (search.repeats, search.min_requests, spec.load.repeats) == (3, 1000, 3)
+    assert (search.slos.ttft_p99_ms, search.slos.tpot_p99_ms, search.slos.max_error_rate) == (800, None, 0.01)
+    # The form's concurrency levels are not measured beside a search (a search chooses its own loads).
+    assert spec.load.concurrency == () and spec.load.request_rates == ()
+    # The default precision: one step for a concurrency; the fit is sized for the search's upper bound.
+    (spec,) = plan(instance_types=["r8g.4xlarge"], load_mode="search", prompts_per_level=1000).specs
+    assert spec.load.search is not None and spec.load.search.step == 1 and spec.load.max_concurrency == 64
+    # A fixed-level request keeps its spec_id: the search fields change nothing while load_mode is levels.
+    fixed = plan(instance_types=["r8g.4xlarge"], search_upper=8, search_variable="request_rate")
+    assert fixed.specs[0].spec_id == plan(instance_types=["r8g.4xlarge"]).specs[0].spec_id
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "says"),
+    [
+        ({"search_upper": 2048}, "search_upper", "2048.0: above the load generator's cap of 1,024"),
+        ({"search_lower": 8, "search_upper": 4}, "search_upper", "4.0: below search_lower=8"),
+        ({"search_lower": 1.5}, "search_lower", "1.5: a concurrency is a whole number"),
+        ({"search_step": 2.5}, "search_step", "2.5: a concurrency is a whole number"),
+        (
+            {"search_precision": 0.1, "search_step": 2},
+            "search_step",
+            "2.0: give a relative precision or a step",
+        ),
+        ({"prompts_per_level": 200}, "prompts_per_level", "200: a search probe needs at least search_min"),
+    ],
+)
+def test_a_bad_search_is_refused_in_planning_naming_the_field(fields, field, says) -> None:
+    found = problems(
+        instance_types=["r8g.4xlarge", "m6g.large"],
+        load_mode="search",
+        **({"prompts_per_level": 1000} | fields),
+    )
+    assert found[field].startswith(says), found
+    assert "FEAT_BF16" in found["instance_types[1]"]  # reported with every other problem
+
+
+def test_the_form_refuses_a_search_precision_outside_0_to_1() -> None:
+    for bad in (0, 1, 1.5):
+        with pytest.raises(ValueError, match="search_precision"):
+            CampaignRequest(instance_types=["r8g.4xlarge"], model="m", search_precision=bad)

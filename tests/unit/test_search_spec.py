@@ -17,6 +17,7 @@ from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver
 from pydantic import ValidationError
 
+from tests.support.lake_rows import land_search
 from tests.support.specs import tiny_spec
 
 CAPACITY = 5  # the stand-in server meets the SLO up to this concurrency
@@ -110,6 +111,22 @@ def test_old_evidence_without_search_fields_still_reads() -> None:
     assert envelope.search is None and envelope.levels[0].search_step is None
 
 
-def test_a_search_spec_is_never_already_measured(tmp_path: Path) -> None:
-    # It has no fixed levels: "every level already in the lake" would hold for any lake, even an empty one.
-    assert measured_specs(Lake(str(tmp_path / "lake")), [_spec(search=PLAN)]) == []
+def test_a_search_spec_is_already_measured_once_a_search_found_an_answer(tmp_path: Path) -> None:
+    # It has no fixed levels: "every level already in the lake" would hold for any lake, even an empty one;
+    # its capacities row is what says it ran.
+    spec, lake = _spec(search=PLAN), Lake(str(tmp_path / "lake"))
+    assert measured_specs(lake, [spec]) == []
+    probes = land_search(lake, spec, outcome="capacity")
+    assert measured_specs(lake, [spec]) == [spec]
+    # One retracted probe and the search counts no more: it is measured again.
+    assert measured_specs(lake, [spec], retracted={probes[1]}) == []
+    # Another search (another matrix key) is not measured by it.
+    other = _spec(search=PLAN.model_copy(update={"upper": 32}))
+    assert measured_specs(lake, [spec, other]) == [spec]
+
+
+@pytest.mark.parametrize("outcome", ["client_limited", "untrusted"])
+def test_a_search_that_stopped_without_an_answer_is_run_again(tmp_path: Path, outcome: str) -> None:
+    spec, lake = _spec(search=PLAN), Lake(str(tmp_path / "lake"))
+    land_search(lake, spec, outcome=outcome)
+    assert measured_specs(lake, [spec]) == []

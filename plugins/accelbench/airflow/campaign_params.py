@@ -128,6 +128,8 @@ def _bounds(schema: Mapping[str, Any]) -> list[str]:
         out.append(f"at most {high:,}")
     if "exclusiveMinimum" in schema:
         out.append(f"above {schema['exclusiveMinimum']}")
+    if "exclusiveMaximum" in schema:
+        out.append(f"below {schema['exclusiveMaximum']}")
     if "minLength" in schema or "maxLength" in schema:
         out.append(f"{schema.get('minLength', 0)} to {schema['maxLength']} characters")
     if "pattern" in schema:

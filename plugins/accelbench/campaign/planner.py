@@ -14,6 +14,7 @@ from accelbench.campaign.problems import PlanningError, Problem, problems_from_v
 from accelbench.campaign.request import CampaignRequest, SloName
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.core.families import CPU_FAMILIES, refuse_graviton2
+from accelbench.core.search import SearchPlan
 from accelbench.core.spec import BenchmarkSpec, GoodputMetric, LoadPlan, ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
@@ -183,12 +184,22 @@ def plan_campaign(
                 f"{shape.max_position_embeddings}",
             )
         )
+    search: SearchPlan | None = None
+    try:
+        search = req.search_plan()
+    except ConfigError as exc:
+        problems.append(Problem(exc.field, exc.value, str(exc).split(": ", 1)[1]))
+    if search is not None:
+        log.info("load search: %s in [%g, %g], %s", search.variable, search.lower, search.upper, search.slos)
     load = LoadPlan(
         input_len=req.input_len,
         output_len=req.output_len,
         seed=req.seed,
-        concurrency=tuple(req.concurrency),
-        request_rates=tuple(req.request_rates),
+        # A search chooses its own loads: the fixed levels are not measured.
+        concurrency=() if search else tuple(req.concurrency),
+        request_rates=() if search else tuple(req.request_rates),
+        burstiness=req.burstiness,
+        search=search,
         prompts_per_level=req.prompts_per_level,
         repeats=req.repeats,
         goodput_slos_ms={_GOODPUT_METRIC[k]: v for k, v in req.slos.items()},

@@ -11,14 +11,18 @@ read when the DAG file is parsed, is the form's default.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveFloat, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveFloat, ValidationError, field_validator
 
 from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
 from accelbench.core.modes import ExecutionMode
-from accelbench.core.spec import Runtime
+from accelbench.core.search import MIN_P99_REQUESTS, SearchPlan, SearchVariable
+from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
+from accelbench.core.spec import POISSON, Runtime
+from accelbench.errors import ConfigError
 from accelbench.runtime.version_rules import VERSION_PATTERN
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 
@@ -34,7 +38,18 @@ DEFAULT_MODEL_SETTING = env_name("default_model")
 
 # Enforced by `_unique` below; the form refuses duplicates too.
 _UNIQUE: dict[str, JsonValue] = {"uniqueItems": True}
-_LOAD, _ENGINE = "Load", "Engine and SLOs"  # the form's sections (the others: its first group)
+_LOAD, _SEARCH, _ENGINE = "Load", "Load search", "Engine and SLOs"  # the form's sections (others: its first)
+LoadMode = Literal["levels", "search"]
+# CampaignRequest field -> the SearchPlan field it sets (a SearchPlan's error names the request's field).
+SEARCH_FIELDS = {
+    "search_variable": "variable",
+    "search_lower": "lower",
+    "search_upper": "upper",
+    "search_precision": "relative",
+    "search_step": "step",
+    "search_min_requests": "min_requests",
+    "repeats": "repeats",
+}
 
 
 class CampaignRequest(BaseModel):
@@ -103,6 +118,55 @@ class CampaignRequest(BaseModel):
         "requests in flight)",
         json_schema_extra={**_UNIQUE, "section": _LOAD},
     )
+    load_mode: LoadMode = Field(
+        default="levels",
+        description="levels = measure the concurrency levels above; search = find each server's capacity "
+        "under the SLOs (the largest load whose every repeat holds them: bracket, then bisect), with the "
+        "search fields below (the levels are then not measured)",
+        json_schema_extra={"section": _SEARCH},
+    )
+    search_variable: SearchVariable = Field(
+        default="concurrency",
+        description="What the search varies: concurrent requests, or a Poisson request rate (requests/s)",
+        json_schema_extra={"section": _SEARCH},
+    )
+    search_lower: PositiveFloat = Field(
+        default=1, description="The search's first and smallest load", json_schema_extra={"section": _SEARCH}
+    )
+    search_upper: PositiveFloat = Field(
+        default=64,
+        description=f"The largest load the search may probe (a concurrency at most "
+        f"{LOADGEN_MAX_IN_FLIGHT:,})",
+        json_schema_extra={"section": _SEARCH},
+    )
+    search_precision: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Stop when the bracket is narrower than this fraction of its passing load (0.1 = 10%); "
+        "empty, and no step: one step for a concurrency, 10% for a request rate",
+        json_schema_extra={"section": _SEARCH},
+    )
+    search_step: float | None = Field(
+        default=None,
+        gt=0,
+        description="Or stop when the bracket is narrower than this load (a concurrency: a whole number)",
+        json_schema_extra={"section": _SEARCH},
+    )
+    search_min_requests: int = Field(
+        default=SAMPLE_WARNING_REQUESTS,
+        ge=MIN_P99_REQUESTS,
+        le=100000,
+        description=f"Requests a probe's repeat must complete for its p99 to be trusted (prompts_per_level "
+        f"must be at least this; below {SAMPLE_WARNING_REQUESTS:,} the report warns of the sample size)",
+        json_schema_extra={"section": _SEARCH},
+    )
+    burstiness: PositiveFloat = Field(
+        default=POISSON,
+        description="Arrivals at a request rate (levels or a rate search): 1 = Poisson; above 1 more "
+        "regular, below 1 burstier (gamma-distributed gaps, `vllm bench serve --burstiness`)",
+        json_schema_extra={"section": _SEARCH},
+    )
     request_rates: list[PositiveFloat] = Field(
         default_factory=list,
         description="Request-rate levels (requests/s), measured after the concurrency levels",
@@ -153,11 +217,54 @@ class CampaignRequest(BaseModel):
             raise ValueError("lists each value more than once")
         return values
 
+    def search_plan(self) -> SearchPlan | None:
+        """The load search this request asks for (None: the fixed levels). The fields are checked together
+        here, not by the form: a ConfigError names the request's field at fault (the planner reports it
+        with every other problem)."""
+        if self.load_mode != "search":
+            return None
+        if self.search_variable == "concurrency" and self.search_upper > LOADGEN_MAX_IN_FLIGHT:
+            raise ConfigError(
+                "search_upper",
+                self.search_upper,
+                f"above the load generator's cap of {LOADGEN_MAX_IN_FLIGHT:,} requests in flight",
+            )
+        if self.prompts_per_level < self.search_min_requests:
+            raise ConfigError(
+                "prompts_per_level",
+                self.prompts_per_level,
+                f"a search probe needs at least search_min_requests={self.search_min_requests} requests "
+                "for a trusted p99",
+            )
+        values = {plan: getattr(self, name) for name, plan in SEARCH_FIELDS.items()}
+        try:
+            return SearchPlan(**values, slos=Slos(**self.slos))
+        except ValidationError as exc:
+            raise _search_error(exc) from None
+
     @property
     def context_len(self) -> int:
         """--max-model-len: input + output, plus headroom because the random dataset's prompts can
         re-tokenize a little longer than asked, and a prompt at the limit would cut the output short."""
         return self.input_len + self.output_len + max(64, self.input_len // 10)
+
+
+def _search_error(exc: ValidationError) -> ConfigError:
+    """SearchPlan's first error as the request's: its field (`upper` -> `search_upper`), value and words.
+    A check across fields says "name=value: why" itself, in the plan's names."""
+    to_request = {plan: name for name, plan in SEARCH_FIELDS.items()}
+    err = exc.errors()[0]
+    why = str(err["msg"]).removeprefix("Value error, ")
+    if err["loc"]:
+        name = str(err["loc"][0])
+        return ConfigError(to_request.get(name, name), err.get("input"), why)
+    first = why.split("; ")[0]
+    named = re.match(r"(\w+)=([^:]*): (.*)", first)
+    if named is None or (named[1] not in to_request and named[1] != "slos"):
+        return ConfigError("load_mode", "search", why)
+    field, value = to_request.get(named[1], named[1]), named[2]
+    reason = re.sub(r"\b(\w+)=", lambda m: f"{to_request.get(m[1], m[1])}=", named[3])
+    return ConfigError(field, float(value) if re.fullmatch(r"[0-9.e+-]+", value) else value, reason)
 
 
 def field_extra(name: str) -> dict[str, Any]:

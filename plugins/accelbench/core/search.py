@@ -61,6 +61,7 @@ Verdict = Literal["pass", "fail", "client_limited", "untrusted"]
 # capacity: bracketed within the precision; upper_bound: `upper` passed (the capacity is at least it);
 # below_lower: `lower` failed (no capacity in range); client_limited / untrusted: stopped at a probe.
 Outcome = Literal["capacity", "upper_bound", "below_lower", "client_limited", "untrusted"]
+ANSWERED_OUTCOMES: tuple[Outcome, ...] = ("capacity", "upper_bound", "below_lower")  # what the search found
 MIN_P99_REQUESTS = 100  # below this a "p99" is the slowest request or close to it, never a tail estimate
 _TAIL_LIMITS = tuple(limit for limit in LIMITS if limit.field.startswith("p99_"))  # need min_requests
 _UNITS = {"concurrency": "concurrent", "request_rate": "req/s"}

@@ -21,6 +21,7 @@ from accelbench.core.search import SearchPlan
 Runtime = Literal["vllm-cpu", "vllm-gpu", "vllm-neuron"]
 AcceleratorType = Literal["cpu", "gpu", "neuron"]
 GoodputMetric = Literal["ttft", "tpot", "e2el"]  # vllm bench serve --goodput names
+POISSON = 1.0  # the burstiness of Poisson arrivals
 
 
 class _Frozen(BaseModel):
@@ -74,6 +75,9 @@ class LoadPlan(_Frozen):
     concurrency: tuple[int, ...] = ()
     request_rates: tuple[float, ...] = ()
     prompts_per_level: int = Field(default=200, ge=1)
+    # Request-rate levels' arrivals: gamma-distributed gaps of this shape (vllm bench serve --burstiness):
+    # 1 = Poisson, above 1 more regular, below 1 burstier.
+    burstiness: float = Field(default=POISSON, gt=0)
     warmups: int = Field(default=4, ge=0)
     repeats: int = Field(default=1, ge=1)
     # Per-request latency limits in ms for vLLM's goodput (`--goodput ttft:500 tpot:50`).
@@ -101,10 +105,13 @@ class LoadPlan(_Frozen):
 
     @model_serializer(mode="wrap")
     def _without_no_search(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
-        """A fixed-level plan dumps as before `search` existed: its spec_id and matrix_key stay."""
+        """A plan without a search and with Poisson arrivals dumps as before `search` and `burstiness`
+        existed: its spec_id and matrix_key stay."""
         data = handler(self)
         if isinstance(data, dict) and data.get("search") is None:
             data.pop("search", None)
+        if isinstance(data, dict) and data.get("burstiness") == POISSON:
+            data.pop("burstiness", None)
         return data
 
     @property

@@ -220,6 +220,7 @@ def run_row(
         "server_log_tail": level.server_log_tail,
         "search_step": level.search_step,
         "search_phase": level.search_phase,
+        "burstiness": load.burstiness if level.level_kind == "rate" else None,
     }
     return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 
@@ -279,6 +280,12 @@ def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
         "stopped_at": result.stopped_at,
         "probes": result.probes_used,
         "server_s": result.server_s,
+        "slo_ttft_p99_ms": plan.slos.ttft_p99_ms,
+        "slo_tpot_p99_ms": plan.slos.tpot_p99_ms,
+        "slo_e2el_p99_ms": plan.slos.e2el_p99_ms,
+        "slo_max_error_rate": plan.slos.max_error_rate,
+        "repeats": plan.repeats,
+        "min_requests": plan.min_requests,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow.dataset as ds
 
 from accelbench.core.levels import levels
+from accelbench.core.search import ANSWERED_OUTCOMES
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.lake.store import Lake
@@ -15,9 +16,11 @@ def measured_specs(
 ) -> list[BenchmarkSpec]:
     """The specs whose every level x repeat already has a measured (MEASURED_STATUSES), unretracted run
     in the lake, from any campaign, for the same server (version and image included) and load:
-    `matrix_key`. A load search's spec is never among them."""
+    `matrix_key`. A load search's spec counts once a search with its matrix_key found an answer
+    (`searched_keys`)."""
     if not specs:
         return []
+    searched = searched_keys(lake, [s for s in specs if s.load.search is not None], retracted)
     keys = sorted({s.matrix_key for s in specs})
     rows = lake.read(
         "runs",
@@ -33,12 +36,40 @@ def measured_specs(
         spec
         for spec in specs
         # A search's loads are not known before it runs: it has no levels to find (an empty set would be
-        # "measured" by any lake), so it is never already measured.
-        if spec.load.search is None
-        and {
-            (spec.matrix_key, level.kind, float(level.value), repeat)
-            for level in levels(spec)
-            for repeat in range(spec.load.repeats)
-        }
-        <= have
+        # "measured" by any lake); its capacities row says it ran.
+        if spec.matrix_key in searched
+        or (
+            spec.load.search is None
+            and {
+                (spec.matrix_key, level.kind, float(level.value), repeat)
+                for level in levels(spec)
+                for repeat in range(spec.load.repeats)
+            }
+            <= have
+        )
     ]
+
+
+def searched_keys(
+    lake: Lake, specs: list[BenchmarkSpec], retracted: set[str] | frozenset[str] = frozenset()
+) -> set[str]:
+    """The matrix keys of `specs` whose search landed an answer (a capacity, the upper bound passed, or
+    none in range) in `capacities`, none of whose probes was retracted. A search that stopped at a
+    client-limited or untrusted probe found nothing: it is run again."""
+    keys = sorted({s.matrix_key for s in specs})
+    if not keys:
+        return set()
+    found = lake.read(
+        "capacities",
+        where=ds.field("matrix_key").isin(keys) & ds.field("outcome").isin(ANSWERED_OUTCOMES),
+        columns=["matrix_key", "spec_id", "dag_run_id"],
+    ).to_pylist()
+    if not found or not retracted:
+        return {row["matrix_key"] for row in found}
+    probes = lake.read(
+        "runs",
+        where=ds.field("matrix_key").isin(keys) & ds.field("search_step").is_valid(),
+        columns=["run_id", "spec_id", "dag_run_id"],
+    ).to_pylist()
+    touched = {(r["spec_id"], r["dag_run_id"]) for r in probes if r["run_id"] in retracted}
+    return {row["matrix_key"] for row in found if (row["spec_id"], row["dag_run_id"]) not in touched}

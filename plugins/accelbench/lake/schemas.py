@@ -6,9 +6,10 @@ import pyarrow as pa
 
 # 2: runs.source_uri, runs.matrix_key; 3: the engine settings of a point, where it ran (host_*,
 # measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail);
-# 4: a load search's probes (runs.search_step, runs.search_phase) and its result (the capacities table).
+# 4: a load search's probes (runs.search_step, runs.search_phase) and its result (the capacities table);
+# 5: runs.burstiness (a rate level's arrivals), the SLOs and repeats a search held (capacities.slo_*, ...).
 # Older files read the newer columns as null.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -129,6 +130,7 @@ RUNS = pa.schema(
         # a load search's probe (LoadPlan.search): its step (0 first) and phase; null for a fixed level
         ("search_step", pa.int32()),
         ("search_phase", pa.string()),  # "bracket" or "bisect"
+        ("burstiness", pa.float64()),  # a rate level's arrivals: 1 Poisson, above 1 more regular
     ]
 )
 
@@ -166,6 +168,13 @@ CAPACITIES = pa.schema(
         ("stopped_at", pa.float64()),  # the client-limited or untrusted probe's load
         ("probes", pa.int32()),
         ("server_s", pa.float64()),  # seconds under load over every repeat of every probe
+        # what the capacity holds: every repeat of a passing probe within these (null: no limit)
+        ("slo_ttft_p99_ms", pa.float64()),
+        ("slo_tpot_p99_ms", pa.float64()),
+        ("slo_e2el_p99_ms", pa.float64()),
+        ("slo_max_error_rate", pa.float64()),
+        ("repeats", pa.int16()),  # repeats per probe
+        ("min_requests", pa.int32()),  # requests a repeat needed for its p99 to count
     ]
 )
 

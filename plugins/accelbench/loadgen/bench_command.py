@@ -77,7 +77,7 @@ def bench_args(
         args += ["--max-concurrency", f"{int(level.value) if level else 1}", "--request-rate", "inf"]
     else:
         # Open loop up to the in-flight cap the pod's memory is sized for (a capped level is client-limited).
-        args += ["--request-rate", f"{level.value:g}", "--burstiness", "1.0"]
+        args += ["--request-rate", f"{level.value:g}", "--burstiness", str(load.burstiness)]
         args += ["--max-concurrency", str(LOADGEN_MAX_IN_FLIGHT)]
     if load.goodput_slos_ms:
         args += ["--goodput", *(f"{k}:{v:g}" for k, v in sorted(load.goodput_slos_ms.items()))]

@@ -25,6 +25,7 @@ from accelbench.report.model import (
     frontier,
     headline,
     level_points,
+    mark_searched,
     split_retracted,
     version_deltas,
 )
@@ -98,10 +99,12 @@ def build_report(
     flt: ReportFilter,
     capacities: list[dict[str, Any]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The report's tables from the lake's runs (and `capacities`, the load searches' rows)."""
+    """The report's tables from the lake's runs (and `capacities`, the load searches' rows: priced at
+    their capacity from their probes' runs, and marking those points for the capacity planner)."""
     chosen = [r for r in runs if flt.keeps(r)]
     kept, gone = split_retracted(chosen, retracted)
-    points = level_points(kept, prices, flt.region)
+    searched = capacity_rows([c for c in capacities or [] if flt.keeps(c)], kept, prices, flt.region)
+    points = mark_searched(level_points(kept, prices, flt.region), searched)
     best = best_under_slos(points, flt.slos)
     on_instance = [p for p in best if p["measured_on_instance"]]
     return {
@@ -118,7 +121,7 @@ def build_report(
             }
             for r in gone
         ],
-        "capacities": capacity_rows([c for c in capacities or [] if flt.keeps(c)]),
+        "capacities": searched,
     }
 
 

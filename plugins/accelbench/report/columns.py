@@ -75,11 +75,13 @@ LABELS: dict[str, str] = {
     "capacity": "Capacity under the SLOs",
     "bracket": "Bracket [passing, failing]",
     "limiting_metric": "Limiting metric",
+    "search_slos": "SLOs held (every repeat)",
     "search_outcome": "Search outcome",
     "search_precision": "Search precision",
     "probes": "Probes",
     "server_s": "Server-seconds under load",
     "spec_id": "Spec id",
+    "searched_capacity": "Searched capacity [bracket]",
 }
 _METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
 _PERCENTILE = re.compile(r"^p(\d+)_(ttft|tpot|itl|e2el)_ms$")

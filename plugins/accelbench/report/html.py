@@ -88,7 +88,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "search_variable",
         "capacity",
         "bracket",
+        "request_throughput",  # at the capacity: the search's own probe there, priced like a point
+        "output_throughput",
+        *_COSTS,
         "limiting_metric",
+        "search_slos",
         "search_outcome",
         "search_precision",
         "probes",

@@ -20,7 +20,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from accelbench.core.price import Price
-from accelbench.core.slos import SAMPLE_WARNING_REQUESTS
+from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.report.slos import Slos
 
@@ -42,6 +42,7 @@ CONFIG_KEY = (
     "input_len",
     "output_len",
     "range_ratio",
+    "burstiness",
     "execution_mode",
     "host",
 )
@@ -120,14 +121,65 @@ def host_label(run: dict[str, Any]) -> str:
     return f"local: {what.strip(', ') or 'host not recorded'}"
 
 
-def capacity_rows(capacities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+# What the capacities table shows of a search's capacity probe: fields of the report's point, made by
+# level_points from that probe's repeats, so medians and the cost per 1M tokens follow one rule.
+AT_CAPACITY = (
+    "point_id",
+    "configuration_id",
+    "repeats",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "on_demand_usd_per_hour",
+    "spot_usd_per_hour",
+    "on_demand_price_source",
+    "spot_price_source",
+    "on_demand_usd_per_1m_output_tokens",
+    "on_demand_usd_per_1m_total_tokens",
+    "spot_usd_per_1m_output_tokens",
+    "spot_usd_per_1m_total_tokens",
+)
+
+
+def _search_of(row: dict[str, Any]) -> tuple[Any, Any]:
+    """One search: its spec in one ingest (a `capacities` row and its probes' `runs` rows share both)."""
+    return (row.get("spec_id"), row.get("dag_run_id"))
+
+
+def capacity_point(
+    capacity: dict[str, Any], probes: Iterable[dict[str, Any]], prices: Sequence[Price], region: str
+) -> dict[str, Any] | None:
+    """The report's point of the search's own probe at its capacity (the passing end of the bracket):
+    medians over that probe's measured repeats, priced as any point is (at the newest repeat's time,
+    only when measured on the instance). None without a capacity (client-limited, untrusted, below the
+    lower bound) or without a measured repeat there (retracted, filtered out)."""
+    load = capacity.get("capacity")
+    if load is None:
+        return None
+    found = level_points((r for r in probes if r.get("level_value") == load), prices, region)
+    return found[0] if len(found) == 1 else None  # one probe, one load: one point
+
+
+def capacity_rows(
+    capacities: list[dict[str, Any]],
+    runs: Iterable[dict[str, Any]],
+    prices: Sequence[Price],
+    region: str,
+) -> list[dict[str, Any]]:
     """The load searches' `capacities` rows as the report shows them: the capacity under the SLOs, the
-    bracket it lies in, what limited it and what the search cost, largest capacity first per model."""
+    bracket it lies in, what limited it and what the search cost, and at the capacity the request and
+    token throughput and the cost per 1M tokens from the search's own probe rows in `runs`
+    (`capacity_point`); largest capacity first per model."""
+    probes: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        if run.get("search_step") is not None:
+            probes[_search_of(run)].append(run)
     rows = []
     for c in capacities:
         passing, failing = c.get("bracket_passing"), c.get("bracket_failing")
         ends = ["" if end is None else f"{end:g}" for end in (passing, failing)]
         bracket = f"[{ends[0]}, {ends[1]}]" if any(ends) else None  # an open end is left blank
+        at = capacity_point(c, probes.get(_search_of(c), []), prices, region) or {}
         rows.append(
             {
                 "model_short": short_model(c.get("model")),
@@ -138,6 +190,7 @@ def capacity_rows(capacities: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "capacity": c.get("capacity"),
                 "bracket": bracket,
                 "limiting_metric": c.get("limiting_metric"),
+                "search_slos": slos_text(c),
                 "search_outcome": c.get("outcome"),
                 "search_precision": c.get("precision"),
                 "probes": c.get("probes"),
@@ -145,8 +198,43 @@ def capacity_rows(capacities: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "host": host_label(c),
                 "spec_id": c.get("spec_id"),
             }
+            | {k: at.get(k) for k in AT_CAPACITY}
         )
     return sorted(rows, key=lambda r: (r["model_short"], -(r["capacity"] or 0), r["instance_type"] or ""))
+
+
+def slos_text(capacity: dict[str, Any]) -> str | None:
+    """ "p99 TTFT <= 2000 ms, error rate <= 1%": the SLOs a search held (`capacities.slo_*`; None in
+    rows written before schema 5)."""
+    held = []
+    for limit in LIMITS:
+        bound = capacity.get(f"slo_{limit.param}")
+        if bound is not None:
+            held.append(
+                f"{limit.label} <= {bound:.0%}" if limit.unit == "%" else f"{limit.label} <= {bound:g} ms"
+            )
+    return ", ".join(held) or None
+
+
+def searched_label(row: dict[str, Any]) -> str:
+    """ "concurrency 5 [5, 6]": a capacities-table row's capacity as a load level, with its bracket."""
+    kind = "concurrency" if row.get("search_variable") == "concurrency" else "rate"
+    text = f"{level_label(kind, row['capacity'])} {row.get('bracket') or ''}".strip()
+    return f"{text} (upper bound passed)" if row.get("search_outcome") == "upper_bound" else text
+
+
+def mark_searched(
+    points: Iterable[dict[str, Any]], capacities: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The points with `searched_capacity`: the label of each search whose capacity is that point
+    (`searched_label`, "; " between several), else None. The capacity planner prefers these levels."""
+    labels: dict[str, list[str]] = defaultdict(list)
+    for c in capacities:
+        if c.get("point_id") and c.get("capacity") is not None:
+            text = searched_label(c)
+            if text not in labels[c["point_id"]]:
+                labels[c["point_id"]].append(text)
+    return [p | {"searched_capacity": "; ".join(labels.get(p["point_id"], ())) or None} for p in points]
 
 
 def short_model(model: str | None) -> str:

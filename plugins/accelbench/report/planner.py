@@ -12,8 +12,18 @@ The rule, per configuration (``configuration_id``: one server configuration, wor
   configuration measured elsewhere (a laptop, a CI runner) is left out: its prices would not apply;
 - a level qualifies when it holds every given limit (None: no limit; a missing latency fails its
   limit, a missing error rate does not, as in the report's best-level table) and has a request rate
-  above zero; the qualifying level with the highest ``request_throughput`` is
-  used (the first one on a tie);
+  above zero;
+- a level that is a load search's capacity (``searched_capacity`` set: `accelbench.report.model.
+  mark_searched`) is used when it qualifies (the one with the highest ``request_throughput`` if
+  several do, the first on a tie), even where a higher level qualifies too: the search held every
+  repeat to its SLOs, where the page judges medians, so its capacity is the load the configuration
+  holds reliably; where limits looser than the search's would allow more, the plan stays
+  conservative. Holding the page's limits is the test: the page's limits change at once, offline,
+  and the search's own (``capacities.slo_*``) are shown beside it in the capacities table;
+- otherwise (no searched capacity, or it misses a limit) the qualifying level with the highest
+  ``request_throughput`` is used (the first one on a tie);
+- the row shows the configuration's searched capacities with their brackets (``searched_capacity``:
+  the one used, else every one, with ``uses_search`` False);
 - replicas = ceil(target_rps / that rate); monthly cost = replicas x USD per hour x HOURS_PER_MONTH,
   on-demand and spot; headroom = replicas x rate / target_rps;
 - ranked by on-demand monthly cost, unpriced last, ties by spot cost (unpriced last), then by label.
@@ -51,6 +61,7 @@ PLANNER_FIELDS = (
     "on_demand_usd_per_hour",
     "spot_usd_per_hour",
     "sample_warning",
+    "searched_capacity",
 )
 
 
@@ -125,7 +136,7 @@ def _plan(
             excluded.append(about | {"reason": f"not priced: measured on {host}"})
             continue
         failures = dict.fromkeys((limit.label for limit in LIMITS), 0) | {"no request rate": 0}
-        best = None
+        best = searched = None
         for p in measured:
             ok = True
             for limit in LIMITS:
@@ -136,12 +147,21 @@ def _plan(
             if rate is None or rate <= 0:
                 failures["no request rate"] += 1
                 ok = False
-            if ok and (best is None or rate > best["request_throughput"]):
+            if not ok:
+                continue
+            if best is None or rate > best["request_throughput"]:
                 best = p
+            if p.get("searched_capacity") and (searched is None or rate > searched["request_throughput"]):
+                searched = p
         if best is None:
             failed = ", ".join(f"{name} ({n} of {len(measured)} levels)" for name, n in failures.items() if n)
             excluded.append(about | {"reason": f"fails {failed}"})
             continue
+        if searched is not None:  # the searched capacity that holds the limits, whatever else does
+            best, shown = searched, searched["searched_capacity"]
+        else:  # the configuration's searched capacities, if any, though not used
+            labels = dict.fromkeys(p["searched_capacity"] for p in measured if p.get("searched_capacity"))
+            shown = "; ".join(labels) or None
         rate = best["request_throughput"]
         replicas = math.ceil(target_rps / rate)
         ranked.append(
@@ -156,6 +176,8 @@ def _plan(
                 "spot_usd_per_month": _monthly(replicas, best.get("spot_usd_per_hour")),
                 "headroom": replicas * rate / target_rps,
                 "sample_warning": best.get("sample_warning"),
+                "searched_capacity": shown,
+                "uses_search": searched is not None,
             }
         )
 

@@ -86,6 +86,8 @@ def ingest_spec(
         lake.uri,
         raw_uri,
     )
+    for c in data.capacities.to_pylist():
+        log.info("%s: load search %s, %s", spec.spec_id, c["outcome"], capacity_text(c))
     return {
         "spec_id": spec.spec_id,
         "runs_rows": data.runs.num_rows,
@@ -123,8 +125,12 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
             f"{r['request_throughput'] or 0:>8.2f}{r['output_throughput'] or 0:>11.1f}"
             f"{r['p50_ttft_ms'] or 0:>13.1f}{r['p50_tpot_ms'] or 0:>13.2f}  {host_label(r)}"
         )
+    searches = sorted(lake.read("capacities", where).to_pylist(), key=lambda c: c["spec_id"])
+    for c in searches:
+        lines.append(f"load search {c['spec_id']} on {c['instance_type']}: {capacity_text(c)}")
     log.info("campaign %s, lake %s:\n%s", campaign, lake.uri, "\n".join(lines))
     return {
+        "capacities": {c["spec_id"]: c["capacity"] for c in searches},
         "campaign_id": campaign,
         "runs": len(mine),
         "ok": sum(r["status"] == "ok" for r in mine),
@@ -132,3 +138,15 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
         "local_host": sum(not measured_on_instance(r) for r in mine),
         "lake": lake.uri,
     }
+
+
+def capacity_text(c: dict[str, Any]) -> str:
+    """A `capacities` row in words: the outcome, the capacity and its bracket, what limited it, the cost."""
+    unit = "concurrent" if c["variable"] == "concurrency" else "req/s"
+    cost = f"{c['probes']} probes, {c['server_s'] or 0:.0f} server-s"
+    ends = ["" if v is None else f"{v:g}" for v in (c["bracket_passing"], c["bracket_failing"])]
+    if c["capacity"] is None:
+        where = f" at {c['stopped_at']:g} {unit}" if c.get("stopped_at") is not None else ""
+        return f"no capacity ({c['outcome']}{where}; bracket [{ends[0]}, {ends[1]}]; {cost})"
+    limited = f", limited by {c['limiting_metric']}" if c.get("limiting_metric") else ""
+    return f"capacity {c['capacity']:g} {unit} (bracket [{ends[0]}, {ends[1]}]{limited}; {cost})"
