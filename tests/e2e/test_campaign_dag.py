@@ -107,6 +107,42 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     )  # opens offline: nothing fetched
 
 
+def test_a_campaign_over_two_workloads_lands_two_points_per_level_and_the_report_names_them(
+    airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch
+) -> None:
+    """Workloads are a dimension of the matrix (issue 19): `fixed` (random prompts on /v1/completions) and
+    `chat` (length ranges, /v1/chat/completions with the model's chat template), one server each, every
+    level warmed up before it is measured; the report keeps them apart and says which is which."""
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
+    conf = tiny_campaign_conf(tiny_model) | {"workloads": ["fixed", "chat"], "level_warmups": 2}
+    run = dagbag(airflow_db).get_dag("accelbench_cpu_campaign").test(run_conf=conf)
+    assert str(run.state) == "success", task_states(run)
+    lake = Lake(str(accelbench_env / "lake"))
+    runs = lake.read("runs").to_pylist()
+    shapes = sorted((r["workload"], r["endpoint"], r["level_value"], r["status"]) for r in runs)
+    assert shapes == [
+        ("chat", "chat", 1.0, "ok"),
+        ("chat", "chat", 2.0, "ok"),
+        ("fixed", "completions", 1.0, "ok"),
+        ("fixed", "completions", 2.0, "ok"),
+    ]
+    assert {r["completed"] for r in runs} == {6}
+    assert len({r["spec_id"] for r in runs}) == 2  # one server per workload
+    chat = [r for r in runs if r["workload"] == "chat"]
+    assert all(r["dataset"] == "random" and r["range_ratio"] == 0.5 and r["input_len"] == 256 for r in chat)
+    # Each level was warmed up first: at least level_warmups, at least its concurrency.
+    assert sorted((r["level_value"], r["level_warmups"]) for r in chat) == [(1.0, 2), (2.0, 2)]
+    report = run_dag(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
+    assert task_states(report) == {"report": "success"}
+    (folder,) = lake.fs.ls(lake.path("reports"))
+    summary = json.loads(Path(folder, "summary.json").read_text())
+    assert summary["rows"]["points"] == 4  # two workloads x two levels: never pooled
+    html = Path(folder, "report.html").read_text()
+    assert "chat: random 256→128 ±50% (chat)" in html and "random 32→8" in html
+
+
 def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
     airflow_db, accelbench_env: Path, tmp_path: Path, monkeypatch, capfd, caplog, aws_on_moto
 ) -> None:

@@ -90,8 +90,8 @@ def test_every_campaign_param_has_the_models_default_limits_and_description(bag)
         assert schema.get(low) == bounds.get("min_length"), name
         assert schema.get(high) == bounds.get("max_length"), name
         enum = _literal_values(info.annotation)
-        if enum is not None:
-            assert schema["enum"] == enum, name
+        if enum is not None:  # a list of Literal values (workloads): its items' enum
+            assert (schema["items"] if kind == "array" else schema)["enum"] == enum, name
         for key, value in field_extra(name).items():  # uniqueItems, section, items pattern: as declared
             if key not in ("form_default", "default_env"):
                 assert schema[key] == value, (name, key)

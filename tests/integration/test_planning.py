@@ -6,7 +6,7 @@ import json
 import logging
 
 import pytest
-from accelbench.campaign.planner import plan_campaign
+from accelbench.campaign.planner import parse_request, plan_campaign
 from accelbench.campaign.problems import PlanningError
 from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.seed_file import load_seed
@@ -371,3 +371,29 @@ def test_the_form_refuses_a_search_precision_outside_0_to_1() -> None:
     for bad in (0, 1, 1.5):
         with pytest.raises(ValueError, match="search_precision"):
             CampaignRequest(instance_types=["r8g.4xlarge"], model="m", search_precision=bad)
+
+
+def test_each_workload_is_a_spec_on_one_server_configuration_sized_for_the_longest(tmp_path) -> None:
+    result = plan(instance_types=["r8g.4xlarge"], workloads=["fixed", "chat", "shared-prefix"], input_len=128)
+    assert [s.load.runs.name for s in result.specs] == ["fixed", "chat", "shared-prefix"]
+    assert len({s.server for s in result.specs}) == 1  # one configuration, measured per workload
+    (server,) = {s.server for s in result.specs}
+    # The context holds the longest prompt + output of any: the shared prefix's 1,088 + 64 tokens (+1 each
+    # for the length range's rounding), and 10% of the prompt as headroom.
+    assert server.max_model_len == 1089 + 65 + 108
+    fixed, chat, shared = (s.load for s in result.specs)
+    assert (fixed.input_len, fixed.workload, chat.input_len, chat.range_ratio) == (128, None, 256, 0.5)
+    assert shared.workload is not None and shared.workload.prefix_len == 1024
+    assert fixed.level_warmups == 4 == shared.level_warmups  # the form's default, per level
+    assert len({s.spec_id for s in result.specs}) == 3
+    # The custom workload needs its file; the form's profile list refuses what it does not know.
+    assert problems(instance_types=["r8g.4xlarge"], workloads=["custom"])["custom_prompts"].startswith(
+        "None: the custom workload needs a JSONL file"
+    )
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "hello"}\n')
+    (custom,) = plan(instance_types=["r8g.4xlarge"], workloads=["custom"], custom_prompts=str(prompts)).specs
+    assert custom.load.workload is not None and custom.load.workload.path == str(prompts)
+    with pytest.raises(PlanningError) as refused:
+        parse_request({"instance_types": ["r8g.4xlarge"], "model": "m", "workloads": ["sharegpt"]})
+    assert [p.field for p in refused.value.problems] == ["workloads[0]"]

@@ -127,6 +127,7 @@ def test_a_search_lands_its_probes_as_runs_and_its_capacity_as_one_row() -> None
         "slo_max_error_rate": 0.01,
         "repeats": 1,
         "min_requests": 100,
+        "model_origin": None,  # a model-store id: no provenance file to read
     }
     assert result.server_s == 2.0 * result.probes_used
     # The configuration columns are the runs rows' own.

@@ -6,6 +6,8 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -16,6 +18,7 @@ from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.core.families import CPU_FAMILIES, refuse_graviton2
 from accelbench.core.search import SearchPlan
 from accelbench.core.spec import BenchmarkSpec, GoodputMetric, LoadPlan, ServerSpec
+from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
 from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, loadgen_memory_mib, plan_fit
@@ -140,6 +143,15 @@ def _smallest_fit(
     return "No CPU type of the catalog fits it: use a quantized checkpoint or a GPU/Neuron tier."
 
 
+def _load_of(req: CampaignRequest, sized: LoadPlan, workload: Workload | None) -> LoadPlan:
+    """The load plan of one workload: the sized plan's levels and settings with the workload's lengths."""
+    lengths: dict[str, Any] = {"input_len": req.input_len, "output_len": req.output_len, "range_ratio": 0.0}
+    if workload is not None:
+        lengths = {"input_len": workload.input_len, "output_len": workload.output_len}
+        lengths |= {"range_ratio": workload.range_ratio, "workload": workload}
+    return LoadPlan.model_validate(sized.model_dump() | lengths)
+
+
 def parse_request(params: Mapping[str, object]) -> CampaignRequest:
     """DAG params -> CampaignRequest; every invalid field becomes a Problem."""
     try:
@@ -174,16 +186,23 @@ def plan_campaign(
         problems.append(Problem("model", req.model, str(exc).split(": ", 1)[-1]))
     if shape is not None and cpu:
         problems += guards.check_cpu_model(req, shape, plan.warnings)
+    workloads = req.workload_specs()
     if shape is not None and 0 < shape.max_position_embeddings < req.context_len:
+        named = req.workloads != [DEFAULT_WORKLOAD]
         problems.append(
             Problem(
-                "input_len",
-                req.input_len,
-                f"input_len + output_len (+ headroom) = "
+                "workloads" if named else "input_len",
+                req.workloads if named else req.input_len,
+                f"the longest prompt + output (+ headroom) = "
                 f"{req.context_len} tokens exceeds {req.model}'s context of "
                 f"{shape.max_position_embeddings}",
             )
         )
+    for w in workloads:
+        if w is not None and w.dataset == "custom" and not (w.path and Path(w.path).is_file()):
+            problems.append(
+                Problem("custom_prompts", req.custom_prompts, "the custom workload needs a JSONL file here")
+            )
     search: SearchPlan | None = None
     try:
         search = req.search_plan()
@@ -191,10 +210,13 @@ def plan_campaign(
         problems.append(Problem(exc.field, exc.value, str(exc).split(": ", 1)[1]))
     if search is not None:
         log.info("load search: %s in [%g, %g], %s", search.variable, search.lower, search.upper, search.slos)
+    # One server configuration for every workload: sized for the longest prompts and outputs of any.
+    longest = [w for w in workloads if w is not None]
     load = LoadPlan(
-        input_len=req.input_len,
-        output_len=req.output_len,
+        input_len=max([req.input_len, *(w.max_input_len for w in longest)]),
+        output_len=max([req.output_len, *(w.max_output_len for w in longest)]),
         seed=req.seed,
+        level_warmups=req.level_warmups,
         # A search chooses its own loads: the fixed levels are not measured.
         concurrency=() if search else tuple(req.concurrency),
         request_rates=() if search else tuple(req.request_rates),
@@ -290,7 +312,10 @@ def plan_campaign(
             model_weights_gib=round(shape.weight_bytes() / GIB, 3),
             extra_engine_args=tuple(req.extra_engine_args),
         )
-        plan.specs.append(BenchmarkSpec(server=server, load=load, campaign_id=campaign_id))
+        for workload in workloads:
+            plan.specs.append(
+                BenchmarkSpec(server=server, load=_load_of(req, load, workload), campaign_id=campaign_id)
+            )
     if problems:
         raise PlanningError(problems)
     for warning in plan.warnings:

@@ -22,6 +22,7 @@ from accelbench.core.modes import ExecutionMode
 from accelbench.core.search import MIN_P99_REQUESTS, SearchPlan, SearchVariable
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
 from accelbench.core.spec import POISSON, Runtime
+from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload, WorkloadName, profile
 from accelbench.errors import ConfigError
 from accelbench.runtime.version_rules import VERSION_PATTERN
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
@@ -30,6 +31,7 @@ Quantization = Literal["none", "int8", "int4"]
 DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
 
 MODEL_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$"  # a model id or a local path; nothing a shell reads
+PATH_PATTERN = r"^[A-Za-z0-9/._][A-Za-z0-9._/+-]*$"  # a file path; nothing a shell reads
 ENGINE_ARG_PATTERN = r"^[A-Za-z0-9_.,:=/+@-]+$"  # what an extra `vllm serve` argument may contain
 SloName = Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"]
 # p99 limits in ms; E2EL ~ TTFT + (output tokens - 1) x TPOT at the default 128 output tokens.
@@ -109,6 +111,31 @@ class CampaignRequest(BaseModel):
         ge=1,
         le=32768,
         description="Output length of the workload, in tokens",
+        json_schema_extra={"section": _LOAD},
+    )
+    workloads: list[WorkloadName] = Field(
+        default_factory=lambda: [DEFAULT_WORKLOAD],
+        min_length=1,
+        description="Workload profiles, one server each per instance type: fixed = random prompts of "
+        "input_len/output_len on /v1/completions; chat (256±50% in, 128±50% out, chat template); summarise "
+        "(1024±25% in, 128 out); shared-prefix (a 1024-token prefix shared by 4 prompt groups, 64 own "
+        "tokens, 64 out); decode-heavy (64 in, 512 out); custom (custom_prompts, output_len out)",
+        json_schema_extra={**_UNIQUE, "section": _LOAD},
+    )
+    custom_prompts: str | None = Field(
+        default=None,
+        max_length=500,
+        pattern=PATH_PATTERN,
+        description='The custom workload\'s prompts: a JSONL file of {"prompt": ...} lines the load '
+        "generator reads (local mode: a path on the worker)",
+        json_schema_extra={"section": _LOAD},
+    )
+    level_warmups: int = Field(
+        default=4,
+        ge=0,
+        le=1000,
+        description="Warm-up requests before each level, not measured (at least the level's concurrency; "
+        "0: none), so a level does not start with the previous level's state",
         json_schema_extra={"section": _LOAD},
     )
     concurrency: list[Annotated[int, Field(ge=1, le=LOADGEN_MAX_IN_FLIGHT)]] = Field(
@@ -209,7 +236,7 @@ class CampaignRequest(BaseModel):
         json_schema_extra={"default_env": MODE_SETTING},
     )
 
-    @field_validator("instance_types", "concurrency", "request_rates")
+    @field_validator("instance_types", "concurrency", "request_rates", "workloads")
     @classmethod
     def _unique(cls, values: list[Any]) -> list[Any]:
         """Duplicates would give two runs the same id (and the same lake files)."""
@@ -242,11 +269,26 @@ class CampaignRequest(BaseModel):
         except ValidationError as exc:
             raise _search_error(exc) from None
 
+    def workload_specs(self) -> list[Workload | None]:
+        """The workloads in order; None for `fixed`, which a LoadPlan's own lengths describe (its specs
+        keep the ids they had before workloads existed)."""
+        return [
+            None
+            if name == DEFAULT_WORKLOAD
+            else profile(name, self.input_len, self.output_len, self.custom_prompts)
+            for name in self.workloads
+        ]
+
     @property
     def context_len(self) -> int:
-        """--max-model-len: input + output, plus headroom because the random dataset's prompts can
-        re-tokenize a little longer than asked, and a prompt at the limit would cut the output short."""
-        return self.input_len + self.output_len + max(64, self.input_len // 10)
+        """--max-model-len, one for every workload of the campaign (one server configuration): the
+        longest prompt + output of any, plus headroom because random prompts can re-tokenize a little
+        longer than asked, and a prompt at the limit would cut the output short."""
+        needs = [
+            (self.input_len, self.output_len) if w is None else (w.max_input_len, w.max_output_len)
+            for w in self.workload_specs()
+        ]
+        return max(i + o + max(64, i // 10) for i, o in needs)
 
 
 def _search_error(exc: ValidationError) -> ConfigError:

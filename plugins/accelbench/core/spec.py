@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from accelbench.core.search import SearchPlan
+from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
 
 Runtime = Literal["vllm-cpu", "vllm-gpu", "vllm-neuron"]
 AcceleratorType = Literal["cpu", "gpu", "neuron"]
@@ -78,7 +79,11 @@ class LoadPlan(_Frozen):
     # Request-rate levels' arrivals: gamma-distributed gaps of this shape (vllm bench serve --burstiness):
     # 1 = Poisson, above 1 more regular, below 1 burstier.
     burstiness: float = Field(default=POISSON, gt=0)
-    warmups: int = Field(default=4, ge=0)
+    warmups: int = Field(default=4, ge=0)  # once per server, before the first level
+    # Before each level (`vllm bench serve --num-warmups`, at the level's concurrency, not measured): at
+    # least this many, and at least the level's concurrency so its batch is full before measuring.
+    level_warmups: int = Field(default=0, ge=0)
+    workload: Workload | None = None  # None: `random` prompts of input_len/output_len (the `fixed` profile)
     repeats: int = Field(default=1, ge=1)
     # Per-request latency limits in ms for vLLM's goodput (`--goodput ttft:500 tpot:50`).
     goodput_slos_ms: dict[GoodputMetric, float] = Field(default_factory=dict)
@@ -105,14 +110,33 @@ class LoadPlan(_Frozen):
 
     @model_serializer(mode="wrap")
     def _without_no_search(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
-        """A plan without a search and with Poisson arrivals dumps as before `search` and `burstiness`
-        existed: its spec_id and matrix_key stay."""
+        """A plan without a search, workload or per-level warm-up and with Poisson arrivals dumps as before
+        those fields existed: its spec_id and matrix_key stay."""
         data = handler(self)
         if isinstance(data, dict) and data.get("search") is None:
             data.pop("search", None)
         if isinstance(data, dict) and data.get("burstiness") == POISSON:
             data.pop("burstiness", None)
+        for name in ("level_warmups", "workload"):  # unset: as before they existed
+            if isinstance(data, dict) and not data.get(name):
+                data.pop(name, None)
         return data
+
+    @property
+    def runs(self) -> Workload:
+        """The workload the load generator runs: `workload`, or the `fixed` profile of the plan's lengths."""
+        if self.workload is not None:
+            return self.workload
+        return Workload(
+            name=DEFAULT_WORKLOAD,
+            input_len=self.input_len,
+            output_len=self.output_len,
+            range_ratio=self.range_ratio,
+        )
+
+    def level_warmup_count(self, concurrency: int | None) -> int:
+        """The warm-up requests before a level: `level_warmups`, raised to the level's concurrency."""
+        return max(self.level_warmups, concurrency or 0) if self.level_warmups else 0
 
     @property
     def max_concurrency(self) -> int:

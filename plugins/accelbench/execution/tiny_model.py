@@ -53,8 +53,14 @@ SHAPE = {
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
 
 
-def server_spec(model: Path | str) -> ServerSpec:
-    """How tests and benchmarks serve the tiny model locally: one CPU for the engine, eager mode."""
+def server_spec(
+    model: Path | str,
+    served_model_name: str = "tiny",
+    max_model_len: int = 1024,
+    model_weights_gib: float = 0.02,
+) -> ServerSpec:
+    """How tests and benchmarks serve a small local model (the tiny one by default; the real one through
+    accelbench.execution.real_model): one CPU for the engine, eager mode, bf16, 1 GiB of KV cache."""
     from accelbench.core.spec import ServerSpec
     from accelbench.runtime.recipes import VllmCpu
 
@@ -63,18 +69,18 @@ def server_spec(model: Path | str) -> ServerSpec:
         version="0.32.0",
         image=VllmCpu().image("0.32.0"),
         model=str(model),
-        served_model_name="tiny",
+        served_model_name=served_model_name,
         dtype="bfloat16",
         tensor_parallel_size=1,
         kv_cache_gib=1,
-        max_model_len=1024,
+        max_model_len=max_model_len,
         instance_type="local",
         accelerator_type="cpu",
         accelerator_count=0,
         vcpu=2,
         server_cpu=1,
         server_memory_mib=4096,
-        model_weights_gib=0.02,
+        model_weights_gib=model_weights_gib,
         extra_engine_args=("--enforce-eager",),
     )
 

@@ -192,6 +192,7 @@ def run_row(
         "image": server.image,
         "image_digest": server.image_digest,
         "model": server.model,
+        "model_origin": _model_origin(envelope),
         "model_revision": server.model_revision,
         "served_model_name": server.served_model_name,
         "quantization": server.quantization,
@@ -203,7 +204,7 @@ def run_row(
         "input_len": load.input_len,
         "output_len": load.output_len,
         "range_ratio": load.range_ratio,
-        "dataset": "random",
+        "dataset": load.runs.dataset,
         "execution_mode": prov.execution_mode,
         "pinning": prov.pinning,
         "node": prov.node,
@@ -221,6 +222,12 @@ def run_row(
         "search_step": level.search_step,
         "search_phase": level.search_phase,
         "burstiness": load.burstiness if level.level_kind == "rate" else None,
+        "workload": load.runs.name,
+        "endpoint": load.runs.endpoint,
+        "prefix_len": load.runs.prefix_len or None,
+        "level_warmups": load.level_warmup_count(
+            int(level.level_value) if level.level_kind == "concurrency" else None
+        ),
     }
     return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 
@@ -246,6 +253,12 @@ def result_columns(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _model_origin(envelope: Envelope) -> str | None:
+    """Where the model came from, as the load generator read it beside the server (None: not recorded)."""
+    origin = envelope.server.get("model_origin")
+    return origin if isinstance(origin, str) else None
+
+
 def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
     """The `capacities` row of a load search's envelope (None without a search result): the
     configuration as its probes' `runs` rows name it, and the capacity, bracket and cost found."""
@@ -264,6 +277,7 @@ def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
         "instance_type": server.instance_type,
         "accelerator_count": server.accelerator_count,
         "model": server.model,
+        "model_origin": _model_origin(envelope),
         "vllm_version": version.get("version") if isinstance(version, dict) else None,
         "execution_mode": prov.execution_mode,
         "source_uri": prov.source_uri,

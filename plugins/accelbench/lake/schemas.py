@@ -7,7 +7,8 @@ import pyarrow as pa
 # 2: runs.source_uri, runs.matrix_key; 3: the engine settings of a point, where it ran (host_*,
 # measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail);
 # 4: a load search's probes (runs.search_step, runs.search_phase) and its result (the capacities table);
-# 5: runs.burstiness (a rate level's arrivals), the SLOs and repeats a search held (capacities.slo_*, ...).
+# 5: runs.burstiness (a rate level's arrivals), the workload (runs.workload, endpoint, prefix_len,
+# level_warmups), the model's origin (model_origin), the SLOs and repeats a search held (capacities.slo_*).
 # Older files read the newer columns as null.
 SCHEMA_VERSION = 5
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
@@ -131,6 +132,11 @@ RUNS = pa.schema(
         ("search_step", pa.int32()),
         ("search_phase", pa.string()),  # "bracket" or "bisect"
         ("burstiness", pa.float64()),  # a rate level's arrivals: 1 Poisson, above 1 more regular
+        ("workload", pa.string()),  # the profile (accelbench.core.workloads): "fixed", "chat", ...
+        ("endpoint", pa.string()),  # "completions" or "chat" (/v1/chat/completions, the chat template)
+        ("prefix_len", pa.int32()),  # a shared-prefix workload's prefix tokens; null otherwise
+        ("level_warmups", pa.int32()),  # warm-up requests sent before this level, not measured
+        ("model_origin", pa.string()),  # where the model came from (its provenance file), when known
     ]
 )
 
@@ -175,6 +181,7 @@ CAPACITIES = pa.schema(
         ("slo_max_error_rate", pa.float64()),
         ("repeats", pa.int16()),  # repeats per probe
         ("min_requests", pa.int32()),  # requests a repeat needed for its p99 to count
+        ("model_origin", pa.string()),
     ]
 )
 

@@ -36,6 +36,7 @@ from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord, LevelStatus, RunSummary
 from accelbench.core.levels import Level, levels
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
+from accelbench.core.model_origin import model_origin
 from accelbench.core.search import LoadSearch, Phase, ProbeResult, RepeatResult, SearchPlan, SearchResult
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
@@ -333,6 +334,8 @@ class Driver:
         self.spec_dir.mkdir(parents=True)
         started = datetime.now(UTC).isoformat()
         info = server_info(self.base_url)
+        if origin := model_origin(self.spec.server.model):  # read here, beside the server's model folder
+            info["model_origin"] = origin
         failure: str | None = None
         search: SearchResult | None = None
         owned = self.client is None

@@ -26,6 +26,8 @@ from accelbench.report.model import (
     headline,
     level_points,
     mark_searched,
+    models,
+    prefix_caching,
     split_retracted,
     version_deltas,
 )
@@ -33,10 +35,12 @@ from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos
 
 TABLE_NAMES = (
     "headline",
+    "models",
     "best_under_slo",
     "local_results",
     "frontier",
     "version_deltas",
+    "prefix_caching",
     "points",
     "retracted",
     "capacities",
@@ -109,11 +113,13 @@ def build_report(
     on_instance = [p for p in best if p["measured_on_instance"]]
     return {
         "headline": headline(points, best),
+        "models": models(kept),
         "points": points,
         "best_under_slo": on_instance,
         "local_results": [p for p in best if not p["measured_on_instance"]],
         "frontier": frontier(on_instance),
         "version_deltas": version_deltas(points),
+        "prefix_caching": prefix_caching(points),
         "retracted": [
             {
                 k: r.get(k)

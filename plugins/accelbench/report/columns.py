@@ -17,6 +17,8 @@ LABELS: dict[str, str] = {
     "level_kind": "Load level kind",
     "level_value": "Load level (concurrency or req/s)",
     "model_short": "Model",
+    "model_origin": "Where the model came from",
+    "runs": "Runs",
     "workload": "Workload (dataset input→output tokens)",
     "configuration": "Configuration",
     "level": "Load level",
@@ -48,6 +50,7 @@ LABELS: dict[str, str] = {
     "total_token_throughput": "Total tokens per s (median)",
     "output_throughput_per_accelerator": "Output tokens per s per accelerator (blank on CPU)",
     "output_throughput_cv": "Output tokens per s, CV over repeats",
+    "p50_ttft_ms_cv": "p50 TTFT, CV over repeats",
     "p99_ttft_ms_cv": "p99 TTFT, CV over repeats",
     "p99_tpot_ms_cv": "p99 TPOT, CV over repeats",
     "requests_per_repeat_min": "Requests per repeat (fewest)",
@@ -82,10 +85,15 @@ LABELS: dict[str, str] = {
     "server_s": "Server-seconds under load",
     "spec_id": "Spec id",
     "searched_capacity": "Searched capacity [bracket]",
+    "point_id_on": "Point id, prefix caching on",
+    "point_id_off": "Point id, prefix caching off",
+    "repeats_on": "Repeats, prefix caching on",
+    "repeats_off": "Repeats, prefix caching off",
 }
 _METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
 _PERCENTILE = re.compile(r"^p(\d+)_(ttft|tpot|itl|e2el)_ms$")
 _DELTA = re.compile(r"^(.+)_(change|noise_limit|verdict)$")
+_CACHING = re.compile(r"^(.+)_(on|off)$")  # the prefix-caching table's two sides of a metric
 
 
 def label(column: str) -> str:
@@ -97,4 +105,6 @@ def label(column: str) -> str:
     if m := _DELTA.match(column):
         what = {"change": "change", "noise_limit": "noise limit", "verdict": "verdict"}
         return f"{label(m[1]).removesuffix(' (median)')}: {what[m[2]]}"
+    if (m := _CACHING.match(column)) and (pm := _PERCENTILE.match(m[1])):
+        return f"p{pm[1]} {_METRIC_NAMES[pm[2]]}, prefix caching {m[2]}, ms (median)"
     return column.replace("_", " ").capitalize()

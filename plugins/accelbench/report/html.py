@@ -19,6 +19,9 @@ from accelbench.report.model import (
     LOCAL_USE,
     NOISE_CV_FACTOR,
     NOISE_FLOOR,
+    PREFIX_CACHING_METRICS,
+    PREFIX_CACHING_OFF,
+    PREFIX_CACHING_ON,
 )
 from accelbench.report.pages import environment
 from accelbench.report.planner import planner_context
@@ -80,7 +83,18 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "to_version",
         *(f"{m}_{s}" for m in CV_METRICS for s in ("change", "verdict")),
     ),
+    "prefix_caching": (
+        "model_short",
+        "workload",
+        "configuration",
+        "host",
+        "level",
+        *(f"{m}_{s}" for m in PREFIX_CACHING_METRICS for s in ("on", "off", "change", "verdict")),
+        "repeats_on",
+        "repeats_off",
+    ),
     "retracted": ("run_id", "instance_type", "vllm_version", "retraction_reason", "superseded_by"),
+    "models": ("model_short", "model_origin", "runs"),
     "capacities": (
         "model_short",
         "instance_type",
@@ -102,11 +116,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 TABLE_OF = {  # HTML table -> report table
     "headline": "headline",
+    "models": "models",
     "best": "best_under_slo",
     "local": "local_results",
     "frontier": "frontier",
     "points": "points",
     "version_deltas": "version_deltas",
+    "prefix_caching": "prefix_caching",
     "retracted": "retracted",
     "capacities": "capacities",
 }
@@ -190,6 +206,7 @@ def render_html(
             plots=plots,
             noise_floor=f"{NOISE_FLOOR:.0%}",
             noise_factor=f"{NOISE_CV_FACTOR:g}",
+            caching_flags={"on": PREFIX_CACHING_ON, "off": PREFIX_CACHING_OFF},
             sample_warning_requests=SAMPLE_WARNING_REQUESTS,
         )
     )

@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from accelbench.core.price import Price
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS
+from accelbench.core.workloads import DEFAULT_WORKLOAD
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.report.slos import Slos
 
@@ -38,6 +39,9 @@ CONFIG_KEY = (
     "max_model_len",
     "tensor_parallel_size",
     "engine_args",
+    "workload",
+    "endpoint",
+    "prefix_len",
     "dataset",
     "input_len",
     "output_len",
@@ -56,6 +60,10 @@ MEDIAN_METRICS = (
     *(f"{stat}_{metric}_ms" for metric in ("ttft", "tpot", "itl", "e2el") for stat in ("p50", "p90", "p99")),
 )
 CV_METRICS = ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")  # the ones version deltas judge
+# Prefix caching on vs off: the TTFT the shared prefix saves (both are judged with the same noise rule).
+PREFIX_CACHING_METRICS = ("p50_ttft_ms", "p99_ttft_ms")
+PREFIX_CACHING_ON, PREFIX_CACHING_OFF = "--enable-prefix-caching", "--no-enable-prefix-caching"
+_CV_OF = tuple(dict.fromkeys((*CV_METRICS, *PREFIX_CACHING_METRICS)))  # each point's CVs over repeats
 # Version deltas: a change is beyond run-to-run noise when it exceeds NOISE_CV_FACTOR times the larger
 # coefficient of variation of the two points' repeats, and at least NOISE_FLOOR (points with one
 # repeat have no CV of their own).
@@ -237,18 +245,44 @@ def mark_searched(
     return [p | {"searched_capacity": "; ".join(labels.get(p["point_id"], ())) or None} for p in points]
 
 
+def models(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each model the report's runs measured, with where it came from (`runs.model_origin`: a converted
+    folder's provenance; "not recorded" for a model-store id or older rows) and how many runs: what a
+    reader needs to trust a figure of a model nobody named by its full path."""
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    for r in runs:
+        seen[(str(r.get("model") or "?"), r.get("model_origin") or "not recorded")] += 1
+    return [  # a converted folder's name is a hash: its origin names the model
+        {
+            "model_short": origin.split(" (")[0] if origin != "not recorded" else short_model(model),
+            "model": model,
+            "model_origin": origin,
+            "runs": n,
+        }
+        for (model, origin), n in sorted(seen.items())
+    ]
+
+
 def short_model(model: str | None) -> str:
     """The id's last part ("Qwen2.5-0.5B-Instruct"): tables stay narrow; the full id is on hover."""
     return str(model or "?").rstrip("/").rsplit("/", 1)[-1]
 
 
 def workload_label(p: dict[str, Any]) -> str:
-    """ "random 128→32" (± the length range), what the point's requests looked like."""
+    """ "random 128→32" (± the length range), what the point's requests looked like; with the profile's
+    name in front for a named workload ("chat: random 256→128 ±50% (chat)"), the shared prefix and the
+    chat endpoint when they apply."""
     dataset = p.get("dataset") or "unknown dataset"
     if p.get("input_len") is None or p.get("output_len") is None:
         return f"{dataset}, lengths not recorded"
     spread = f" ±{p['range_ratio']:.0%}" if p.get("range_ratio") else ""
-    return f"{dataset} {p['input_len']}→{p['output_len']}{spread}"
+    text = f"{dataset} {p['input_len']}→{p['output_len']}{spread}"
+    if p.get("prefix_len"):
+        text += f", {p['prefix_len']}-token shared prefix"
+    if p.get("endpoint") == "chat":
+        text += " (chat)"
+    name = p.get("workload")
+    return f"{name}: {text}" if name and name != DEFAULT_WORKLOAD else text
 
 
 def configuration_label(p: dict[str, Any]) -> str:
@@ -316,7 +350,7 @@ def level_points(
         # What ran: the kubelet's image digest or the local vLLM build, else the planned image.
         ran = {str(r.get("server_image_id") or r.get("image") or "?") for r in rows}
         point["ran"] = "; ".join(sorted(ran))
-        for metric in CV_METRICS:
+        for metric in _CV_OF:
             point[f"{metric}_cv"] = coefficient_of_variation(
                 [r[metric] for r in rows if r.get(metric) is not None]
             )
@@ -505,6 +539,25 @@ def noise_threshold(cv_a: float | None, cv_b: float | None) -> float:
     return max(NOISE_FLOOR, NOISE_CV_FACTOR * max(cv_a or 0.0, cv_b or 0.0))
 
 
+def judged(metric: str, before: dict[str, Any], after: dict[str, Any], worse_when: int) -> dict[str, Any]:
+    """The change of `metric` from point `before` to point `after` (`<metric>_change`, relative), the noise
+    limit of the two points' CVs over repeats (`<metric>_noise_limit`, see NOISE_CV_FACTOR) and the verdict
+    (`<metric>_verdict`): "within noise", or beyond it "regression" when the change has the sign of
+    `worse_when` (+1: higher is worse, a latency; -1: lower is worse, a throughput), else "improvement".
+    Every key is there, None when there is nothing to compare: tables take their columns from row 1."""
+    old, new = before.get(metric), after.get(metric)
+    names = (f"{metric}_change", f"{metric}_noise_limit", f"{metric}_verdict")
+    if not old or new is None:
+        return dict.fromkeys(names)
+    change = (new - old) / old
+    limit = noise_threshold(before.get(f"{metric}_cv"), after.get(f"{metric}_cv"))
+    if abs(change) <= limit:
+        verdict = "within noise"
+    else:
+        verdict = "regression" if change * worse_when > 0 else "improvement"
+    return dict(zip(names, (change, limit, verdict), strict=True))
+
+
 def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """For each matrix point, the change from the previous vLLM version (semantic order) that has it.
 
@@ -527,17 +580,61 @@ def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "to_version": cur["vllm_version"],
             }
             for metric, worse_when in (("output_throughput", -1), ("p99_ttft_ms", 1), ("p99_tpot_ms", 1)):
-                before, after = prev.get(metric), cur.get(metric)
-                if not before or after is None:  # every key on every row: tables take columns from row 1
-                    row[f"{metric}_change"] = row[f"{metric}_noise_limit"] = row[f"{metric}_verdict"] = None
-                    continue
-                change = (after - before) / before
-                limit = noise_threshold(prev.get(f"{metric}_cv"), cur.get(f"{metric}_cv"))
-                row[f"{metric}_change"] = change
-                row[f"{metric}_noise_limit"] = limit
-                if abs(change) <= limit:
-                    row[f"{metric}_verdict"] = "within noise"
-                else:
-                    row[f"{metric}_verdict"] = "regression" if change * worse_when > 0 else "improvement"
+                row |= judged(metric, prev, cur, worse_when)
             deltas.append(row)
     return deltas
+
+
+def prefix_caching_flag(engine_args: str | None) -> tuple[bool | None, str]:
+    """(whether the arguments turn prefix caching on (True) or off (False), the other arguments): None when
+    neither flag is there (the engine's default, which depends on its version). The last flag wins, as in
+    vLLM's argument parser, which also reads `_` in a flag as `-`."""
+    state: bool | None = None
+    rest = []
+    for arg in (engine_args or "").split():
+        flag = "--" + arg[2:].replace("_", "-") if arg.startswith("--") else arg
+        if flag == PREFIX_CACHING_ON:
+            state = True
+        elif flag == PREFIX_CACHING_OFF:
+            state = False
+        else:
+            rest.append(arg)
+    return state, " ".join(rest)
+
+
+def prefix_caching(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pairs of points identical in every field of the point's key but the prefix-caching flag among the
+    engine arguments (`--enable-prefix-caching` on, `--no-enable-prefix-caching` off), with their p50 and
+    p99 TTFT and the change from off to on, judged by the version deltas' noise rule (`judged`): an
+    "improvement" is a TTFT that caching lowers beyond run-to-run noise. A point with neither flag runs
+    the engine's default and is not paired."""
+    sides: dict[tuple[Any, ...], dict[bool, list[dict[str, Any]]]] = defaultdict(
+        lambda: {True: [], False: []}
+    )
+    for p in points:
+        state, rest = prefix_caching_flag(p.get("engine_args"))
+        if state is not None:
+            sides[tuple(rest if k == "engine_args" else p[k] for k in POINT_KEY)][state].append(p)
+    rows = []
+    for key in sorted(sides, key=lambda k: tuple(str(v) for v in k)):
+        rest = key[POINT_KEY.index("engine_args")]
+        for on in sides[key][True]:
+            for off in sides[key][False]:
+                row: dict[str, Any] = {k: on[k] for k in POINT_KEY} | {
+                    "engine_args": rest,  # the arguments both share (the flag aside)
+                    "configuration": configuration_label(on | {"engine_args": rest}),
+                    "model_short": on["model_short"],
+                    "workload": on["workload"],
+                    "level": on["level"],
+                    "point_id_on": on["point_id"],
+                    "point_id_off": off["point_id"],
+                    "repeats_on": on["repeats"],
+                    "repeats_off": off["repeats"],
+                }
+                for metric in PREFIX_CACHING_METRICS:
+                    row[f"{metric}_on"], row[f"{metric}_off"] = on.get(metric), off.get(metric)
+                    row |= judged(metric, off, on, 1)  # from off to on: lower with caching is better
+                rows.append(row)
+    return sorted(
+        rows, key=lambda r: (r["model_short"], r["workload"], r["configuration"], r["host"], r["level_value"])
+    )

@@ -1,0 +1,137 @@
+"""Prefix caching measured (issue 19): the same shared-prefix workload against two real vLLM CPU servers on
+the tiny model, one with `--enable-prefix-caching` and one with `--no-enable-prefix-caching`, landed in a
+local lake like any run, and the report's table that pairs them."""
+
+from __future__ import annotations
+
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.workloads import Workload
+from accelbench.execution.local_server import LocalServer, Pinning
+from accelbench.lake.ingest import ingest_raw
+from accelbench.lake.raw import RawLocation
+from accelbench.lake.store import Lake
+from accelbench.loadgen.driver import Driver
+from accelbench.loadgen.finish import finish
+from accelbench.loadgen.host import host_facts
+from accelbench.report.build import ReportFilter, build_report
+from accelbench.report.html import render_html
+from accelbench.report.model import PREFIX_CACHING_OFF, PREFIX_CACHING_ON
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.specs import tiny_spec
+
+pytestmark = pytest.mark.vllm
+
+# One 2,048-token prefix shared by every prompt (the tiny model holds 4,096 positions), 32 own tokens
+# and 4 out, one request at a time: the prefill of the prefix is most of a request's TTFT, and with
+# caching on every request after the first reuses it (the level's prompts share the prefix; the
+# warm-up's, from another seed, do not, so the first measured request misses).
+PREFIX_LEN, OWN_TOKENS, OUTPUT_LEN, PROMPTS = 2048, 32, 4, 30
+WORKLOAD = Workload(
+    name="shared-prefix",
+    dataset="prefix_repetition",
+    prefix_len=PREFIX_LEN,
+    input_len=PREFIX_LEN + OWN_TOKENS,
+    output_len=OUTPUT_LEN,
+    num_prefixes=1,
+)
+# Measured here (2 shared cores at a load average of 3 to 5, other sessions' tests beside): over six runs
+# the p50 TTFT with caching on was 0.11 to 0.20 x the one without (28-59 ms vs 249-288 ms). Asserting
+# below half leaves 2.5 times the worst ratio seen for a busier machine, and a cache that does nothing
+# (a ratio near 1) still fails. No absolute time is asserted.
+AT_MOST = 0.5
+DAY = "2026-01-02"
+COUNTERS = ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
+
+
+def _prefix_cache(url: str) -> dict[str, float]:
+    """The server's prefix-cache counters (tokens), summed over their labels. The driver's scrape does
+    not record them (loadgen.server_metrics), so the test reads /metrics itself."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    out = dict.fromkeys(COUNTERS, 0.0)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in out:
+                out[sample.name] += sample.value
+    return out
+
+
+def _measure(flag: str, model: Path, python: Path, work: Path, lake: Lake) -> dict[str, float]:
+    """One server with `flag`, the workload at concurrency 1, its evidence into `lake` as a local
+    executor leaves it; returns the prefix-cache counters' change over the run."""
+    server = tiny_spec(model).model_copy(
+        update={"max_model_len": 4096, "extra_engine_args": ("--enforce-eager", flag)}
+    )
+    load = LoadPlan(
+        input_len=WORKLOAD.input_len,
+        output_len=OUTPUT_LEN,
+        concurrency=(1,),
+        prompts_per_level=PROMPTS,
+        warmups=2,
+        seed=7,
+        workload=WORKLOAD,
+    )
+    spec = BenchmarkSpec(server=server, load=load, campaign_id="prefix-caching")
+    pinning = Pinning.from_env()
+    with LocalServer(server, work / "server", python=python, pinning=pinning) as running:
+        before = _prefix_cache(running.url)
+        driver = Driver(
+            spec,
+            running.url,
+            work / "raw",
+            vllm=str(python.parent / "vllm"),
+            client_cpus=pinning.client if pinning else None,
+        )
+        envelope = driver.run()
+        after = _prefix_cache(running.url)
+    assert envelope.failure is None, envelope.failure
+    assert [r.status for r in envelope.levels] == ["ok"]
+    summary = finish(envelope, driver.spec_dir, lake, DAY, execution_mode="local", **host_facts())
+    assert summary.lake_error is None, summary.lake_error
+    where = RawLocation(server.accelerator_type, DAY, spec.campaign_id, envelope.spec_id)
+    assert ingest_raw(lake, where, f"manual__{flag.strip('-')}") is not None
+    return {k: after[k] - before[k] for k in COUNTERS}
+
+
+def test_a_shared_prefix_has_a_lower_ttft_with_prefix_caching(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    on = _measure(PREFIX_CACHING_ON, tiny_model, vllm_python, tmp_path / "on", lake)
+    off = _measure(PREFIX_CACHING_OFF, tiny_model, vllm_python, tmp_path / "off", lake)
+    # The server's own account: with caching on the prefix came from the cache (at least half of the
+    # prompts' prefix tokens, in full blocks); with it off nothing did.
+    hits = "vllm:prefix_cache_hits_total"
+    assert on[hits] >= PROMPTS * PREFIX_LEN / 2, on
+    assert off[hits] == 0, off
+
+    runs = lake.read("runs").to_pylist()
+    assert sorted(r["engine_args"] for r in runs) == sorted(
+        f"--enforce-eager {flag}" for flag in (PREFIX_CACHING_ON, PREFIX_CACHING_OFF)
+    )
+    assert {(r["workload"], r["dataset"], r["prefix_len"], r["completed"]) for r in runs} == {
+        ("shared-prefix", "prefix_repetition", PREFIX_LEN, PROMPTS)
+    }
+    flt = ReportFilter()
+    tables = build_report(runs, [], [], flt)
+    (pair,) = tables["prefix_caching"]
+    p50_on, p50_off = pair["p50_ttft_ms_on"], pair["p50_ttft_ms_off"]
+    print(f"p50 TTFT on {p50_on:.1f} ms, off {p50_off:.1f} ms: {p50_on / p50_off:.3f} x")
+    assert p50_on < AT_MOST * p50_off, (p50_on, p50_off)
+    assert pair["p50_ttft_ms_change"] < -(1 - AT_MOST) and pair["p50_ttft_ms_verdict"] == "improvement"
+    assert pair["engine_args"] == "--enforce-eager" and pair["level"] == "concurrency 1"
+    assert pair["host"].startswith("local: ") and pair["workload"].startswith("shared-prefix: ")
+    # The page shows the pair in its own table, both TTFTs in it.
+    page = render_html("r", tables, flt, len(runs), datetime.now(UTC))
+    assert "Prefix caching: TTFT with and without" in page
+    start = page.index('id="prefix-caching-table"')
+    table = page[start : page.index("</table>", start)]
+    for value in (p50_on, p50_off, pair["p99_ttft_ms_on"], pair["p99_ttft_ms_off"]):
+        assert f">{value:,.2f}<" in table, (value, table)
+    assert "improvement" in table and "shared-prefix: prefix_repetition" in table

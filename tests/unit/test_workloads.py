@@ -1,0 +1,98 @@
+"""Workload profiles as `vllm bench serve` options (issue 19): each profile's dataset, lengths and
+endpoint, and a plan without a workload running exactly the command it ran before workloads existed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from accelbench.core.levels import Level
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.workloads import PROFILES, Workload, profile
+from accelbench.loadgen.bench_command import bench_args
+from pydantic import ValidationError
+
+from tests.support.specs import tiny_spec
+
+
+def _args(load: LoadPlan, level: Level) -> dict[str, str | None]:
+    spec = BenchmarkSpec(server=tiny_spec("m"), load=load, campaign_id="c")
+    args = bench_args(
+        spec,
+        "http://127.0.0.1:1",
+        num_prompts=10,
+        seed=1,
+        result_dir=Path("/tmp"),
+        result_file="r.json",
+        level=level,
+        metadata={},
+    )
+    out: dict[str, str | None] = {}
+    for i, arg in enumerate(args):
+        if arg.startswith("--"):
+            following = args[i + 1] if i + 1 < len(args) else None
+            out[arg] = None if following is None or following.startswith("--") else following
+    return out
+
+
+def test_no_workload_runs_random_prompts_of_the_plan_s_lengths_on_completions() -> None:
+    load = LoadPlan(input_len=64, output_len=8, range_ratio=0.2, concurrency=(2,))
+    args = _args(load, Level("concurrency", 2))
+    assert (args["--backend"], args["--endpoint"], args["--dataset-name"]) == (
+        "openai",
+        "/v1/completions",
+        "random",
+    )
+    assert (args["--random-input-len"], args["--random-output-len"], args["--random-range-ratio"]) == (
+        "64",
+        "8",
+        "0.2",
+    )
+    assert args["--num-warmups"] == "0"  # no per-level warm-up unless asked: as before
+    assert load.runs.name == "fixed" and "workload" not in load.model_dump()
+
+
+def test_the_chat_profile_uses_the_chat_endpoint_and_length_ranges() -> None:
+    chat = PROFILES["chat"]
+    load = LoadPlan(input_len=chat.input_len, output_len=chat.output_len, workload=chat, concurrency=(1,))
+    args = _args(load, Level("concurrency", 1))
+    assert (args["--backend"], args["--endpoint"]) == ("openai-chat", "/v1/chat/completions")
+    assert (args["--random-input-len"], args["--random-range-ratio"]) == ("256", "0.5")
+    assert chat.max_input_len == 385 and chat.label() == "chat: random 256→128 ±50% (chat)"
+
+
+def test_the_shared_prefix_profile_is_vllm_s_prefix_repetition() -> None:
+    shared = PROFILES["shared-prefix"]
+    args = _args(
+        LoadPlan(input_len=1088, output_len=64, workload=shared, concurrency=(1,)), Level("concurrency", 1)
+    )
+    assert args["--dataset-name"] == "prefix_repetition" and "--random-input-len" not in args
+    assert (args["--prefix-repetition-prefix-len"], args["--prefix-repetition-suffix-len"]) == ("1024", "64")
+    assert (args["--prefix-repetition-num-prefixes"], args["--prefix-repetition-output-len"]) == ("4", "64")
+
+
+def test_a_custom_workload_reads_the_user_s_jsonl_in_order() -> None:
+    custom = profile("custom", 100, 16, "/data/prompts.jsonl")
+    args = _args(
+        LoadPlan(input_len=100, output_len=16, workload=custom, concurrency=(1,)), Level("concurrency", 1)
+    )
+    assert (args["--dataset-name"], args["--dataset-path"], args["--custom-output-len"]) == (
+        "custom",
+        "/data/prompts.jsonl",
+        "16",
+    )
+    assert "--disable-shuffle" in args and "--skip-chat-template" in args
+
+
+@pytest.mark.parametrize(
+    ("level", "warmups"),
+    [(Level("concurrency", 2), "4"), (Level("concurrency", 16), "16"), (Level("rate", 8.0), "4")],
+)
+def test_each_level_warms_up_with_at_least_its_concurrency(level: Level, warmups: str) -> None:
+    load = LoadPlan(input_len=8, output_len=4, level_warmups=4, concurrency=(2, 16), request_rates=(8.0,))
+    assert _args(load, level)["--num-warmups"] == warmups
+
+
+def test_a_profile_outside_the_list_is_refused() -> None:
+    with pytest.raises(ValidationError, match="name"):
+        Workload(name="sharegpt", input_len=1, output_len=1)  # type: ignore[arg-type]
