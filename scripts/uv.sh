@@ -6,12 +6,23 @@
 # constraint file; PIP_* variables or pip.conf) are handed to uv: both resolve the same wheels (on a machine
 # whose pip finds torch's CPU wheel in a local wheel directory, uv finds it there too).
 # uv's cache (~/.cache/uv, or UV_CACHE_DIR) makes a fresh environment of cached wheels take seconds.
+# Progress: each step is a line with the seconds since env_tool_init. On a terminal uv draws its own progress
+# bars; elsewhere (a log, CI, an image build) uv's bars are off, so its per-package lines (" + name==version")
+# are left out, its summary lines ("Resolved/Prepared/Installed N packages in ...") kept, and a long install
+# prints "still installing (N s)" every ENV_HEARTBEAT_S seconds (default 30; 0: never), as pip's does always.
 # Call: env_tool_init <tag> <folder holding requirements-uv.txt> [<python whose pip settings count>], then
-# env_step, env_install, env_uninstall, env_check.
+# env_step, env_install, env_uninstall, env_check. A script that only wants the progress lines and env_run
+# calls env_progress_init <tag> [<uv>] (scripts/bootstrap.sh, which installs uv itself).
+# shellcheck shell=bash
 
-env_tool_init() {
+env_progress_init() {  # <tag> [<uv>]: env_step's prefix, its clock starting now; the uv env_run runs
   env_tag=$1
   env_t0=$SECONDS
+  env_uv=${2:-}
+}
+
+env_tool_init() {
+  env_progress_init "$1"
   local pinned
   pinned=$(sed -n 's/^uv==//p' "$2/requirements-uv.txt" 2>/dev/null || true)
   env_uv=${UV:-}
@@ -36,6 +47,37 @@ env_tool_init() {
 
 env_step() {  # one progress line, with the seconds since env_tool_init
   echo "$env_tag: [$((SECONDS - env_t0))s] $*"
+}
+
+_env_heartbeat() {  # <pid>: "still installing" every ENV_HEARTBEAT_S s, until killed or <pid> is gone
+  local parent=$1 every=${ENV_HEARTBEAT_S:-30} start=$SECONDS next
+  next=$((start + every))
+  # sleep's output goes nowhere: one left from a killed heartbeat holds no caller's pipe open.
+  while sleep 1 >/dev/null 2>&1; do
+    kill -0 "$parent" 2>/dev/null || exit 0  # the script died (Ctrl-C, a kill): so does its heartbeat
+    if [ "$SECONDS" -ge "$next" ]; then
+      env_step "still installing ($((SECONDS - start)) s)"
+      next=$((next + every))
+    fi
+  done
+}
+
+env_run() {  # <command>...: a long install, with the heartbeat off a terminal (or with pip, always)
+  local rc=0 heartbeat=
+  if [ "${ENV_HEARTBEAT_S:-30}" -gt 0 ] && { [ -z "$env_uv" ] || [ ! -t 2 ]; }; then
+    _env_heartbeat "$$" &
+    heartbeat=$!
+  fi
+  if [ -n "$env_uv" ] && [ ! -t 2 ]; then  # off a terminal: uv's summary lines, not one line per package
+    { "$@" 2>&1 1>&3 3>&- | { grep --line-buffered -vE '^ [-+~] ' || true; } >&2; rc=${PIPESTATUS[0]}; } 3>&1 || true
+  else
+    "$@" || rc=$?
+  fi
+  if [ -n "$heartbeat" ]; then
+    kill "$heartbeat" 2>/dev/null || true
+    wait "$heartbeat" 2>/dev/null || true
+  fi
+  return "$rc"
 }
 
 # pip's value for a setting: its PIP_* variable, else its configuration files (`pip config list`).
@@ -85,9 +127,9 @@ env_install() {  # <python of the environment> <pip install arguments>...
   local python=$1
   shift
   if [ -n "$env_uv" ]; then  # bytecode compiled at install, as pip does: an image's read-only root cannot
-    "$env_uv" pip install --compile-bytecode --python "$python" "$@"  # take it later, and each start pays
+    env_run "$env_uv" pip install --compile-bytecode --python "$python" "$@"  # take it later, and each start pays
   else  # pip's notes about missing optional local indexes are noise: filtered out
-    PIP_DISABLE_PIP_VERSION_CHECK=1 "$python" -m pip install --quiet "$@" \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 env_run "$python" -m pip install --quiet "$@" \
       2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   fi
 }
