@@ -84,13 +84,13 @@ def test_a_custom_workload_reads_the_user_s_jsonl_in_order() -> None:
     assert "--disable-shuffle" in args and "--skip-chat-template" in args
 
 
-@pytest.mark.parametrize(
-    ("level", "warmups"),
-    [(Level("concurrency", 2), "4"), (Level("concurrency", 16), "16"), (Level("rate", 8.0), "4")],
-)
-def test_each_level_warms_up_with_at_least_its_concurrency(level: Level, warmups: str) -> None:
+@pytest.mark.parametrize(("concurrency", "warmups"), [(2, 4), (16, 16), (None, 4)])
+def test_each_level_warms_up_with_at_least_its_concurrency(concurrency: int | None, warmups: int) -> None:
     load = LoadPlan(input_len=8, output_len=4, level_warmups=4, concurrency=(2, 16), request_rates=(8.0,))
-    assert _args(load, level)["--num-warmups"] == warmups
+    assert load.level_warmup_count(concurrency) == warmups  # None: a rate level
+    assert LoadPlan(input_len=8, output_len=4).level_warmup_count(16) == 0  # unset: none
+    # Never inside a measured run: the Driver runs them apart, before the level's first scrape.
+    assert _args(load, Level("concurrency", 16))["--num-warmups"] == "0"
 
 
 def test_a_profile_outside_the_list_is_refused() -> None:

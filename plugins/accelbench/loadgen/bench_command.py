@@ -50,8 +50,8 @@ def bench_args(
         PERCENTILE_METRICS,
         "--metric-percentiles",
         METRIC_PERCENTILES,
-        "--num-warmups",  # before this level only; the server's own warm-up runs once, apart
-        str(load.level_warmup_count(int(level.value) if level and level.kind == "concurrency" else None)),
+        "--num-warmups",  # warm-ups run apart (Driver), outside the server counters a level is judged by
+        "0",
         "--ready-check-timeout-sec",
         "0",  # warm-up runs once per server, apart
         "--save-result",

@@ -159,6 +159,15 @@ class Driver:
             log.info("warm-up: %d requests", n)
             self._bench("warmup", Level("concurrency", 1), n, self.spec.load.seed + 10_000, "warmup")
 
+    def warm_up_level(self, level: Level, repeat: int, seed: int, run_id: str) -> None:
+        """Before a level's first repeat, `LoadPlan.level_warmup_count` requests at the level's own load,
+        not measured: run apart, before the level's first scrape, so that the server's counters and the
+        client's result hold the measured requests only (`vllm bench serve --num-warmups` would run them
+        inside that window)."""
+        n = self.spec.load.level_warmup_count(int(level.value) if level.kind == "concurrency" else None)
+        if n and repeat == 0:
+            self._bench(f"{level.key}-warmup", level, n, seed + 10_000, f"{run_id}-warmup")
+
     def run_level(self, level: Level, repeat: int) -> LevelRecord:
         seed = repeat_seed(self.spec, repeat)
         name = f"{level.key}-r{repeat}"
@@ -178,6 +187,7 @@ class Driver:
         )
         memory = Sampler(memory_probe(self.server_pid), self.memory_interval_s) if self.server_pid else None
         try:
+            self.warm_up_level(level, repeat, seed, run_id)
             before = server_metrics.scrape(self.base_url)
             with contextlib.ExitStack() as stack:
                 stack.enter_context(gauges)
