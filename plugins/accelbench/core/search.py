@@ -64,7 +64,7 @@ Outcome = Literal["capacity", "upper_bound", "below_lower", "client_limited", "u
 ANSWERED_OUTCOMES: tuple[Outcome, ...] = ("capacity", "upper_bound", "below_lower")  # what the search found
 MIN_P99_REQUESTS = 100  # below this a "p99" is the slowest request or close to it, never a tail estimate
 _TAIL_LIMITS = tuple(limit for limit in LIMITS if limit.field.startswith("p99_"))  # need min_requests
-_UNITS = {"concurrency": "concurrent", "request_rate": "req/s"}
+UNITS = {"concurrency": "concurrent", "request_rate": "req/s"}  # a load of each variable, as said
 
 
 class _Frozen(BaseModel):
@@ -123,7 +123,7 @@ class SearchPlan(_Frozen):
 
     @property
     def unit(self) -> str:
-        return _UNITS[self.variable]
+        return UNITS[self.variable]
 
     def precise(self, passing: float, failing: float) -> bool:
         """Whether the bracket [passing, failing] is as narrow as the plan asks (one concurrency step is

@@ -185,8 +185,7 @@ def capacity_rows(
     rows = []
     for c in capacities:
         passing, failing = c.get("bracket_passing"), c.get("bracket_failing")
-        ends = ["" if end is None else f"{end:g}" for end in (passing, failing)]
-        bracket = f"[{ends[0]}, {ends[1]}]" if any(ends) else None  # an open end is left blank
+        bracket = bracket_text(passing, failing)
         at = capacity_point(c, probes.get(_search_of(c), []), prices, region) or {}
         rows.append(
             {
@@ -209,6 +208,12 @@ def capacity_rows(
             | {k: at.get(k) for k in AT_CAPACITY}
         )
     return sorted(rows, key=lambda r: (r["model_short"], -(r["capacity"] or 0), r["instance_type"] or ""))
+
+
+def bracket_text(passing: float | None, failing: float | None) -> str | None:
+    """ "[5, 6]": a search's bracket, an open end left blank ("[4, ]"); None when neither end exists."""
+    ends = ["" if end is None else f"{end:g}" for end in (passing, failing)]
+    return f"[{ends[0]}, {ends[1]}]" if any(ends) else None
 
 
 def slos_text(capacity: dict[str, Any]) -> str | None:

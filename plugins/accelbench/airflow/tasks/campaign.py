@@ -12,12 +12,13 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
 from accelbench.campaign.planner import parse_request
 from accelbench.campaign.planning import plan_request, unconfigured
+from accelbench.core.search import UNITS
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake, safe_name
-from accelbench.report.model import host_label, measured_on_instance
+from accelbench.report.model import bracket_text, host_label, measured_on_instance
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +143,10 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
 
 def capacity_text(c: dict[str, Any]) -> str:
     """A `capacities` row in words: the outcome, the capacity and its bracket, what limited it, the cost."""
-    unit = "concurrent" if c["variable"] == "concurrency" else "req/s"
+    unit, bracket = UNITS[c["variable"]], bracket_text(c["bracket_passing"], c["bracket_failing"]) or "[, ]"
     cost = f"{c['probes']} probes, {c['server_s'] or 0:.0f} server-s"
-    ends = ["" if v is None else f"{v:g}" for v in (c["bracket_passing"], c["bracket_failing"])]
     if c["capacity"] is None:
         where = f" at {c['stopped_at']:g} {unit}" if c.get("stopped_at") is not None else ""
-        return f"no capacity ({c['outcome']}{where}; bracket [{ends[0]}, {ends[1]}]; {cost})"
+        return f"no capacity ({c['outcome']}{where}; bracket {bracket}; {cost})"
     limited = f", limited by {c['limiting_metric']}" if c.get("limiting_metric") else ""
-    return f"capacity {c['capacity']:g} {unit} (bracket [{ends[0]}, {ends[1]}]{limited}; {cost})"
+    return f"capacity {c['capacity']:g} {unit} (bracket {bracket}{limited}; {cost})"
