@@ -1,14 +1,15 @@
-"""Benchmark vLLM CPU on Graviton: plan (guards + memory fit), one server per instance type driven
-through every load level, the raw evidence ingested into the Parquet lake (also what a failed
-benchmark measured before it failed), a summary, and a watcher so that one failed benchmark fails
-the run. Execution: a benchmark pod on the arm64 NodePool, or a local vLLM process (`execution_mode`).
+"""Benchmark vLLM on Graviton CPUs, and on the GPU and Neuron types beside them: plan (guards + memory fit,
+the runtime following each type's tier), one server per instance type and workload driven through every load
+level, the raw evidence ingested into the Parquet lake (also what a failed benchmark measured before it
+failed), a summary, and a watcher so that one failed benchmark fails the run. Execution: a benchmark pod on
+the tier's NodePool, or a local vLLM process (`execution_mode`). The id keeps the name it began with.
 """
 
 from __future__ import annotations
 
 from accelbench.airflow.assets import CATALOG_ASSET
 from accelbench.airflow.campaign_graph import measure_and_land
-from accelbench.airflow.campaign_params import cpu_campaign_params
+from accelbench.airflow.campaign_params import campaign_form_params
 from accelbench.airflow.dag_defaults import dag_kwargs
 from airflow.sdk import dag, task
 
@@ -17,7 +18,7 @@ from airflow.sdk import dag, task
     dag_id="accelbench_cpu_campaign",
     schedule="0 3 * * 1",  # weekly, Monday 03:00 UTC, over the default matrix
     doc_md=__doc__,
-    params=cpu_campaign_params(),  # from CampaignRequest: defaults, limits, descriptions
+    params=campaign_form_params(),  # from CampaignRequest: defaults, limits, descriptions
     **dag_kwargs("campaign"),
 )
 def accelbench_cpu_campaign() -> None:

@@ -1,6 +1,8 @@
 """Cross-tier report: every run in the lake joined with the catalog's prices at its date; medians
 over repeats, cost per 1M output and total tokens (on-demand and spot), the best level under the
-SLOs, the price-performance frontier, version-over-version deltas against run-to-run noise.
+SLOs, the cross-tier comparison (like with like only: the same model on the same workload, measured
+or imported, side by side; other workloads listed apart with what differs), the price-performance
+frontier, version-over-version deltas against run-to-run noise.
 Written as Parquet, CSV and one self-contained HTML page with plots under the lake's reports/
 area (the Benchmarks view in the Airflow UI lists them). Runs when a campaign or an import lands
 rows, and when runs are retracted.

@@ -1,11 +1,19 @@
-"""Discover vLLM CPU releases: list the `v<version>-arm64` tags of the vLLM CPU image repository
-(`ACCELBENCH_VLLM_CPU_IMAGE_REPOSITORY`) from the registry's tag API (`ACCELBENCH_REGISTRY_URL`,
-Docker Hub's by default), record new versions in the catalog's `runtime_versions` with image and
-digest, and announce each one as a partitioned event of `accelbench.runtime.vllm_cpu_releases`
-(partition key = the version, extra = image and digest), which schedules
-`accelbench_cpu_version_campaign` for it (unpause that DAG first: Airflow drops events for a
-paused consumer). A version stays `discovered` until its announcement succeeds, then `announced`;
-its campaign makes it `benchmarked`. Nothing to announce: `discover` skips, saying so.
+"""Discover vLLM releases for the three tiers and record them in the catalog's `runtime_versions`.
+
+`discover` lists the `v<version>-arm64` tags of the vLLM CPU image repository
+(`ACCELBENCH_VLLM_CPU_IMAGE_REPOSITORY`) from the registry's tag API (`ACCELBENCH_REGISTRY_URL`, Docker
+Hub's by default), records new versions with image and digest, and announces each one as a partitioned
+event of `accelbench.runtime.vllm_cpu_releases` (partition key = the version, extra = image and digest),
+which schedules `accelbench_cpu_version_campaign` for it (unpause that DAG first: Airflow drops events for
+a paused consumer). A version stays `discovered` until its announcement succeeds, then `announced`; its
+campaign makes it `benchmarked`. Nothing to announce: `discover` skips, saying so.
+
+`record_gpu_releases` records the `v<version>` tags of the GPU image
+(`ACCELBENCH_VLLM_GPU_IMAGE_REPOSITORY`, same registry) and `record_neuron_releases` the Neuron vLLM
+DLC's tags (`ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY` on ECR Public, OCI distribution API), one per vLLM
+version: the build for the newest Neuron SDK, whose tag (kept whole in the recorded image) names that SDK.
+They only record: GPU and Neuron campaigns take the newest version the catalog knows. Each registry has
+its own task, so one registry's outage fails its task (and the run) without stopping the others.
 """
 
 from __future__ import annotations
@@ -51,6 +59,23 @@ def accelbench_vllm_cpu_releases() -> None:
         return release["version"]
 
     announce.expand(release=discover())
+
+    @task(retries=2)
+    def record_gpu_releases(params: dict | None = None) -> dict:
+        assert params is not None
+        from accelbench.airflow.tasks.releases import record_releases
+
+        return record_releases("vllm-gpu", params["include_prereleases"])
+
+    @task(retries=2)
+    def record_neuron_releases(params: dict | None = None) -> dict:
+        assert params is not None
+        from accelbench.airflow.tasks.releases import record_releases
+
+        return record_releases("vllm-neuron", params["include_prereleases"])
+
+    record_gpu_releases()
+    record_neuron_releases()
 
 
 accelbench_vllm_cpu_releases()

@@ -7,23 +7,35 @@
 #   scripts/demo.sh          the real model
 #   scripts/demo.sh --tiny   a 4-layer Llama with random weights and a local tokenizer instead (meaningless
 #                            text, real compute: a faster run, the model the tests use)
+#   scripts/demo.sh --instance-type g6e.xlarge   plan for that catalog type instead of m8g.xlarge; a GPU type
+#                            runs on this machine's NVIDIA GPU through the CUDA vLLM (scripts/vllm-gpu-env.sh),
+#                            and its rows name the GPU it really ran on
 # Each line says the seconds since the start; the first run installs .venv and .venv-vllm, with progress.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
 model_kind=real
-case "${1:-}" in
-  "") ;;
-  --tiny) model_kind=tiny ;;
-  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "demo: unknown argument '$1' (scripts/demo.sh [--tiny])" >&2; exit 2 ;;
-esac
+instance_type=m8g.xlarge
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tiny) model_kind=tiny ;;
+    --instance-type) instance_type=${2:?demo: --instance-type needs a catalog instance type}; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "demo: unknown argument '$1' (scripts/demo.sh [--tiny] [--instance-type TYPE])" >&2; exit 2 ;;
+  esac
+  shift
+done
 say() { echo "demo: [${SECONDS}s] $*"; }
 
 say "environments: .venv (scripts/bootstrap.sh), then .venv-vllm (scripts/vllm-env.sh); up to date: no output"
 scripts/bootstrap.sh
 scripts/vllm-env.sh
+# A GPU type is served by the CUDA build of vLLM (the load generator stays the CPU environment's).
+if grep -q "^$instance_type,.*,gpu," plugins/accelbench/catalog/data/instance_types.csv; then
+  say "$instance_type is a GPU type: .venv-vllm-gpu (scripts/vllm-gpu-env.sh)"
+  scripts/vllm-gpu-env.sh
+fi
 export ACCELBENCH_HOME=${ACCELBENCH_HOME:-$repo/.demo}
 export ACCELBENCH_OFFLINE=${ACCELBENCH_OFFLINE:-1}
 export AIRFLOW_HOME=${AIRFLOW_HOME:-$ACCELBENCH_HOME/airflow}
@@ -121,7 +133,7 @@ say "model: $about"
 say "model folder: $model"
 # --enforce-eager: no graph compilation (the real model is ready in 1-1.5 min on 2 cores, not ~6). The planner
 # passes --max-model-len itself: input + output + headroom (64 + 32 + 64 = 160 tokens).
-campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["m8g.xlarge"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"}' "$model" "$served")
+campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["%s"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"}' "$model" "$served" "$instance_type")
 run_dag accelbench_cpu_campaign "$campaign_conf"
 echo
 say "campaign summary (from the lake):"

@@ -23,6 +23,16 @@ output "cpu_nodepool_name" {
   value       = var.install_cpu_nodepool ? local.cpu_nodepool_name : null
 }
 
+output "gpu_nodepool_name" {
+  description = "Name of the Karpenter NodePool for the GPU tier, or null when install_gpu_nodepool is false."
+  value       = var.install_gpu_nodepool ? local.gpu_nodepool_name : null
+}
+
+output "neuron_nodepool_name" {
+  description = "Name of the Karpenter NodePool for the Neuron tier, or null when install_neuron_nodepool is false."
+  value       = var.install_neuron_nodepool ? local.neuron_nodepool_name : null
+}
+
 output "benchmark_pool_slots" {
   description = "Slots of the Airflow pool ACCELBENCH_BENCHMARK_POOL: the benchmark pods the CPU NodePool always has room for."
   value       = local.benchmark_pool_slots

@@ -17,7 +17,8 @@ data "aws_eks_cluster_auth" "this" {
 
 data "aws_caller_identity" "current" {}
 
-# Only the Karpenter manifests (gated by install_cpu_nodepool) talk to the Kubernetes API.
+# Only the Karpenter manifests and device plugins (gated by install_cpu_nodepool / install_gpu_nodepool /
+# install_neuron_nodepool) talk to the Kubernetes API.
 provider "kubernetes" {
   host                   = data.aws_eks_cluster.this.endpoint
   cluster_ca_certificate = base64decode(data.aws_eks_cluster.this.certificate_authority[0].data)

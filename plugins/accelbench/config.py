@@ -209,6 +209,14 @@ class Settings(BaseSettings):
         group=RELEASES,
         description="repository of the Neuron tier's image",
     )
+    neuron_registry_url: str = _setting(
+        "",
+        group=RELEASES,
+        shown_default="`https://` + the registry host of `ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY`",
+        description="the OCI distribution API (`/v2/<name>/tags/list`, anonymous bearer token) that release "
+        "discovery lists the Neuron DLC's tags from, e.g. a mirror or a test server; the recorded image "
+        "keeps the repository's name",
+    )
     version_matrix: str = _setting(
         "",
         group=RELEASES,
@@ -308,6 +316,14 @@ class Settings(BaseSettings):
         shown_default="`.venv-vllm/bin/python`",
         description="interpreter of the vLLM CPU environment that local mode starts `vllm serve` with "
         "(Airflow and vLLM live in separate environments)",
+    )
+    vllm_gpu_python: str = _setting(
+        "",
+        group=LOCAL,
+        shown_type="path",
+        shown_default="`.venv-vllm-gpu/bin/python`",
+        description="interpreter of the optional CUDA vLLM environment (`scripts/vllm-gpu-env.sh`) that "
+        "local mode serves GPU instance types with, on a worker with an NVIDIA GPU",
     )
     local_server_cpus: str = _setting(
         "",

@@ -9,7 +9,7 @@ class ConfigError(AccelbenchError):
     """A setting (environment variable, param, connection) has a bad value."""
 
     def __init__(self, field: str, value: object, why: str) -> None:
-        self.field, self.value = field, value
+        self.field, self.value, self.why = field, value, why
         super().__init__(f"{field}={value!r}: {why}")
 
 

@@ -95,7 +95,7 @@ def test_local_mode_refuses_another_version_than_its_own(catalog, vllm_python, m
     local = local_vllm_version()
     assert local.count(".") == 2 and "+" not in local
     with pytest.raises(
-        AirflowFailException, match=r"version='0\.1\.0': local mode serves the vLLM CPU installed"
+        AirflowFailException, match=r"version='0\.1\.0': local mode serves the vLLM installed"
     ):
         _plan("0.1.0", mode="local")
     (spec,) = {s["server"]["image"] for s in _plan(local, mode="local")}

@@ -97,8 +97,10 @@ def test_every_campaign_param_has_the_models_default_limits_and_description(bag)
                 assert schema[key] == value, (name, key)
     slo_names = typing.get_args(typing.get_args(CampaignRequest.model_fields["slos"].annotation)[0])
     assert list(params.get_param("slos").schema["properties"]) == list(slo_names)
-    # The CPU form narrows two fields to what the CPU tier runs, within the model's limits.
-    assert params.get_param("dtype").schema["enum"] == ["bfloat16"]
+    # The form narrows the instance types to the seed file's rows, of every tier, within the model's limits.
+    offered = params.get_param("instance_types").schema["items"]["allOf"][1]["enum"]
+    assert {"m8g.xlarge", "g6e.xlarge", "inf2.xlarge"} <= set(offered)
+    assert "enum" not in params.get_param("dtype").schema  # GPU and Neuron take the dtype as asked
     assert params.get_param("concurrency").schema["items"]["maximum"] == 1024
     assert params.get_param("repeats").value == CampaignRequest.model_fields["repeats"].default == 2
 

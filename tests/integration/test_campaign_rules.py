@@ -34,7 +34,9 @@ MATRIX = {
     "concurrency": [1, 2],
     "repeats": 2,
 }
-KUBERNETES = ModeChecks(local_vllm=lambda: pytest.fail("not local"), kubernetes_problems=lambda model: [])
+KUBERNETES = ModeChecks(
+    local_vllm=lambda runtime: pytest.fail("not local"), kubernetes_problems=lambda model: []
+)
 
 
 @pytest.fixture
@@ -135,7 +137,8 @@ def test_a_version_matrix_in_search_mode_plans_searches_measured_once_per_versio
 
 def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:
     local = ModeChecks(
-        local_vllm=lambda: ("0.32.0", "/venv/bin/python"), kubernetes_problems=lambda m: pytest.fail("local")
+        local_vllm=lambda runtime: ("0.32.0", "/venv/bin/python"),
+        kubernetes_problems=lambda m: pytest.fail("local"),
     )
     planned = plan_request(parse_request(MATRIX | {"execution_mode": "local"}), engine, "c", local)
     assert planned.version == "0.32.0" and {s.server.image_digest for s in planned.specs} == {None}
@@ -145,7 +148,7 @@ def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:
         )
 
     lacking = ModeChecks(
-        local_vllm=lambda: pytest.fail("kubernetes"),
+        local_vllm=lambda runtime: pytest.fail("kubernetes"),
         kubernetes_problems=lambda model: [Problem("ACCELBENCH_LOADGEN_IMAGE", None, "unset")],
     )
     request = parse_request(MATRIX | {"execution_mode": "kubernetes", "instance_types": ["m6g.large"]})

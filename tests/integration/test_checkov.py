@@ -60,6 +60,23 @@ def test_checkov_passes(framework: str) -> None:
         )
 
 
+def test_device_plugins_pass_checkov_on_their_own() -> None:
+    """infra/k8s/device-plugins/ alone: scanned with the rest of infra/k8s, the benchmark namespace's
+    NetworkPolicy would satisfy CKV2_K8S_6 for the plugins in kube-system (checkov ignores namespaces)."""
+    proc = run_checkov([REPO / "infra" / "k8s" / "device-plugins"], ["kubernetes"])
+    assert proc.returncode == 0, proc.stdout[-20000:] + proc.stderr[-5000:]
+    (report,) = [r for r in reports(proc.stdout) if r.get("check_type") == "kubernetes"]
+    assert report["summary"]["failed"] == report["summary"]["parsing_errors"] == 0, failures(report)
+    passed = report["results"]["passed_checks"]
+    assert {"DaemonSet", "ClusterRole"} <= {c["resource"].split(".", 1)[0] for c in passed}
+    # Each plugin's own NetworkPolicy covers its pods.
+    covered = {c["resource"] for c in passed if c["check_id"] == "CKV2_K8S_6"}
+    assert len(covered) == 2 and all("device-plugin" in r for r in covered), covered
+    for check in report["results"].get("skipped_checks", []):
+        reason = (check["check_result"].get("suppress_comment") or "").strip()
+        assert len(reason) >= 20, f"{check['check_id']} skipped without a reason in {check['file_path']}"
+
+
 def test_secrets_scan_reads_every_infra_file(tmp_path: Path) -> None:
     """The same secrets scan over a copy of infra/ with a basic-auth URL planted in each file finds every one.
 

@@ -12,6 +12,7 @@ import pytest
 from accelbench.catalog.db import make_engine
 from accelbench.catalog.models import InstancePrice, InstanceType
 from accelbench.catalog.queries import latest_prices
+from accelbench.catalog.seed_file import load_seed
 from sqlalchemy import func, select
 
 from tests.support.airflow_dags import dagbag, run_dag, task_states
@@ -82,8 +83,9 @@ def test_dag_files_touch_no_network_or_database_at_parse_time(airflow_db, tmp_pa
     assert not (tmp_path / "home").exists()
 
 
-def test_campaign_form_lists_the_cpu_rows_of_the_configured_seed_file(tmp_path: Path, monkeypatch) -> None:
-    from accelbench.airflow.dag_defaults import cpu_instance_types
+def test_campaign_form_lists_the_rows_of_the_configured_seed_file(tmp_path: Path, monkeypatch) -> None:
+    from accelbench.airflow.campaign_params import campaign_form_params
+    from accelbench.airflow.dag_defaults import catalog_instance_types
     from accelbench.catalog.seed_file import default_seed_path
 
     rows = default_seed_path().read_text().splitlines()
@@ -91,7 +93,11 @@ def test_campaign_form_lists_the_cpu_rows_of_the_configured_seed_file(tmp_path: 
     seed = tmp_path / "seed.csv"
     seed.write_text("\n".join(keep) + "\n")
     monkeypatch.setenv("ACCELBENCH_SEED_FILE", str(seed))
-    assert cpu_instance_types() == ["c7g.large", "m8g.xlarge"]
+    assert catalog_instance_types() == ["c7g.large", "g6e.xlarge", "m8g.xlarge"]
+    assert catalog_instance_types(("cpu",)) == ["c7g.large", "m8g.xlarge"]
+    # The form offers every tier's rows: the runtime follows each type's tier.
+    items = campaign_form_params()["instance_types"].schema["items"]
+    assert items["allOf"][1]["enum"] == ["c7g.large", "g6e.xlarge", "m8g.xlarge"]
 
 
 def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monkeypatch) -> None:
@@ -101,15 +107,17 @@ def test_catalog_then_pricing_offline_on_sqlite(airflow_db, accelbench_env, monk
     assert task_states(run) == {"migrate": "success", "seed": "success", "verify": "skipped"}
     engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
     with engine.connect() as conn:
-        assert conn.scalar(select(func.count()).select_from(InstanceType)) == 99
+        assert conn.scalar(select(func.count()).select_from(InstanceType)) == len(load_seed())
     run = run_dag(airflow_db, "accelbench_pricing_refresh")
     assert str(run.state) == "success"
     prices = latest_prices(engine)
-    assert len(prices) == 99 and all("offline snapshot" in p.source for p in prices)  # every catalog type
+    assert len(prices) == len(load_seed()) and all(
+        "offline snapshot" in p.source for p in prices
+    )  # every catalog type
     again = run_dag(airflow_db, "accelbench_pricing_refresh")  # same day: nothing added
     assert str(again.state) == "success"
     with engine.connect() as conn:
-        assert conn.scalar(select(func.count()).select_from(InstancePrice)) == 99
+        assert conn.scalar(select(func.count()).select_from(InstancePrice)) == len(load_seed())
     engine.dispose()
 
 
@@ -154,7 +162,7 @@ def test_catalog_dag_on_postgres_from_an_airflow_connection(
     assert task_states(run) == {"migrate": "success", "seed": "success", "verify": "success"}
     engine = make_engine(url)
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(InstanceType)) == 99
+        assert c.scalar(select(func.count()).select_from(InstanceType)) == len(load_seed())
     engine.dispose()
 
 

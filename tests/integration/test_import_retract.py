@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
@@ -18,14 +19,18 @@ from accelbench.errors import ConfigError
 from accelbench.lake.imported import ImportTarget, import_results
 from accelbench.lake.store import Lake
 from airflow.models.asset import AssetEvent
+from airflow.sdk.definitions.param import ParamValidationError
 from airflow.utils.session import create_session
 from sqlalchemy import select
 
-from tests.support.airflow_dags import run_dag, task_states
+from tests.support.airflow_dags import dagbag, run_dag, task_states
 from tests.support.paths import REPO
 
 RESULT = REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json"
-GPU = ImportTarget(accelerator_type="gpu", instance_type="g6e.xlarge", accelerator_count=1, model="org/m")
+WHERE = {"accelerator_type": "gpu", "instance_type": "g6e.xlarge", "accelerator_count": 1, "model": "org/m"}
+# What the caller states of the server and the workload (the file: 20 random prompts of 64 -> 32 tokens).
+STATED = {"vllm_version": "0.32.0", "input_len": 64, "output_len": 32}
+GPU = ImportTarget(**WHERE, **STATED)
 
 
 def _sources(folder: Path) -> Path:
@@ -89,7 +94,9 @@ def test_a_file_with_failed_requests_is_an_errors_level_and_a_bad_field_refuses_
     source = tmp_path / "src"
     source.mkdir()
     original = json.loads(RESULT.read_text())
-    (source / "a-overloaded.json").write_text(json.dumps(original | {"completed": 12, "failed": 8}))
+    # 8 failed: the totals cover the 12 completed requests
+    overloaded = {"completed": 12, "failed": 8, "total_input_tokens": 777, "total_output_tokens": 384}
+    (source / "a-overloaded.json").write_text(json.dumps(original | overloaded))
     (source / "b-bad-rate.json").write_text(
         json.dumps(original | {"max_concurrency": None, "request_rate": "abc"})
     )
@@ -107,12 +114,119 @@ def test_a_file_with_failed_requests_is_an_errors_level_and_a_bad_field_refuses_
     assert runs[8]["achieved_rate"] > 0 and runs[8]["peak_concurrency"] >= 1
 
 
+def test_the_rows_carry_what_the_caller_stated_and_what_the_file_records(tmp_path: Path) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    source = _sources(tmp_path / "src")
+    (source / "notes.json").unlink()
+    original = json.loads(RESULT.read_text())
+    # --metadata keys named like a param: the image the caller left empty is taken from the file.
+    (source / "tp2.json").write_text(
+        json.dumps(original | {"max_concurrency": 8, "image": "vllm/vllm-openai:v0.32.0"})
+    )
+    target = ImportTarget(**(WHERE | {"accelerator_count": 4}), **STATED, tensor_parallel_size=2)
+    report = import_results(lake, str(source), target, "manual__x", (tmp_path,))
+    assert (report.runs, report.refused) == (3, {})
+    runs = {r["level_value"]: r for r in lake.read("runs").to_pylist()}
+    # Exactly the columns a campaign's row of the fixed 64 -> 32 workload has.
+    for row in runs.values():
+        assert {k: row[k] for k in ("workload", "dataset", "endpoint", "prefix_len")} == {
+            "workload": "fixed",
+            "dataset": "random",
+            "endpoint": "completions",  # the file's backend "openai" calls /v1/completions
+            "prefix_len": None,
+        }
+        assert (row["input_len"], row["output_len"], row["range_ratio"]) == (64, 32, 0.0)
+        assert (row["vllm_version"], row["tensor_parallel_size"]) == ("0.32.0", 2)
+        assert row["served_model_name"] == original["model_id"] and row["execution_mode"] == "imported"
+    assert runs[2]["image"] is None and runs[8]["image"] == "vllm/vllm-openai:v0.32.0"
+    # A rate level keeps the file's burstiness (as a campaign's rate rows); a concurrency level has none.
+    assert (runs[4]["level_kind"], runs[4]["burstiness"]) == ("rate", original["burstiness"])
+    assert runs[2]["burstiness"] is None
+
+    # A named profile brings its own shape: the chat profile, on the endpoint its backend calls.
+    chat = tmp_path / "chat"
+    chat.mkdir()
+    lens = {"input_lens": [256] * 20, "output_lens": [128] * 20}
+    totals = {"total_input_tokens": 256 * 20, "total_output_tokens": 128 * 20, "backend": "openai-chat"}
+    (chat / "c2.json").write_text(json.dumps(original | lens | totals))
+    target = ImportTarget(**WHERE, vllm_version="0.32.0", workload="chat")
+    assert import_results(lake, str(chat), target, "manual__chat", (tmp_path,)).runs == 1
+    (row,) = [r for r in lake.read("runs").to_pylist() if r["workload"] == "chat"]
+    assert (row["endpoint"], row["input_len"], row["output_len"], row["range_ratio"]) == (
+        "chat",
+        256,
+        128,
+        0.5,
+    )
+
+
+def test_an_import_without_a_vllm_version_or_a_workload_that_contradicts_itself_is_refused() -> None:
+    for missing in (None, "", "  "):
+        with pytest.raises(ConfigError, match=r"^vllm_version=.*: required: the vLLM version"):
+            ImportTarget(**WHERE, vllm_version=missing, input_len=64, output_len=32)
+    with pytest.raises(TypeError, match="vllm_version"):
+        ImportTarget(**WHERE, input_len=64, output_len=32)  # type: ignore[call-arg]
+    for stated, field, why in (
+        ({"output_len": 32}, "input_len", "required for workload=fixed"),
+        ({"workload": "chat", "input_len": 64}, "input_len", "the chat workload has input_len=256"),
+        (
+            {"workload": "chat", "endpoint": "completions"},
+            "endpoint",
+            "the chat workload has endpoint='chat'",
+        ),
+        ({"workload": "custom"}, "dataset", "required for workload=custom"),
+        ({"workload": "long"}, "workload", "one of fixed, chat"),
+        (STATED | {"dataset": "sharegpt"}, "dataset", "a named dataset is workload=custom"),
+        (STATED | {"range_ratio": 1.5}, "range_ratio", "between 0 and 1"),
+        (STATED | {"endpoint": "responses"}, "endpoint", "one of completions, chat"),
+        (STATED | {"tensor_parallel_size": 2}, "tensor_parallel_size", "g6e.xlarge has 1 GPU"),
+    ):
+        with pytest.raises(ConfigError, match=rf"^{field}=.*{re.escape(why)}"):
+            ImportTarget(**WHERE, **({"vllm_version": "0.32.0"} | stated))
+
+
+def test_a_file_that_contradicts_the_caller_is_refused_naming_what_differs(tmp_path: Path) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    source = tmp_path / "src"
+    source.mkdir()
+    original = json.loads(RESULT.read_text())
+    (source / "good.json").write_text(json.dumps(original))
+    (source / "chat.json").write_text(json.dumps(original | {"backend": "openai-chat"}))
+    (source / "no-eos.json").write_text(json.dumps(original | {"total_output_tokens": 20 * 9}))
+    (source / "other-model.json").write_text(json.dumps(original | {"model_id": "meta-llama/Llama-3.1-8B"}))
+    (source / "metadata.json").write_text(json.dumps(original | {"vllm_version": "0.10.1"}))
+    longer = ImportTarget(**WHERE, **(STATED | {"input_len": 512}))
+    report = import_results(lake, str(source), longer, "manual__x", (tmp_path,))
+    assert report.runs == 0 and len(report.refused) == 5  # every file averaged 64.75 input tokens
+    assert "input_len=512, but its 20 completed requests averaged 64.8 input tokens" in "".join(
+        report.refused.values()
+    )
+
+    completions = ImportTarget(**WHERE, **STATED, endpoint="completions")  # else the file's backend says it
+    report = import_results(lake, str(source), completions, "manual__x", (tmp_path,))
+    refused = {Path(k).stem: why for k, why in report.refused.items()}
+    assert report.imported and set(refused) == {"chat", "no-eos", "other-model", "metadata"}
+    assert (
+        "endpoint='completions', but the file's backend 'openai-chat' calls /v1/chat/completions"
+        in refused["chat"]
+    )
+    assert "output_len=32, but its 20 completed requests averaged 9.0 output tokens" in refused["no-eos"]
+    assert "--ignore-eos" in refused["no-eos"]
+    assert (
+        "model='org/m', but the file benchmarked model_id='meta-llama/Llama-3.1-8B'" in refused["other-model"]
+    )
+    assert "vllm_version='0.32.0', but the file's metadata says vllm_version='0.10.1'" in refused["metadata"]
+    assert lake.read("runs").num_rows == 1
+
+
 def test_importing_a_file_again_under_another_tier_or_date_keeps_one_copy(tmp_path: Path) -> None:
     lake = Lake(str(tmp_path / "lake"))
     source = _sources(tmp_path / "src")
     (source / "notes.json").unlink()
     import_results(lake, str(source), GPU, "first", (tmp_path,))
-    cpu = ImportTarget(accelerator_type="cpu", instance_type="m8g.xlarge", accelerator_count=0, model="org/m")
+    cpu = ImportTarget(
+        accelerator_type="cpu", instance_type="m8g.xlarge", accelerator_count=0, model="org/m", **STATED
+    )
     later = ImportTarget(**{**cpu.__dict__, "started_at": datetime(2026, 10, 1, tzinfo=UTC)})
     import_results(lake, str(source), later, "second", (tmp_path,))
     runs = lake.read("runs").to_pylist()
@@ -179,7 +293,12 @@ def test_import_dag_then_retract_dag_then_report(
     monkeypatch.setenv("ACCELBENCH_IMPORT_ROOTS", str(tmp_path))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     source = _sources(tmp_path / "src")
-    conf = {"source": str(source), "accelerator_type": "gpu", "instance_type": "g6e.xlarge", "model": "org/m"}
+    conf = {"source": str(source), **WHERE, **STATED, "image": "vllm/vllm-openai:v0.11.0"}
+    del conf["accelerator_count"]  # the catalog's
+    params = copy.deepcopy(dagbag(airflow_db).get_dag("accelbench_import_results").params)
+    params.update({k: v for k, v in conf.items() if k != "vllm_version"})
+    with pytest.raises(ParamValidationError, match="param vllm_version"):
+        params.validate()  # the form refuses an import without its vLLM version
 
     capfd.readouterr()
     wrong_tier = run_dag(airflow_db, "accelbench_import_results", conf | {"accelerator_type": "cpu"})
@@ -203,6 +322,9 @@ def test_import_dag_then_retract_dag_then_report(
     assert task_states(ok) == {"import_results": "success", "check_refused": "success"}
     runs = lake.read("runs").to_pylist()
     assert len(runs) == 2 and {r["vllm_version"] for r in runs} == {"0.11.0"}
+    assert {(r["image"], r["tensor_parallel_size"], r["workload"], r["input_len"]) for r in runs} == {
+        ("vllm/vllm-openai:v0.11.0", 1, "fixed", 64)
+    }
 
     unknown = run_dag(airflow_db, "accelbench_retract_runs", {"run_ids": ["imported/nope"], "reason": "x"})
     assert task_states(unknown) == {"retract": "failed"}

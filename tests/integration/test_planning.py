@@ -48,6 +48,7 @@ def test_slos_become_goodput_limits() -> None:
 def test_every_problem_is_reported_at_once() -> None:
     found = problems(
         instance_types=["m6g.large", "r8g.colossal", "g6e.xlarge", "r8g.4xlarge"],
+        runtime="vllm-cpu",
         kv_cache_dtype="fp8_e4m3",
         deployment_mode="disaggregated",
         tensor_parallel_size=2,
@@ -59,7 +60,10 @@ def test_every_problem_is_reported_at_once() -> None:
     assert "2: greater than the 1 NUMA node(s) of r8g.4xlarge" in found["tensor_parallel_size"]
     assert found["kv_cache_dtype"].startswith("'fp8_e4m3': FP8 KV cache is not supported on CPU")
     assert "'disaggregated'" in found["deployment_mode"]
-    assert "--gpu-memory-utilization" in found["extra_engine_args[0]"]
+    assert (
+        "--gpu-memory-utilization is set by the planner from gpu_memory_utilization"
+        in found["extra_engine_args[0]"]
+    )
     assert "set by the planner" in found["extra_engine_args[1]"]
     assert "only letters, digits" in found["extra_engine_args[2]"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -352,9 +353,23 @@ def test_every_gpu_and_neuron_catalog_row_gets_an_offline_price_labelled_with_it
     assert rows["g6e.xlarge"].usd_per_hour == pytest.approx(1.861)
     assert rows["p5.48xlarge"].usd_per_hour == pytest.approx(55.04)  # after AWS's June 2025 P5 price cut
     assert rows["inf2.48xlarge"].usd_per_hour == pytest.approx(12.98127)
+    assert rows["g5.48xlarge"].usd_per_hour == pytest.approx(16.288)
+    assert rows["g6.48xlarge"].usd_per_hour == pytest.approx(13.3504)
+    assert rows["trn1.2xlarge"].usd_per_hour == pytest.approx(1.34375)
+    assert "18aebd1d72819fea767dd5b5f835114120b2ad39" in rows["g5.xlarge"].source  # g5's own copy
     # The CPU rows keep the Graviton snapshot's label and date: each row names its own snapshot.
     assert "prices-us-east-1-2026-07-20.json dated 2026-07-20" in rows["c8g.4xlarge"].source
     assert rows["c8g.4xlarge"].effective_at.date().isoformat() == "2026-07-20"
+
+
+def test_a_catalog_type_no_snapshot_prices_is_skipped_by_name_not_guessed(engine) -> None:
+    specs = load_seed()
+    upsert_instance_types(engine, specs)
+    unpriced = replace(next(s for s in specs if s.family == "p5"), instance_type="p5e.48xlarge", family="p5e")
+    report = refresh_offline(engine, [unpriced], ["us-east-1"], now=NOW)
+    assert report.priced == [] and report.failed == []
+    assert report.skipped == ["p5e.48xlarge us-east-1 on_demand: not in the offline snapshots"]
+    assert latest_prices(engine) == []
 
 
 def test_the_snapshots_are_usd_per_hour_dated_by_their_names_and_price_each_type_once() -> None:
@@ -421,10 +436,14 @@ def test_a_bad_snapshot_file_is_refused(
 
 # Rows of the AWS offer file AmazonEC2/current/us-east-1/index.json, version 20260910195514
 # (SKU, on-demand USD string), as copied into a public Price List emulator fixture: an
-# independent read of the Price List that the accelerated snapshot must agree with.
+# independent read of the Price List that the accelerated snapshot must agree with (one size
+# of each family the fixture carries; it has no g6e row).
 OFFER_ROWS = {
+    "g5.2xlarge": ("FX9TUYTJKEENVBSR", "1.2120000000"),
+    "g6.xlarge": ("TPKUC6XYSUQ3VFK2", "0.8048000000"),
     "inf2.xlarge": ("M85N22VB4U7UGU9M", "0.7582000000"),
     "p5.48xlarge": ("3D4V8UAYEMB38GU2", "55.0400000000"),
+    "trn1.32xlarge": ("WVVQPJVCQU4SR8XF", "21.5000000000"),
 }
 
 

@@ -7,17 +7,26 @@ asserted here is computed in the comments beside it.
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from accelbench.core.price import Price
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.execution.tiny_model import server_spec
+from accelbench.lake.imported import ImportTarget, import_results
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
+from accelbench.report.crosstier import DIFFERENT_WORKLOAD
 from accelbench.report.model import best_under_slos, level_points
 from accelbench.report.slos import Slos
+
+from tests.support.lake_rows import land_campaign
+from tests.support.paths import REPO
 
 JULY = datetime(2026, 7, 20, tzinfo=UTC)
 PRICES = [
@@ -25,7 +34,10 @@ PRICES = [
     Price("m8g.xlarge", "us-east-1", "spot", 0.072, JULY, "spot history"),
     Price("c8g.xlarge", "us-east-1", "on_demand", 0.15952, JULY, "snapshot"),
     Price("c8g.xlarge", "us-east-1", "spot", 0.064, JULY, "spot history"),
+    Price("g6e.xlarge", "us-east-1", "on_demand", 1.861, JULY, "snapshot"),
 ]
+# The demo campaign's level at concurrency 2 (64 -> 32 tokens), as vllm bench serve saved it.
+RESULT = json.loads((REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json").read_text())
 
 
 def run(instance: str, level: int, out_tps: float, **kw: Any) -> dict[str, Any]:
@@ -180,3 +192,104 @@ def test_slos_judge_e2el_and_the_error_rate_and_a_missing_value_fails_a_set_limi
     points = level_points([ok, run("m8g.xlarge", 2, 120, p99_e2el_ms=None)], PRICES, "us-east-1")
     assert [p["level_value"] for p in best_under_slos(points, Slos(e2el_p99_ms=1000))] == [1.0]
     assert [p["level_value"] for p in best_under_slos(points, Slos())] == [2.0]  # no limits: the fastest
+
+
+def _gpu_file(folder: Path, name: str, speedup: float, **changes: Any) -> None:
+    """The demo's result file as a faster GPU server would have saved it (every throughput `speedup`
+    times the CPU's), with `changes` (a workload's own lengths or backend)."""
+    faster = {
+        k: RESULT[k] * speedup for k in ("request_throughput", "output_throughput", "total_token_throughput")
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(
+        json.dumps(RESULT | faster | {"duration": RESULT["duration"] / speedup} | changes)
+    )
+
+
+def test_a_cpu_campaign_and_an_imported_gpu_run_of_one_workload_are_compared_other_workloads_apart(
+    tmp_path: Path,
+) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    model = "Qwen/Qwen2.5-0.5B-Instruct"
+    server = server_spec(model).model_copy(update={"instance_type": "m8g.xlarge"})
+    load = LoadPlan(input_len=64, output_len=32, concurrency=(2,))
+    land_campaign(lake, BenchmarkSpec(server=server, load=load, campaign_id="cpu-week"), {2: RESULT})
+    gpu = {"accelerator_type": "gpu", "instance_type": "g6e.xlarge", "accelerator_count": 1, "model": model}
+    image = "vllm/vllm-openai:v0.11.0"
+    same, longer = tmp_path / "same", tmp_path / "longer"
+    _gpu_file(same, "c2.json", 12)
+    # The same lengths on /v1/chat/completions: the file's backend says so, the chat template changes it.
+    _gpu_file(same, "c2-chat.json", 10, backend="openai-chat", endpoint_type="openai-chat")
+    _gpu_file(
+        longer,
+        "c2.json",
+        3,
+        input_lens=[1024] * 20,
+        output_lens=[128] * 20,
+        total_input_tokens=1024 * 20,
+        total_output_tokens=128 * 20,
+    )
+    stated = ImportTarget(**gpu, vllm_version="0.11.0", image=image, input_len=64, output_len=32)
+    assert import_results(lake, str(same), stated, "manual__gpu", (tmp_path,)).runs == 2
+    stated = ImportTarget(**gpu, vllm_version="0.11.0", image=image, input_len=1024, output_len=128)
+    assert import_results(lake, str(longer), stated, "manual__gpu", (tmp_path,)).runs == 1
+
+    runs = lake.read("runs").to_pylist()
+    tables = build_report(runs, PRICES, [], ReportFilter())
+    (cpu,) = [p for p in tables["points"] if p["accelerator_type"] == "cpu"]
+    group = [r for r in tables["cross_tier"] if r["comparison_id"] == cpu["comparison_id"]]
+    assert [(r["accelerator_type"], r["execution_mode"]) for r in group] == [
+        ("gpu", "imported"),  # cheapest first: 12 times the throughput at 10.4 times the price
+        ("cpu", "kubernetes"),
+    ]
+    imported, measured = group
+    assert imported["workload"] == measured["workload"] == "random 64→32"
+    assert imported["tiers_compared"] == "cpu, gpu"
+    # Both priced from their own throughput at their own instance's price.
+    assert measured["on_demand_usd_per_1m_output_tokens"] == pytest.approx(
+        0.17952 / 3600 / RESULT["output_throughput"] * 1e6
+    )
+    assert imported["on_demand_usd_per_1m_output_tokens"] == pytest.approx(
+        1.861 / 3600 / (12 * RESULT["output_throughput"]) * 1e6
+    )
+    assert imported["on_demand_usd_per_1m_total_tokens"] == pytest.approx(
+        1.861 / 3600 / (12 * RESULT["total_token_throughput"]) * 1e6
+    )
+    assert imported["output_throughput_per_accelerator"] == pytest.approx(12 * RESULT["output_throughput"])
+    assert measured["output_throughput_per_accelerator"] is None  # blank on CPU
+    # Provenance, and what was measured where.
+    assert (imported["vllm_version"], imported["tensor_parallel_size"], imported["ran"]) == (
+        "0.11.0",
+        1,
+        image,
+    )
+    assert imported["measured_where"] == "imported: g6e.xlarge as stated by the importer"
+    assert (measured["vllm_version"], measured["ran"]) == ("0.32.0", server.image)
+    assert measured["measured_where"] == "measured on m8g.xlarge (kubernetes)"
+
+    # The other workloads' GPU points are in no comparison with the CPU point, and say what differs.
+    apart = {r["workload"]: r for r in tables["not_compared"]}
+    assert set(apart) == {"random 1024→128", "random 64→32 (chat)"}
+    assert not [r for r in tables["cross_tier"] if r["accelerator_type"] == "gpu" and r["workload"] in apart]
+    for row in apart.values():
+        assert row["comparison_id"] != cpu["comparison_id"] and row["accelerator_type"] == "gpu"
+        assert row["not_compared_because"] == DIFFERENT_WORKLOAD
+    assert apart["random 1024→128"]["workload_differs"] == (
+        "cpu random 64→32: input_len 1024 vs 64, output_len 128 vs 32"
+    )
+    assert (
+        apart["random 64→32 (chat)"]["workload_differs"] == "cpu random 64→32: endpoint chat vs completions"
+    )
+
+    written = write_report(lake, "20261201T000000Z", tables, ReportFilter(), len(runs))
+    csv = pacsv.read_csv(io.BytesIO(lake.fs.cat_file(written["cross_tier.csv"])))
+    assert csv.column("Measured where (imported: as stated)").to_pylist() == [
+        imported["measured_where"],
+        measured["measured_where"],
+    ]
+    html = lake.fs.cat_file(written["report.html"]).decode()
+    section = html[html.index('id="cross-tier"') : html.index('id="best"')]
+    compared = section[section.index(f'id="cross-tier-{cpu["comparison_id"]}"') : section.index("</table>")]
+    assert "imported: g6e.xlarge as stated by the importer" in compared and "1024" not in compared
+    listed = section[section.index('id="not-compared-table"') :]
+    assert listed.count(DIFFERENT_WORKLOAD) == 2 and "input_len 1024 vs 64" in listed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,10 +13,15 @@ from accelbench.aws.offline import load_snapshot
 from accelbench.catalog.queries import instance_specs
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import default_seed_path, load_seed
+from accelbench.core.families import GPU_FAMILIES, NEURON_FAMILIES
 from accelbench.errors import ConfigError, UnknownInstanceType, UnsupportedInstanceType
+
+from tests.support.paths import REPO
+from tests.support.servers import missing
 
 SPECS = load_seed()
 BY_NAME = {s.instance_type: s for s in SPECS}
+PLANNED = GPU_FAMILIES | NEURON_FAMILIES
 
 
 def test_seed_has_every_graviton_size_of_the_snapshot_and_nothing_else_on_cpu() -> None:
@@ -50,14 +56,65 @@ def test_graviton_facts() -> None:
     )
 
 
-def test_gpu_and_neuron_types_for_cross_tier_reports() -> None:
-    assert BY_NAME["g6e.xlarge"].accelerator_name == "NVIDIA L40S"
-    assert BY_NAME["p5.48xlarge"].accelerator_count == 8
-    assert BY_NAME["p5.48xlarge"].accelerator_memory_gib == 80
+def _karpenter_reference() -> dict[str, dict[str, str]]:
+    """Karpenter's published per-type table (shared/reference/karpenter-allocatable-al2023.csv)."""
+    reference = REPO.parent / "shared" / "reference" / "karpenter-allocatable-al2023.csv"
+    if not reference.is_file():
+        missing(f"Karpenter's allocatable table {reference} (shared/ beside the repository)")
+    with reference.open(newline="") as fh:
+        return {row["instance_type"]: row for row in csv.DictReader(fh)}
+
+
+def test_every_gpu_and_neuron_size_of_the_reference_is_in_the_catalog_with_its_device_count() -> None:
+    # The reference also lists p5e/p5en, which the suite does not plan (no NUMA source for them).
+    reference = {n: r for n, r in _karpenter_reference().items() if n.split(".")[0] in PLANNED}
+    gpu = {n for n, r in reference.items() if r["gpu_count"]}
+    neuron = {n for n, r in reference.items() if r["neuron_count"]}
+    assert {s.family for s in SPECS if s.instance_type in gpu} == GPU_FAMILIES
+    assert {s.family for s in SPECS if s.instance_type in neuron} == NEURON_FAMILIES
+    assert {s.instance_type for s in SPECS if s.accelerator_type == "gpu"} == gpu
+    assert {s.instance_type for s in SPECS if s.accelerator_type == "neuron"} == neuron
+    for name in gpu | neuron:
+        row = reference[name]
+        assert BY_NAME[name].accelerator_count == int(row["gpu_count"] or row["neuron_count"]), name
+        assert BY_NAME[name].architecture == "x86_64" and row["arch"] == "amd64", name
+
+
+def test_gpu_and_neuron_facts_as_ec2_reports_them() -> None:
+    # Per-accelerator memory is EC2's MemoryInfo.SizeInMiB / 1024 (Karpenter's instance-gpu-memory label).
+    assert BY_NAME["g5.48xlarge"].accelerator_memory_gib == 22888 / 1024
+    assert BY_NAME["g6.12xlarge"].accelerator_memory_gib == 22888 / 1024
+    assert BY_NAME["g6e.xlarge"].accelerator_memory_gib == 45776 / 1024
+    assert BY_NAME["p5.48xlarge"].accelerator_memory_gib == 81920 / 1024
+    assert BY_NAME["trn1.32xlarge"].accelerator_memory_gib == 32768 / 1024
+    assert {BY_NAME[n].accelerator_name for n in ("g5.xlarge", "g6.xlarge", "trn1.2xlarge")} == {
+        "NVIDIA A10G",
+        "NVIDIA L4",
+        "AWS Trainium",
+    }
     assert BY_NAME["inf2.48xlarge"].accelerator_type == "neuron"
-    assert BY_NAME["inf2.48xlarge"].accelerator_count == 12
-    families = {s.family for s in SPECS if s.accelerator_type != "cpu"}
-    assert families == {"g6e", "p5", "inf2"}
+    two = {s.instance_type for s in SPECS if s.numa_nodes == 2 and s.accelerator_type != "cpu"}
+    assert two == {f"{f}.48xlarge" for f in ("g5", "g6", "g6e", "p5", "inf2")} | {"trn1.32xlarge"}
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"instance_type": "g4dn.xlarge", "family": "g4dn"}, "not a gpu family this suite benchmarks"),
+        ({"accelerator_type": "neuron"}, "not a neuron family this suite benchmarks"),
+        ({"accelerator_name": ""}, "needs its accelerator's name, count and memory"),
+        ({"accelerator_memory_gib": "0"}, "needs its accelerator's name, count and memory"),
+    ],
+)
+def test_an_accelerated_row_of_an_unplanned_family_or_without_its_accelerator_is_refused(
+    tmp_path: Path, change: dict[str, str], error: str
+) -> None:
+    def mutate(rows):
+        g6 = next(r for r in rows if r["instance_type"] == "g6.xlarge")
+        return [r for r in rows if r is not g6] + [g6 | change]
+
+    with pytest.raises(ConfigError, match=re.escape(error)):
+        load_seed(_write_seed(tmp_path / "seed.csv", mutate))
 
 
 def _write_seed(path: Path, mutate) -> Path:

@@ -1,10 +1,16 @@
 """Lake `runs` (and a search's `capacities`) rows of a spec, written straight into a lake: what "already
-measured" reads."""
+measured" reads; and a campaign's spec landed through the real ingest, as a report reads it."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pyarrow as pa
+from accelbench.core.evidence import Envelope, LevelRecord
 from accelbench.core.spec import BenchmarkSpec
+from accelbench.lake.ingest import Landed, ingest_raw
+from accelbench.lake.raw import ENVELOPE, RawLocation
 from accelbench.lake.schemas import CAPACITIES, RUNS
 from accelbench.lake.store import Lake
 
@@ -61,3 +67,46 @@ def land_search(lake: Lake, spec: BenchmarkSpec, outcome: str = "capacity", prob
         "capacities", pa.Table.from_pylist([row], schema=CAPACITIES), "cpu", "2026-11-30", spec.spec_id
     )
     return [r["run_id"] for r in runs]
+
+
+def land_campaign(
+    lake: Lake, spec: BenchmarkSpec, results: dict[int, dict[str, Any]], day: str = "2026-12-01"
+) -> Landed:
+    """`spec` measured by a kubernetes campaign on its instance type: one repeat per concurrency level of
+    `results` (level -> that level's `vllm bench serve` result JSON), left in raw/ as the benchmark pod
+    leaves it and ingested by the real ingest into `runs`/`requests`."""
+    where = RawLocation(spec.server.accelerator_type, day, spec.campaign_id, spec.spec_id)
+    levels = []
+    for level, result in results.items():
+        name = f"c{level}-r0.json"
+        lake.put_bytes(json.dumps(result).encode(), *where.parts, name)
+        levels.append(
+            LevelRecord(
+                run_id=f"{spec.campaign_id}/{spec.spec_id}/c{level}-r0",
+                level_kind="concurrency",
+                level_value=level,
+                repeat=0,
+                seed=spec.load.seed,
+                status="ok",
+                result_file=name,
+                started_at=f"{day}T00:10:00+00:00",
+            )
+        )
+    envelope = Envelope(
+        spec=spec,
+        spec_id=spec.spec_id,
+        loadgen_version="test",
+        server={"version": {"version": spec.server.version}},
+        levels=levels,
+    )
+    lake.put_bytes(envelope.model_dump_json().encode(), *where.parts, ENVELOPE)
+    landed = ingest_raw(
+        lake,
+        where,
+        "manual__campaign",
+        execution_mode="kubernetes",
+        host_instance_type=spec.server.instance_type,
+        node="ip-10-0-7-21.ec2.internal",
+    )
+    assert landed is not None
+    return landed

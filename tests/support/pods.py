@@ -9,7 +9,7 @@ from accelbench.campaign.request import CampaignRequest
 from accelbench.sizing.model_config import load_model_shape
 from kubernetes.client import ApiClient
 
-from tests.support.planning import CATALOG, STORE
+from tests.support.planning import BUILDS, CATALOG, STORE
 
 
 def render_benchmark_pod(
@@ -20,7 +20,7 @@ def render_benchmark_pod(
 
     req = CampaignRequest(instance_types=[instance_type], model=model, runtime=runtime, dtype="bfloat16")
     plan = plan_campaign(
-        req, CATALOG, "0.19.1", "campaign-1", load_shape=lambda m: load_model_shape(m, STORE)
+        req, CATALOG, "0.19.1", "campaign-1", load_shape=lambda m: load_model_shape(m, STORE), builds=BUILDS
     )
     op = BenchmarkPod(
         task_id="bench",

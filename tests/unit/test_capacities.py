@@ -107,6 +107,7 @@ def test_a_search_lands_its_probes_as_runs_and_its_capacity_as_one_row() -> None
         "host_vcpus": 2,
         "host_kernel": None,
         "host_instance_type": "c7i.large",
+        "host_accelerators": None,
         "measured_on_instance": envelope.spec.server.instance_type == "c7i.large",
         "variable": "concurrency",
         "lower": 1.0,

@@ -26,6 +26,7 @@ from accelbench.loadgen.host import HostFacts, host_facts
 from accelbench.sizing.model_config import load_model_shape
 from aiohttp import web
 
+from tests.support.gpus import H100S, fake_nvidia_smi
 from tests.support.kube_api import NODE, FakeKubeAPI, status
 from tests.support.planning import CATALOG, STORE
 
@@ -199,6 +200,18 @@ def test_a_local_run_on_a_stand_in_host_says_so_on_its_row(tmp_path: Path) -> No
     assert row["measured_on_instance"] is (here["host_instance_type"] == "m8g.xlarge")
     assert row["server_image_id"] == image
     assert row["image"] == spec.server.image  # the plan stays the plan; server_image_id says what ran
+
+
+def test_a_local_gpu_run_names_the_gpus_it_ran_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planned for a g6e.xlarge (one L40S), measured on whatever GPUs this worker has: the row says which,
+    and that it was not the planned instance type (so no price applies)."""
+    monkeypatch.setenv("PATH", f"{fake_nvidia_smi(tmp_path / 'bin', H100S).parent}:{os.environ['PATH']}")
+    spec = _planned("g6e.xlarge")
+    here = host_facts()
+    assert here["host_accelerators"] == "2 x NVIDIA H100 80GB HBM3 (81559 MiB), driver 570.124.06"
+    row = _land(spec, tmp_path, {}, execution_mode="local", node="gpu-box", **here)
+    assert row["host_accelerators"] == here["host_accelerators"]
+    assert row["measured_on_instance"] is False and row["accelerator_type"] == "gpu"
 
 
 def test_the_node_label_is_authoritative_over_the_dmi_reading(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ The tests render infra/karpenter/*.yaml.tftpl the way Terraform's templatefile()
 substitution; the templates use no directives; tests/support/infra.py), with the variables
 infra/terraform/karpenter.tf passes, then check them against the Karpenter v1.14.1 CRD schemas in
 shared/karpenter-crds (strict variants: unknown fields fail) and assert the CEL rules that JSON Schema
-cannot evaluate.
+cannot evaluate. The tests below are the CPU tier's (render() defaults to it); the GPU and Neuron tiers reuse
+the schema and CEL helpers in tests/unit/test_infra_accelerated.py.
 """
 
 from __future__ import annotations
@@ -12,13 +13,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import email
-import json
-import re
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 from accelbench.k8s import placement
@@ -27,58 +24,47 @@ from tests.support.infra import (
     INFRA,
     INTERPOLATION,
     KARPENTER_TF,
+    KINDS,
+    REQUIREMENT_KEY,
+    TEMPLATE_LABELS,
     TEMPLATES,
     TEST_VALUES,
+    allowed_restricted_keys,
     helm_values,
+    in_domain,
+    template_calls,
     template_inputs,
     terraform_variables,
 )
 from tests.support.infra import render_karpenter as render
-from tests.support.paths import REPO
-from tests.support.servers import missing
-
-# shared/ sits beside the repository clone (also in CI).
-CRDS = REPO.parent / "shared" / "karpenter-crds" / "karpenter-v1.14.1"
-SCHEMA_FILES = {"NodePool": "nodepool_v1.json", "EC2NodeClass": "ec2nodeclass_v1.json"}
+from tests.support.infra import validate_crd as validate
 
 
 def test_templates_use_exactly_the_variables_terraform_passes() -> None:
-    for kind, path in TEMPLATES.items():
+    """Every tier's templates: each ${name} is passed by its templatefile() call, from a declared variable."""
+    for (tier, kind), path in TEMPLATES.items():
         used = set(INTERPOLATION.findall(path.read_text()))
-        assert used == set(template_inputs()[kind]), (path.name, used)
-        for tf_var in template_inputs()[kind].values():
+        assert used == set(template_inputs(kind, tier)), (path.name, used)
+        for tf_var in template_inputs(kind, tier).values():
             assert tf_var in terraform_variables(), tf_var
+    # The CPU tier's templates are rendered by karpenter.tf, whatever other files render.
+    assert {template_calls()["cpu", kind][0] for kind in KINDS} == {KARPENTER_TF}
 
 
 # ---- schema ----------------------------------------------------------------------------------
 
 
-@cache
-def _schema(kind: str, strict: bool) -> dict[str, Any]:
-    folder = CRDS / ("jsonschema-strict" if strict else "jsonschema")
-    if not folder.is_dir():
-        missing(f"the Karpenter CRD schemas at {folder} (shared/ beside the repository)")
-    return json.loads((folder / SCHEMA_FILES[kind]).read_text())
-
-
-def validate(kind: str, manifest: dict[str, Any]) -> None:
-    schema = _schema(kind, strict=True)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    errors = sorted(cls(schema).iter_errors(manifest), key=lambda e: list(e.absolute_path))
-    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)
-
-
-RENDERINGS = {
+RENDERINGS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "pinned-ami": {"ami_release": "amazon-eks-node-al2023-arm64-standard-1.33-v20260701"},
     "bigger-limits": {"cpu_limit": 4096, "memory_limit": "32Ti", "consolidate_after": "1h"},
 }
 
 
-@pytest.mark.parametrize("kind", sorted(TEMPLATES))
+@pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("rendering", sorted(RENDERINGS))
 def test_rendered_manifest_passes_the_strict_crd_schema(kind: str, rendering: str) -> None:
-    overrides = {k: v for k, v in RENDERINGS[rendering].items() if k in template_inputs()[kind]}
+    overrides = {k: v for k, v in RENDERINGS[rendering].items() if k in template_inputs(kind)}
     validate(kind, render(kind, **overrides))
 
 
@@ -93,41 +79,15 @@ def test_strict_schema_rejects_what_ec2nodeclass_v1_lacks() -> None:
 # ---- CEL rules of the CRDs (not evaluated by JSON Schema) ------------------------------------
 
 
-def _rule_lists(kind: str, path: list[str]) -> list[str]:
-    """The CEL rules on a schema node, from the non-strict schema (the CRD as shipped)."""
-    node = _schema(kind, strict=False)
-    for key in path:
-        node = node[key]
-    return [v["rule"] for v in node.get("x-kubernetes-validations", [])]
-
-
-def allowed_restricted_keys(kind: str, path: list[str], domain: str) -> set[str]:
-    """The well-known keys a CEL rule allows in a restricted label domain (read from the CRD itself)."""
-    for rule in _rule_lists(kind, path):
-        if f'endsWith("{domain}")' in rule:
-            listed = re.match(r"self(?:\.all\(x, x)? in \[(.*?)\]", rule)
-            assert listed, rule
-            return set(json.loads(f"[{listed[1]}]"))
-    raise AssertionError(f"no rule for {domain} at {path}")
-
-
-def _in_domain(key: str, domain: str) -> bool:
-    return "/" in key and key.split("/", 1)[0].endswith(domain)
-
-
-NODEPOOL_TEMPLATE = ["properties", "spec", "properties", "template", "properties"]
-REQUIREMENT_KEY = [*NODEPOOL_TEMPLATE, "spec", "properties", "requirements", "items", "properties", "key"]
-TEMPLATE_LABELS = [*NODEPOOL_TEMPLATE, "metadata", "properties", "labels"]
-
-
-def test_nodepool_requirement_keys_and_labels_respect_the_restricted_domains() -> None:
-    nodepool = render("NodePool")
+@pytest.mark.parametrize("tier", ["cpu", "gpu", "neuron"])
+def test_nodepool_requirement_keys_and_labels_respect_the_restricted_domains(tier: str) -> None:
+    nodepool = render("NodePool", tier)
     keys = {r["key"] for r in nodepool["spec"]["template"]["spec"]["requirements"]}
     labels = set(nodepool["spec"]["template"].get("metadata", {}).get("labels", {}))
     for path, found in ((REQUIREMENT_KEY, keys), (TEMPLATE_LABELS, labels)):
         for domain in ("karpenter.sh", "karpenter.k8s.aws"):
             allowed = allowed_restricted_keys("NodePool", path, domain)
-            assert {k for k in found if _in_domain(k, domain)} <= allowed, (domain, found)
+            assert {k for k in found if in_domain(k, domain)} <= allowed, (domain, found)
         assert not found & {placement.NODEPOOL_LABEL, "kubernetes.io/hostname"}, found
 
 

@@ -1,4 +1,5 @@
-"""infra/terraform: parses, gates the Karpenter manifests, and grants no more than the DAGs and pods need.
+"""infra/terraform: parses, gates the Karpenter manifests and device plugins, and grants no more than the DAGs
+and pods need.
 
 python-hcl2 parses the HCL offline (no terraform binary). Policies are read from the parsed
 ``data "aws_iam_policy_document"`` blocks and from the JSON files the stack loads with ``file()``; a policy
@@ -19,6 +20,7 @@ import pytest
 import yaml
 from accelbench.k8s import placement
 
+from tests.support.infra import DEVICE_PLUGINS, TIERS
 from tests.support.paths import REPO
 
 INFRA = REPO / "infra"
@@ -28,7 +30,11 @@ TF_FILES = sorted(INFRA.rglob("*.tf"))
 READ_ONLY = {"pricing:GetProducts", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"}
 LAKE_ARN = "${aws_s3_bucket.lake.arn}"
 LAKE_PREFIXES = {"raw/", "imports/", "requests/", "runs/", "reports/"}
-GATE = "${var.install_cpu_nodepool ? 1 : 0}"
+# Each tier's gate: every Kubernetes object of the tier (NodePool, EC2NodeClass, device plugin) is behind it.
+GATES = {tier: f"install_{tier}_nodepool" for tier in TIERS}
+COUNT_GATE = re.compile(r"\$\{var\.(\w+) \? 1 : 0\}")
+# for_each over a local map, filtered by the gate inside the for expression.
+FOR_EACH_GATE = re.compile(r"\$\{\{for (\w+), (\w+) in local\.(\w+) : \1 => \2 if var\.(\w+)\}\}")
 MANIFEST_TYPES = {"kubernetes_manifest", "kubectl_manifest"}
 PLAIN = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
 
@@ -179,19 +185,41 @@ def test_every_tf_file_parses(path: Path) -> None:
     assert parsed, path
 
 
-def test_cpu_nodepool_gate_is_an_off_by_default_bool() -> None:
-    gate = blocks("variable")["install_cpu_nodepool"]
+@pytest.mark.parametrize("tier", TIERS)
+def test_every_nodepool_gate_is_an_off_by_default_bool(tier: str) -> None:
+    gate = blocks("variable")[GATES[tier]]
     assert gate["type"] == "bool"
     assert gate["default"] is False
 
 
-def test_every_karpenter_manifest_is_behind_the_gate() -> None:
+def gated_tier(address: str, body: dict[str, Any]) -> tuple[str, str]:
+    """(the gate variable, the tier of the objects applied) of one manifest resource."""
+    if "count" in body:
+        gate = COUNT_GATE.fullmatch(body["count"])
+        assert gate, (address, body["count"])
+        applied = re.fullmatch(r"\$\{local\.(\w+)\}", body["manifest"])
+        assert applied, (address, body["manifest"])
+        return gate[1], applied[1].split("_", 1)[0]
+    gate = FOR_EACH_GATE.fullmatch(body.get("for_each", ""))
+    assert gate, (address, "neither count nor a gated for_each")
+    assert body["manifest"] == "${each.value}", address
+    decoded = locals_()[gate[3]]
+    tiers = [t for t, path in DEVICE_PLUGINS.items() if f"/../{path.relative_to(INFRA)}" in decoded]
+    assert len(tiers) == 1, (address, decoded)
+    return gate[4], tiers[0]
+
+
+def test_every_kubernetes_manifest_is_behind_its_tiers_gate() -> None:
     manifests = {
         f"{type_}.{name}": body for type_ in MANIFEST_TYPES for name, body in resources(type_).items()
     }
-    assert len(manifests) == 2, sorted(manifests)  # the NodePool and its EC2NodeClass
+    per_tier: dict[str, int] = {}
     for address, body in manifests.items():
-        assert body.get("count") == GATE, address
+        gate, tier = gated_tier(address, body)
+        assert tier in GATES and gate == GATES[tier], (address, gate, tier)
+        per_tier[tier] = per_tier.get(tier, 0) + 1
+    # Each tier: its NodePool and EC2NodeClass, plus the device plugin of the accelerated tiers.
+    assert per_tier == {tier: 2 + (tier in DEVICE_PLUGINS) for tier in TIERS}, per_tier
     # Nothing else in the stack talks to the Kubernetes API (kubernetes_* resources need a live cluster).
     kube = [
         t for block in stack().get("resource", []) for t in block if t.startswith(("kubernetes", "kubectl"))
@@ -199,13 +227,48 @@ def test_every_karpenter_manifest_is_behind_the_gate() -> None:
     assert set(kube) <= MANIFEST_TYPES, kube
 
 
+def test_the_gate_check_would_catch_an_ungated_device_plugin() -> None:
+    real = resources("kubernetes_manifest")["nvidia_device_plugin"]
+    with pytest.raises(AssertionError):
+        gated_tier("ungated", real | {"for_each": "${local.nvidia_device_plugin}"})
+    # Gated by the other tier's switch: the NVIDIA plugin would follow the Neuron pool.
+    wrong = real["for_each"].replace("install_gpu_nodepool", "install_neuron_nodepool")
+    assert wrong != real["for_each"]
+    gate, tier = gated_tier("wrong-gate", real | {"for_each": wrong})
+    assert tier == "gpu" and gate != GATES[tier]
+
+
 def test_karpenter_manifests_come_from_the_yaml_templates_the_tests_render() -> None:
-    text = (TERRAFORM / "karpenter.tf").read_text()
-    used = set(re.findall(r'templatefile\("\$\{path\.module\}/\.\./(karpenter/[^"]+)"', text))
-    assert used == {"karpenter/cpu-nodepool.yaml.tftpl", "karpenter/cpu-ec2nodeclass.yaml.tftpl"}
+    text = "\n".join(path.read_text() for path in sorted(TERRAFORM.glob("*.tf")))
+    used = re.findall(r'templatefile\("\$\{path\.module\}/\.\./(karpenter/[^"]+)"', text)
+    assert sorted(used) == sorted(f"karpenter/{p.name}" for p in (INFRA / "karpenter").glob("*.tftpl"))
+    assert len(used) == 2 * len(TIERS)
     for rel in used:
         assert (INFRA / rel).is_file(), rel
-    assert "yamldecode(templatefile(" in text
+        assert f'yamldecode(templatefile("${{path.module}}/../{rel}"' in text, rel
+    # Only karpenter.tf and accelerated.tf talk to Kubernetes; the CPU tier is karpenter.tf's.
+    assert "cpu-nodepool.yaml.tftpl" in (TERRAFORM / "karpenter.tf").read_text()
+
+
+def test_device_plugins_are_decoded_from_the_files_the_tests_validate() -> None:
+    """manifest_decode_multi over each plugin file, keyed by kind/name: keys must be unique in the file."""
+    for tier, path in DEVICE_PLUGINS.items():
+        rel = path.relative_to(INFRA)
+        decoders = [
+            v
+            for v in locals_().values()
+            if isinstance(v, str) and f'manifest_decode_multi(file("${{path.module}}/../{rel}"))' in v
+        ]
+        assert len(decoders) == 1, (tier, decoders)
+        assert decoders[0].endswith(': "${m.kind}/${m.metadata.name}" => m}}'), decoders[0]
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        keys = [f"{d['kind']}/{d['metadata']['name']}" for d in docs]
+        assert len(keys) == len(set(keys)) >= 1, keys
+    # Provider-defined functions: Terraform >= 1.8 and hashicorp/kubernetes >= 2.28 (its CHANGELOG, v2.28.0).
+    versions = (TERRAFORM / "versions.tf").read_text()
+    (core,) = re.findall(r'required_version = ">= 1\.(\d+)"', versions)
+    (provider,) = re.findall(r'source\s*=\s*"hashicorp/kubernetes"\s*version\s*=\s*">= 2\.(\d+)', versions)
+    assert int(core) >= 8 and int(provider) >= 28
 
 
 # ---- IAM -------------------------------------------------------------------------------------

@@ -7,10 +7,8 @@ generated instance-types page. A pod whose requests plus the node's DaemonSets e
 
 from __future__ import annotations
 
-import csv
 import math
 import re
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,65 +20,27 @@ from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.seed_file import load_seed
 from accelbench.errors import ConfigError
 from accelbench.sizing import karpenter
-from accelbench.sizing.daemonsets import DAEMONSETS_CPU_M, DAEMONSETS_MEMORY_MIB, extra_requests
+from accelbench.sizing.daemonsets import extra_requests, tier_daemonsets
 from accelbench.sizing.model_config import load_model_shape
 from kubernetes.client import ApiClient
 from kubernetes.utils import parse_quantity
 
+from tests.support.allocatable import DEVICES, mebibytes, millicores, pod_requests, reference
 from tests.support.paths import REPO
-from tests.support.servers import missing
+from tests.support.planning import BUILDS
 
-REFERENCE = REPO.parent / "shared" / "reference" / "karpenter-allocatable-al2023.csv"
 STORE = str(REPO / "tests" / "data" / "model_configs")
 CATALOG = {s.instance_type: s for s in load_seed()}
 RUNTIME = {"cpu": "vllm-cpu", "gpu": "vllm-gpu", "neuron": "vllm-neuron"}
 SMALL_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
-DEVICES = {
-    "gpu": ("nvidia.com/gpu", "allocatable_nvidia_gpu"),
-    "neuron": ("aws.amazon.com/neuron", "allocatable_neuron"),
-}
-
-
-@cache
-def reference() -> dict[str, dict[str, str]]:
-    if not REFERENCE.is_file():
-        missing(f"Karpenter's allocatable table {REFERENCE} (shared/ beside the repository)")
-    with REFERENCE.open(newline="") as fh:
-        return {row["instance_type"]: row for row in csv.DictReader(fh)}
-
-
-def millicores(quantity: str) -> int:
-    return int(parse_quantity(quantity) * 1000)
-
-
-def mebibytes(quantity: str) -> float:
-    return float(parse_quantity(quantity)) / 2**20
 
 
 def _plan(instance_type: str, model: str = SMALL_MODEL, **fields: Any):
     runtime = RUNTIME[CATALOG[instance_type].accelerator_type]
     req = CampaignRequest(instance_types=[instance_type], model=model, runtime=runtime, **fields)
-    return plan_campaign(req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE))
-
-
-def pod_requests(pod: dict[str, Any]) -> dict[str, float]:
-    """The pod's effective requests as the scheduler counts them (Kubernetes sidecar rules): app
-    containers plus restartable init containers, or a plain init container plus the sidecars before it."""
-    spec = pod["spec"]
-    total: dict[str, float] = {}
-    peak: dict[str, float] = {}
-    for container in spec.get("initContainers", []):
-        requests = container.get("resources", {}).get("requests", {})
-        if container.get("restartPolicy") == "Always":
-            for k, v in requests.items():
-                total[k] = total.get(k, 0) + float(parse_quantity(v))
-        else:
-            for k, v in requests.items():
-                peak[k] = max(peak.get(k, 0), total.get(k, 0) + float(parse_quantity(v)))
-    for container in spec["containers"]:
-        for k, v in container.get("resources", {}).get("requests", {}).items():
-            total[k] = total.get(k, 0) + float(parse_quantity(v))
-    return {k: max(total.get(k, 0), peak.get(k, 0)) for k in total.keys() | peak.keys()}
+    return plan_campaign(
+        req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE), builds=BUILDS
+    )
 
 
 def render(kubeconfig: Path, instance_type: str) -> dict[str, Any]:
@@ -140,8 +100,9 @@ def test_every_planned_pod_fits_its_node_with_the_daemonsets(kubeconfig: Path) -
         accepted.append(name)
         row = reference()[name]
         requests = pod_requests(pod)
-        cpu_m = requests["cpu"] * 1000 + DAEMONSETS_CPU_M
-        memory_mib = requests["memory"] / 2**20 + DAEMONSETS_MEMORY_MIB
+        daemonsets = tier_daemonsets(spec.accelerator_type)  # the EKS add-ons and the tier's device plugin
+        cpu_m = requests["cpu"] * 1000 + sum(d.cpu_m for d in daemonsets)
+        memory_mib = requests["memory"] / 2**20 + sum(d.memory_mib for d in daemonsets)
         assert cpu_m <= millicores(row["allocatable_cpu"]), f"{name}: {cpu_m}m > {row['allocatable_cpu']}"
         assert memory_mib <= mebibytes(row["allocatable_memory"]), (
             f"{name}: {memory_mib}Mi > {row['allocatable_memory']}"
@@ -213,10 +174,16 @@ def test_a_model_too_big_names_the_shortfall_and_the_smallest_type_that_fits() -
 
 def test_the_budget_assumes_karpenters_default_kubelet_settings() -> None:
     """The model assumes the ENI-limited max pods and Karpenter's reserves: the EC2NodeClass keeps them."""
-    nodeclass = yaml.safe_load((REPO / "infra" / "karpenter" / "cpu-ec2nodeclass.yaml.tftpl").read_text())
-    assert nodeclass["spec"]["amiFamily"] == "AL2023"
-    assert "kubelet" not in nodeclass["spec"]  # no maxPods, kubeReserved, systemReserved or evictionHard
-    assert "maxPods" not in nodeclass["spec"]["userData"] and "Reserved" not in nodeclass["spec"]["userData"]
+    templates = sorted((REPO / "infra" / "karpenter").glob("*-ec2nodeclass.yaml.tftpl"))
+    assert {t.name.split("-")[0] for t in templates} >= {"cpu", "gpu", "neuron"}
+    for template in templates:
+        spec = yaml.safe_load(template.read_text())["spec"]
+        assert spec["amiFamily"] == "AL2023", template.name
+        assert "kubelet" not in spec, (
+            template.name
+        )  # no maxPods, kubeReserved, systemReserved or evictionHard
+        user_data = spec.get("userData", "")
+        assert "maxPods" not in user_data and "Reserved" not in user_data, template.name
 
 
 def test_the_clusters_own_daemonsets_are_left_room_for(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from accelbench.report.crosstier import NO_OTHER_TIER, OTHERS_MISS_SLOS, cross_tier
 from accelbench.report.model import (
     Retraction,
     best_under_slos,
     cost_per_million,
     frontier,
     level_points,
+    measured_where,
     price_at,
     split_retracted,
     version_deltas,
@@ -148,3 +150,52 @@ def test_the_filter_prunes_partitions_and_rows_when_the_lake_is_read(tmp_path) -
     assert ids(date_from=datetime(2026, 11, 10).date()) == ["r1", "r2"]
     assert ids(date_to=datetime(2026, 11, 1).date(), tiers=["cpu"]) == ["r0"]
     assert ids(models=["m1"]) == ["r1"]
+
+
+def test_the_cross_tier_table_groups_one_model_and_workload_and_says_why_a_point_stands_alone() -> None:
+    slos = Slos(ttft_p99_ms=2000, tpot_p99_ms=50)
+    runs = [
+        *RUNS,
+        run_row("g6e.xlarge", "gpu", 8, 0, 2000, 2400, 200, 10, model="org/gpu-only"),
+        run_row("m8g.xlarge", "cpu", 1, 0, 100, 150, 100, 20, model="org/slow-gpu"),
+        run_row("g6e.xlarge", "gpu", 8, 0, 2000, 2400, 200, 90, model="org/slow-gpu"),  # TPOT 90 > 50 ms
+    ]
+    points = level_points(runs, PRICES, "us-east-1")
+    compared, apart = cross_tier(best_under_slos(points, slos), points)
+    # org/model: m8g c2, r8g c1 (CPU) and g6e c16 (GPU) on random 128→32, cheapest first (as best is).
+    assert [(p["instance_type"], p["level_value"]) for p in compared] == [
+        ("g6e.xlarge", 16.0),
+        ("m8g.xlarge", 2.0),
+        ("r8g.large", 1.0),
+    ]
+    assert {p["comparison"] for p in compared} == {"model · random 128→32"}
+    assert {p["tiers_compared"] for p in compared} == {"cpu, gpu"}
+    why = {p["model"]: p["not_compared_because"] for p in apart}
+    assert why == {"org/gpu-only": NO_OTHER_TIER, "org/slow-gpu": OTHERS_MISS_SLOS}
+    assert all(p["workload_differs"] is None for p in apart)
+
+
+def test_labels_say_what_was_measured_where() -> None:
+    row = run_row("m8g.xlarge", "cpu", 1, 0, 100, 150, 100, 20)
+    assert measured_where(row) == "measured on m8g.xlarge (kubernetes)"
+    local = row | {"execution_mode": "local", "measured_on_instance": False, "host_architecture": "aarch64"}
+    assert measured_where(local) == "local: aarch64"
+    imported = run_row("g6e.xlarge", "gpu", 4, 0, 900, 1200, 100, 10, execution_mode="imported")
+    assert measured_where(imported) == "imported: g6e.xlarge as stated by the importer"
+    (point,) = level_points([imported], PRICES, "us-east-1")
+    assert point["measured_where"] == measured_where(imported) and point["measured_on_instance"]
+    assert point["on_demand_usd_per_1m_output_tokens"] == pytest.approx(1.861 / 3600 / 900 * 1e6)
+
+
+def test_rows_from_before_workloads_pool_as_the_fixed_profile_an_old_import_does_not() -> None:
+    today = {"workload": "fixed", "endpoint": "completions"}
+    runs = [
+        run_row("m8g.xlarge", "cpu", 1, 0, 100, 150, 100, 20),  # schema 4: no workload, no endpoint
+        run_row("m8g.xlarge", "cpu", 1, 1, 120, 170, 200, 30, **today),
+        run_row("g6e.xlarge", "gpu", 4, 0, 900, 1200, 100, 10, execution_mode="imported"),
+        run_row("g6e.xlarge", "gpu", 8, 0, 1800, 2400, 100, 10, execution_mode="imported", **today),
+    ]
+    points = {p["level_value"]: p for p in level_points(runs, PRICES, "us-east-1")}
+    assert points[1]["repeats"] == 2 and points[1]["workload_profile"] == "fixed"
+    assert points[4]["workload_profile"] is None  # an import that did not say its workload stays unknown
+    assert points[1]["comparison_id"] == points[8]["comparison_id"] != points[4]["comparison_id"]

@@ -185,6 +185,28 @@ def test_cost_leaves_out_local_points_and_puts_the_cheapest_first() -> None:
     assert "p99 TTFT ≤ 2000 ms, p99 TPOT ≤ 50 ms" in ax.get_xlabel()
 
 
+def test_cost_bars_rank_within_one_workload_never_across_and_an_import_says_so() -> None:
+    gpu = _point(instance="g6e.xlarge", level=16, tokens_per_s=3600, usd_per_hour=1.861)
+    gpu["execution_mode"] = "imported"
+    rows = [
+        _point(level=4, tokens_per_s=120, usd_per_hour=0.18),  # 0.42 USD per 1M on 128→32
+        _point(
+            lengths=(1024, 128), level=4, tokens_per_s=400, usd_per_hour=0.18
+        ),  # 0.125: cheaper, other workload
+        gpu,  # 0.14 on 128→32
+    ]
+    plot = plots.cost_at_slo_figure(rows, Limits())
+    assert plot is not None
+    (ax,) = plot.figure.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "g6e.xlarge · vLLM 0.32.0 · TP1 · Qwen2.5-0.5B-Instruct · random 128→32 @ c16 (imported)",
+        "m8g.xlarge · vLLM 0.32.0 · TP1 · Qwen2.5-0.5B-Instruct · random 128→32 @ c4",
+        "m8g.xlarge · vLLM 0.32.0 · TP1 · Qwen2.5-0.5B-Instruct · random 1024→128 @ c4",
+    ]
+    (parting,) = [line for line in ax.get_lines() if list(line.get_ydata()) == [1.5, 1.5]]
+    assert parting.get_linestyle() == "-"  # between the two workloads' bars
+
+
 def test_nothing_priced_on_its_instance_is_no_cost_plot() -> None:
     assert plots.cost_at_slo([_point(host=LOCAL)], Limits()) is None
     assert plots.cost_at_slo([_point(usd_per_hour=None)], Limits()) is None

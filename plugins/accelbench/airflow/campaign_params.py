@@ -2,8 +2,8 @@
 
 Each field's type, default, bounds, enum, description and form extras (`section`, `uniqueItems`, ...)
 are declared once, in the model; its defaults read from the environment are applied once, in
-`form_defaults`. Here only the narrowing of the CPU campaign's form (the seed file's CPU types, the CPU
-dtype: values the planner would refuse or force) and the params table of docs/reference/dag-params.md,
+`form_defaults`. Here only the narrowing of the campaign form (the seed file's instance types: values the
+planner would refuse otherwise) and the params table of docs/reference/dag-params.md,
 rendered from the same schema without importing Airflow. Parse-time safe: the environment and the seed
 file are read, no database or network.
 """
@@ -14,9 +14,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS, cpu_instance_type_items, cpu_instance_types
+from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS, catalog_instance_types, instance_type_items
 from accelbench.campaign.request import CampaignRequest, field_extra, form_defaults
-from accelbench.runtime.recipes import CPU_DTYPE
 
 if TYPE_CHECKING:
     from airflow.sdk import Param
@@ -35,13 +34,12 @@ class Narrowing:
         self.note, self.schema = note, schema
 
 
-# The CPU campaign's form offers only what the CPU tier can run.
-CPU_NARROWING = {
+# The campaign form offers the catalog's types, of every tier (the runtime follows each type's tier).
+FORM_NARROWING = {
     "instance_types": Narrowing(
-        "the seed file's CPU types (`ACCELBENCH_SEED_FILE`); Graviton2 refused, with the reason",
-        lambda: {"items": cpu_instance_type_items(cpu_instance_types())},
+        "the seed file's types of every tier (`ACCELBENCH_SEED_FILE`); Graviton2 refused, with the reason",
+        lambda: {"items": instance_type_items(catalog_instance_types())},
     ),
-    "dtype": Narrowing(f"`{CPU_DTYPE}` (the CPU tier's)", lambda: {"enum": [CPU_DTYPE]}),
 }
 
 
@@ -92,9 +90,9 @@ def campaign_params(
     return params
 
 
-def cpu_campaign_params() -> dict[str, Param]:
-    """The params of `accelbench_cpu_campaign`."""
-    return campaign_params(CAMPAIGN_FORM_FIELDS, CPU_NARROWING)
+def campaign_form_params() -> dict[str, Param]:
+    """The params of `accelbench_cpu_campaign` (named for the tier it began with; it plans every tier)."""
+    return campaign_params(CAMPAIGN_FORM_FIELDS, FORM_NARROWING)
 
 
 # ---- the reference table ---------------------------------------------------------------------------
@@ -162,7 +160,7 @@ def _default_text(name: str) -> str:
 
 
 def render_dag_params(
-    fields: Iterable[str] = CAMPAIGN_FORM_FIELDS, narrowing: Mapping[str, Narrowing] = CPU_NARROWING
+    fields: Iterable[str] = CAMPAIGN_FORM_FIELDS, narrowing: Mapping[str, Narrowing] = FORM_NARROWING
 ) -> str:
     """The campaign form's params as a markdown table (param, type, default, limits, description), from
     CampaignRequest: what docs/reference/dag-params.md holds between its `dag-params` markers."""

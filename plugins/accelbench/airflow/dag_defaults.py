@@ -21,6 +21,8 @@ CAMPAIGN_FORM_FIELDS = (
     "instance_types",
     "model",
     "version",
+    "gpu_version",
+    "neuron_version",
     "dtype",
     "quantization",
     "workloads",
@@ -40,6 +42,7 @@ CAMPAIGN_FORM_FIELDS = (
     "search_min_requests",
     "burstiness",
     "extra_engine_args",
+    "gpu_memory_utilization",
     "slos",
     "execution_mode",
 )
@@ -48,7 +51,7 @@ CAMPAIGN_FORM_FIELDS = (
 def campaign_defaults() -> dict[str, Any]:
     """The weekly campaign's matrix, and the base of a version campaign's: the campaign form's defaults
     (CampaignRequest's, the environment's applied in `form_defaults`) without the per-run fields."""
-    per_run = ("version", "execution_mode")
+    per_run = ("version", "gpu_version", "neuron_version", "execution_mode")
     return form_defaults([name for name in CAMPAIGN_FORM_FIELDS if name not in per_run])
 
 
@@ -67,8 +70,8 @@ def slos_schema(*names: str) -> dict[str, Any]:
     }
 
 
-def cpu_instance_type_items(instance_types: list[str]) -> dict[str, Any]:
-    """JSON schema of one CPU instance type of the form: a catalog CPU row; a Graviton2 type is refused
+def instance_type_items(instance_types: list[str]) -> dict[str, Any]:
+    """JSON schema of one instance type of the form: a catalog row (any tier); a Graviton2 type is refused
     first, with the reason in the message (jsonschema prints the `not` schema, description included)."""
     from accelbench.core.families import GRAVITON2_FAMILIES, GRAVITON2_REASON
 
@@ -93,13 +96,13 @@ def default_regions() -> list[str]:
     return list(Settings.from_env("regions").regions)
 
 
-def cpu_instance_types() -> list[str]:
-    """The CPU rows of the seed file the catalog DAG seeds from (ACCELBENCH_SEED_FILE or the shipped
-    one): a file read, no database at parse time."""
+def catalog_instance_types(tiers: tuple[str, ...] = ("cpu", "gpu", "neuron")) -> list[str]:
+    """The rows of these tiers in the seed file the catalog DAG seeds from (ACCELBENCH_SEED_FILE or the
+    shipped one): a file read, no database at parse time."""
     from accelbench.catalog.seed_file import load_seed
 
     return sorted(
         s.instance_type
         for s in load_seed(Settings.from_env("seed_file").seed_file)
-        if s.accelerator_type == "cpu"
+        if s.accelerator_type in tiers
     )

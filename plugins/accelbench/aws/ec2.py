@@ -10,6 +10,8 @@ from botocore.exceptions import ClientError
 
 log = logging.getLogger(__name__)
 BATCH = 100  # DescribeInstanceTypes accepts at most 100 names per call
+# NeuronInfo.NeuronDevices[] carries no Manufacturer (GpuInfo.Gpus[] does): AWS designs every Neuron device.
+NEURON_MANUFACTURER = "AWS"
 
 
 @dataclass(frozen=True)
@@ -19,9 +21,14 @@ class Ec2Facts:
     memory_gib: float
     architectures: tuple[str, ...]
     accelerator_count: int
+    # Per accelerator (GpuInfo.Gpus[].MemoryInfo / NeuronInfo.NeuronDevices[].MemoryInfo), MiB / 1024.
     accelerator_memory_gib: float
     # ENI-limited pods, as Karpenter derives them; None when EC2 gave no NetworkInfo.
     max_pods: int | None = None
+    # "Manufacturer Name" as the catalog writes it ("NVIDIA L4", "AWS Trainium"); None without accelerators.
+    accelerator_name: str | None = None
+    # NeuronInfo.NeuronDevices[].CoreInfo.Count: NeuronCores per device; None for GPU and CPU types.
+    neuron_cores_per_device: int | None = None
 
 
 def eni_limited_pods(network: dict[str, Any]) -> int | None:
@@ -36,19 +43,23 @@ def eni_limited_pods(network: dict[str, Any]) -> int | None:
 
 
 def _facts(item: dict[str, Any]) -> Ec2Facts:
-    devices = (
-        (item.get("GpuInfo") or {}).get("Gpus") or (item.get("NeuronInfo") or {}).get("NeuronDevices") or []
-    )
-    count = sum(d.get("Count", 0) for d in devices)
-    mem = devices[0]["MemoryInfo"]["SizeInMiB"] / 1024 if devices else 0.0
+    gpus = (item.get("GpuInfo") or {}).get("Gpus") or []
+    neurons = (item.get("NeuronInfo") or {}).get("NeuronDevices") or []
+    devices = gpus or neurons
+    first = devices[0] if devices else {}
+    maker = first.get("Manufacturer") if gpus else NEURON_MANUFACTURER
+    name = " ".join(p for p in (maker, first.get("Name")) if p) if devices else None
+    cores = (first.get("CoreInfo") or {}).get("Count") if neurons and not gpus else None
     return Ec2Facts(
         instance_type=item["InstanceType"],
         vcpu=item["VCpuInfo"]["DefaultVCpus"],
         memory_gib=item["MemoryInfo"]["SizeInMiB"] / 1024,
         architectures=tuple(item["ProcessorInfo"]["SupportedArchitectures"]),
-        accelerator_count=count,
-        accelerator_memory_gib=mem,
+        accelerator_count=sum(d.get("Count", 0) for d in devices),
+        accelerator_memory_gib=first["MemoryInfo"]["SizeInMiB"] / 1024 if devices else 0.0,
         max_pods=eni_limited_pods(item.get("NetworkInfo") or {}),
+        accelerator_name=name,
+        neuron_cores_per_device=int(cores) if cores is not None else None,
     )
 
 

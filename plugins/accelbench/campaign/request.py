@@ -43,6 +43,12 @@ _UNIQUE: dict[str, JsonValue] = {"uniqueItems": True}
 _LOAD, _SEARCH, _ENGINE = "Load", "Load search", "Engine and SLOs"  # the form's sections (others: its first)
 LoadMode = Literal["levels", "search"]
 # CampaignRequest field -> the SearchPlan field it sets (a SearchPlan's error names the request's field).
+# The request field that names each runtime's version (empty: the catalog's newest at the run's date).
+VERSION_FIELDS: dict[str, str] = {
+    "vllm-cpu": "version",
+    "vllm-gpu": "gpu_version",
+    "vllm-neuron": "neuron_version",
+}
 SEARCH_FIELDS = {
     "search_variable": "variable",
     "search_lower": "lower",
@@ -61,7 +67,8 @@ class CampaignRequest(BaseModel):
 
     instance_types: list[str] = Field(
         min_length=1,
-        description="Instance types, one server each; on CPU Graviton3 or newer (Graviton2 lacks BF16)",
+        description="Instance types of the catalog, one server each, in any mix of tiers: Graviton3 or newer "
+        "(Graviton2 lacks BF16), GPU (g5, g6, g6e, p5) and Neuron (inf2, trn1); each runs its tier's runtime",
         json_schema_extra={**_UNIQUE, "form_default": ["m8g.xlarge"]},
     )
     model: str = Field(
@@ -78,11 +85,28 @@ class CampaignRequest(BaseModel):
     served_model_name: str | None = Field(
         default=None, description="The name the server serves the model under; empty: from the model id"
     )
-    runtime: Runtime = Field(default="vllm-cpu", description="The server recipe (its tier and image)")
+    runtime: Runtime | None = Field(
+        default=None,
+        description="The server recipe; empty: each instance type's tier's (vllm-cpu, vllm-gpu, "
+        "vllm-neuron). Set, every instance type must be of its tier",
+    )
     version: str | None = Field(
         default=None,
         pattern=VERSION_PATTERN,
-        description="vLLM version; empty: the newest the catalog knew at the run's date",
+        description="vLLM CPU version (the vllm-cpu image); empty: the newest the catalog knew at the run's "
+        "date",
+    )
+    gpu_version: str | None = Field(
+        default=None,
+        pattern=VERSION_PATTERN,
+        description="vLLM version of the GPU types (the vLLM OpenAI image); empty: the catalog's newest "
+        "at the run's date",
+    )
+    neuron_version: str | None = Field(
+        default=None,
+        pattern=VERSION_PATTERN,
+        description="vLLM version of the Neuron types (the Neuron vLLM image); empty: the catalog's "
+        "newest at the run's date",
     )
     dtype: str = Field(
         default="bfloat16",
@@ -95,9 +119,22 @@ class CampaignRequest(BaseModel):
     kv_cache_dtype: Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"] = Field(
         default="auto", description="KV-cache dtype (FP8 is refused on CPU)"
     )
-    deployment_mode: DeploymentMode = Field(default="single", description="Only single on CPU")
+    deployment_mode: DeploymentMode = Field(
+        default="single", description="Only single: one server per instance, on one node"
+    )
     tensor_parallel_size: int | None = Field(
-        default=None, ge=1, description="Empty: one rank per NUMA node (CPU) or per accelerator"
+        default=None,
+        ge=1,
+        description="Empty: one rank per NUMA node (CPU), per GPU (as many as the model's heads split over) "
+        "or per NeuronCore",
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="GPU types: the share of each GPU's memory vLLM may take (--gpu-memory-utilization); the "
+        "planner checks the weights and one full-context sequence fit in it",
+        json_schema_extra={"section": _ENGINE},
     )
     input_len: int = Field(
         default=512,
@@ -224,15 +261,17 @@ class CampaignRequest(BaseModel):
     seed: int = Field(default=0, description="Seed of the random dataset (each repeat adds its own)")
     extra_engine_args: list[str] = Field(
         default_factory=list,
-        description="Extra `vllm serve` flags (checked by the planner; GPU-only flags are refused)",
+        description="Extra `vllm serve` flags for every server (checked by the planner; GPU-only flags are "
+        "refused when a CPU type is in the campaign)",
         # The planner's guards check the pattern too, reporting it with every other problem.
         json_schema_extra={"items": {"type": "string", "pattern": ENGINE_ARG_PATTERN}, "section": _ENGINE},
     )
     # Where the benchmarks run; None = ACCELBENCH_EXECUTION_MODE (checked here, used by the operator).
     execution_mode: ExecutionMode | None = Field(
         default=None,
-        description="kubernetes = a benchmark pod per server on the arm64 NodePool; local = a vLLM "
-        "process on the worker",
+        description="kubernetes = a benchmark pod per server on its tier's NodePool; local = a vLLM "
+        "process on the worker (CPU; GPU types where the worker has an NVIDIA GPU and the CUDA vLLM "
+        "environment)",
         json_schema_extra={"default_env": MODE_SETTING},
     )
 

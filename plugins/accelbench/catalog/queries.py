@@ -17,14 +17,16 @@ from accelbench.core.price import Price
 from accelbench.errors import UnknownInstanceType
 
 
-def image_digest(engine: Engine, runtime: str, version: str) -> str | None:
-    """The image digest release discovery recorded for a runtime version, if any."""
+def runtime_image(engine: Engine, runtime: str, version: str) -> tuple[str | None, str | None]:
+    """(image, digest) that release discovery recorded for a runtime version; (None, None) if it is unknown.
+    The Neuron DLC's image cannot be derived from the version (its tag names the Neuron SDK)."""
     with session_scope(engine) as session:
-        return session.scalar(
-            select(RuntimeVersion.digest).where(
+        row = session.execute(
+            select(RuntimeVersion.image, RuntimeVersion.digest).where(
                 RuntimeVersion.runtime == runtime, RuntimeVersion.version == version
             )
-        )
+        ).one_or_none()
+    return (row.image, row.digest) if row is not None else (None, None)
 
 
 def instance_specs(engine: Engine, names: Iterable[str] | None = None) -> list[InstanceSpec]:

@@ -14,6 +14,8 @@ from accelbench.core.families import (
     ACCELERATOR_TYPES,
     ARCHITECTURES,
     CPU_FAMILIES,
+    GPU_FAMILIES,
+    NEURON_FAMILIES,
     refuse_graviton2,
     split_instance_type,
 )
@@ -42,6 +44,8 @@ class InstanceSpec:
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(InstanceSpec))
+# The families each accelerator_type may carry: a row of another family is a typo or an unplanned tier.
+_TIERS = {"cpu": CPU_FAMILIES, "gpu": GPU_FAMILIES, "neuron": NEURON_FAMILIES}
 
 
 def default_seed_path() -> Path:
@@ -94,11 +98,20 @@ def _parse_row(row: dict[str, str], where: str) -> InstanceSpec:
         )
     if spec.max_pods is not None and spec.max_pods < 1:
         raise ConfigError(f"{where}.max_pods", spec.max_pods, "must be at least 1")
-    if spec.accelerator_type == "cpu" and spec.family not in CPU_FAMILIES:
+    tier = _TIERS[spec.accelerator_type]
+    if spec.family not in tier:
         raise ConfigError(
             f"{where}.family",
             spec.family,
-            f"not a CPU family this suite benchmarks ({', '.join(sorted(CPU_FAMILIES))})",
+            f"not a {spec.accelerator_type} family this suite benchmarks ({', '.join(sorted(tier))})",
+        )
+    if spec.accelerator_type != "cpu" and not (
+        spec.accelerator_name and spec.accelerator_count > 0 and spec.accelerator_memory_gib > 0
+    ):
+        raise ConfigError(
+            f"{where}.accelerator_*",
+            (spec.accelerator_name, spec.accelerator_count, spec.accelerator_memory_gib),
+            "an accelerated type needs its accelerator's name, count and memory per accelerator",
         )
     return spec
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from accelbench.aws.ec2 import Ec2Facts
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.core.families import NEURON_CORES_PER_DEVICE
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,11 @@ def compare(spec: InstanceSpec, facts: Ec2Facts) -> list[Mismatch]:
     ]
     if facts.max_pods is not None:
         checks.append(("max_pods", spec.max_pods, facts.max_pods, spec.max_pods == facts.max_pods))
+    acc_name, ec2_name = spec.accelerator_name, facts.accelerator_name
+    checks.append(("accelerator_name", acc_name, ec2_name, acc_name == ec2_name))
+    # Neuron planning shards over NeuronCores by this table (None off Neuron); EC2 CoreInfo.Count checks it.
+    cores, ec2_cores = NEURON_CORES_PER_DEVICE.get(spec.family), facts.neuron_cores_per_device
+    checks.append(("neuron_cores_per_device", cores, ec2_cores, cores == ec2_cores))
     for name, ours, theirs, ok in checks:
         if not ok:
             found.append(Mismatch(spec.instance_type, name, ours, theirs))

@@ -53,6 +53,19 @@ class ServerSpec(_Frozen):
     server_memory_mib: int = Field(ge=1)  # the container's memory request = limit
     model_weights_gib: float = Field(ge=0)
     extra_engine_args: tuple[str, ...] = ()
+    # GPU: the share of each GPU's memory vLLM may take (weights, activations, KV cache), planned against it.
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    # Neuron: the batch the model is compiled for (requests in flight at most); the plan's top concurrency.
+    max_num_seqs: int | None = Field(default=None, ge=1)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_tier_fields(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
+        """A server without the GPU and Neuron fields dumps as before they existed: its spec_id stays."""
+        data = handler(self)
+        for name in ("gpu_memory_utilization", "max_num_seqs"):
+            if isinstance(data, dict) and data.get(name) is None:
+                data.pop(name, None)
+        return data
 
     @model_validator(mode="before")
     @classmethod

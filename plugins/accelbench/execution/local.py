@@ -12,12 +12,13 @@ from accelbench.config import Settings
 from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import BenchmarkSpec
+from accelbench.errors import ConfigError
 from accelbench.execution.local_server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
-from accelbench.loadgen.host import host_facts
+from accelbench.loadgen.host import describe_gpus, gpus, host_facts
 
 log = logging.getLogger(__name__)
 SERVER_STARTS = "server-starts.jsonl"
@@ -25,6 +26,18 @@ SERVER_STARTS = "server-starts.jsonl"
 
 def campaign_workdir(settings: Settings, campaign_id: str) -> Path:
     return settings.home / "work" / safe_name(campaign_id)
+
+
+def check_local_gpus(spec: BenchmarkSpec) -> None:
+    """A GPU spec runs locally on this worker's own GPUs: enough of them for its tensor-parallel ranks."""
+    found = gpus()
+    if len(found) < spec.server.tensor_parallel_size:
+        raise ConfigError(
+            "tensor_parallel_size",
+            spec.server.tensor_parallel_size,
+            f"{spec.server.instance_type} plans {spec.server.tensor_parallel_size} GPU rank(s); this worker "
+            f"has {describe_gpus(found) or 'no NVIDIA GPU'}",
+        )
 
 
 def run_local(
@@ -40,9 +53,13 @@ def run_local(
     campaign_dir = campaign_workdir(settings, spec.campaign_id)
     work = campaign_dir / spec.spec_id
     pinning = Pinning.from_env()
-    python = vllm_python()
+    python = vllm_python(spec.server.runtime)
+    if spec.server.accelerator_type == "gpu":
+        check_local_gpus(spec)
     journal = campaign_dir / SERVER_STARTS
-    vllm, client_cpus = str(python.parent / "vllm"), pinning.client if pinning else None
+    # The load generator is the CPU environment's `vllm bench serve` on every tier: one pinned client, so
+    # that tiers differ only in the server.
+    vllm, client_cpus = str(vllm_python().parent / "vllm"), pinning.client if pinning else None
     # The bench client imports vLLM (seconds) while the server starts, not after.
     with (
         BenchClient(vllm, client_cpus) as client,

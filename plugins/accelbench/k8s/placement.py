@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelbench.core.families import CPU_FAMILIES
+from accelbench.core.families import CPU_FAMILIES, GPU_FAMILIES, NEURON_FAMILIES
 
 BENCHMARK_NAMESPACE = "accelbench-benchmarks"
 BENCHMARK_SERVICE_ACCOUNT = "accelbench-benchmark"  # mapped to the IAM role that may write raw/ only
@@ -28,8 +28,13 @@ class Taint:
     effect: str = "NoSchedule"
 
 
+# The extended resource each accelerated tier's device plugin advertises, which the benchmark pod requests.
+DEVICE_RESOURCES = {"gpu": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
 CPU_TAINTS = (Taint("accelbench.io/cpu", "true"), Taint("accelbench.io/dedicated", "true"))
 GPU_TAINTS = (Taint("nvidia.com/gpu", "true"), Taint("accelbench.io/dedicated", "true"))
 NEURON_TAINTS = (Taint("aws.amazon.com/neuron", "true"), Taint("accelbench.io/dedicated", "true"))
 # Graviton families the CPU NodePool may launch: the families the catalog accepts for the CPU tier.
 CPU_NODEPOOL_FAMILIES = tuple(sorted(CPU_FAMILIES))
+# The GPU and Neuron NodePools launch exactly the catalog's families of their tier.
+GPU_NODEPOOL_FAMILIES = tuple(sorted(GPU_FAMILIES))
+NEURON_NODEPOOL_FAMILIES = tuple(sorted(NEURON_FAMILIES))

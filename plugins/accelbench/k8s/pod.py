@@ -91,11 +91,8 @@ def _tolerations(accelerator_type: str) -> list[k8s.V1Toleration]:
 
 
 def _device_resources(accelerator_type: str, count: int) -> dict[str, str]:
-    if accelerator_type == "gpu":
-        return {"nvidia.com/gpu": str(count)}
-    if accelerator_type == "neuron":
-        return {"aws.amazon.com/neuron": str(count)}
-    return {}  # never a GPU or Neuron device on a CPU pod
+    resource = placement.DEVICE_RESOURCES.get(accelerator_type)
+    return {resource: str(count)} if resource else {}  # never a GPU or Neuron device on a CPU pod
 
 
 def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
@@ -110,6 +107,7 @@ def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
     return k8s.V1Container(
         name="server",
         image=s.image + (f"@{s.image_digest}" if s.image_digest else ""),
+        command=recipe.container_command(),  # whatever the image's ENTRYPOINT (recipes.py says why)
         args=recipe.args(s, host="0.0.0.0", port=SERVER_PORT),
         env=env,
         ports=[k8s.V1ContainerPort(name="http", container_port=SERVER_PORT, protocol="TCP")],

@@ -1,21 +1,27 @@
 """Results measured elsewhere (`vllm bench serve --save-result` JSON files) into the same `runs` table.
 
 GPU and Neuron baselines from other systems then sit beside this suite's campaigns in cross-tier
-reports. The file does not say what it ran on, so the tier, instance type and model come from the
-caller; the rows say `execution_mode=imported` and carry the file's lake copy (under imports/) in
-`source_uri`.
+reports. The file does not say what it ran on, nor with which server: the tier, instance type, model,
+vLLM version, image, tensor parallelism and workload come from the caller (ImportTarget, checked when
+made). What the file does record is taken from it and must agree with the caller: the endpoint its
+`backend` calls, the mean request lengths, a model-store `model_id`, and `--metadata` keys named like
+the caller's fields. The rows then carry the same configuration and workload columns as a campaign's,
+so the report compares like with like; they say `execution_mode=imported` and carry the file's lake
+copy (under imports/) in `source_uri`.
 Importing the same file again replaces its rows (ids derive from the file's bytes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 from fsspec.core import url_to_fs
@@ -23,15 +29,40 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelbench import __version__
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
+from accelbench.core.workloads import DEFAULT_WORKLOAD, ENDPOINTS, PROFILES, WorkloadName
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lake.ingest import request_table, result_columns
 from accelbench.lake.rows import runs_table
-from accelbench.lake.schemas import REQUESTS, SCHEMA_VERSION
+from accelbench.lake.schemas import IMPORTED_MODE, REQUESTS, SCHEMA_VERSION
 from accelbench.lake.store import Lake, storage_options
 
 IMPORT_CAMPAIGN = "imported"
 IMPORTS_AREA = "imports"  # the workers' copy of imported files; raw/ is the benchmark pods' alone
 DETAIL_KEYS = ("ttfts", "latencies", "itls", "input_lens", "output_lens")
+WORKLOADS: tuple[str, ...] = get_args(WorkloadName)
+# The endpoint each `vllm bench serve --backend` calls (the file's `backend`; `endpoint_type` in older files).
+BACKEND_ENDPOINTS = {backend: name for name, (backend, _path) in ENDPOINTS.items()} | {"vllm": "completions"}
+# A file's mean request length may differ from the stated one by this share of it (or the length range,
+# if wider: a short file's mean wanders within it) plus a few tokens: vLLM realigns random prompts to the
+# server's tokenizer, which adds or drops a token or two.
+LENGTH_TOLERANCE = 0.10
+LENGTH_SLACK_TOKENS = 2
+# `--metadata key=value` keys named like an ImportTarget field, with their type: they fill what the caller
+# left empty and must agree with what it gave (the bench client writes every value as a string).
+METADATA_FIELDS: dict[str, type] = {
+    "model": str,
+    "vllm_version": str,
+    "image": str,
+    "tensor_parallel_size": int,
+    "quantization": str,
+    "workload": str,
+    "endpoint": str,
+    "dataset": str,
+    "input_len": int,
+    "output_len": int,
+    "range_ratio": float,
+}
+_MODEL_STORE_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # org/name, not a path
 
 
 class BenchServeResult(BaseModel):
@@ -40,7 +71,11 @@ class BenchServeResult(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     date: str | None = None  # "%Y%m%d-%H%M%S", the client's local time when it saved the file
+    backend: str | None = None  # --backend: which endpoint the requests went to (BACKEND_ENDPOINTS)
+    endpoint_type: str | None = None  # the same, under its older name
+    model_id: str | None = None  # --model: a model-store id or a path
     num_prompts: int
+    burstiness: float | None = None
     request_rate: float | Literal["inf"]  # a number, or "inf" (no rate limit)
     max_concurrency: int | None = None
     duration: float
@@ -57,16 +92,106 @@ class BenchServeResult(BaseModel):
 
 @dataclass(frozen=True)
 class ImportTarget:
-    """What the files cannot say: where they were measured. Checked against the catalog by the caller."""
+    """What the files cannot say: where, with which server and on which workload they were measured.
+
+    Checked when made (a ConfigError names the field at fault); the instance type against the catalog by
+    the caller. The workload is a profile of accelbench.core.workloads: `fixed` (random prompts of
+    `input_len`/`output_len`, both required, `range_ratio` default 0), a named profile (its own dataset,
+    lengths and endpoint: a different value given is refused), or `custom` (a named `dataset`, required).
+    """
 
     accelerator_type: str
     instance_type: str
     accelerator_count: int
     model: str
-    vllm_version: str | None = None
+    vllm_version: str  # required: a point's version is part of what the report compares
+    image: str | None = None
+    tensor_parallel_size: int = 1
+    workload: str = DEFAULT_WORKLOAD
+    endpoint: str | None = None  # "completions" or "chat"; default: the profile's, else the file's backend
+    dataset: str | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    range_ratio: float | None = None
     quantization: str | None = None
     runtime: str | None = None  # default vllm-<tier>
     started_at: datetime | None = None  # overrides the file's own date (its client's local clock)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.vllm_version, str) or not self.vllm_version.strip():
+            raise ConfigError(
+                "vllm_version",
+                self.vllm_version,
+                "required: the vLLM version that served these results (the report compares and labels "
+                "points by it)",
+            )
+        if self.tensor_parallel_size < 1:
+            raise ConfigError("tensor_parallel_size", self.tensor_parallel_size, "at least 1")
+        if self.accelerator_type == "gpu" and self.tensor_parallel_size > self.accelerator_count:
+            raise ConfigError(
+                "tensor_parallel_size",
+                self.tensor_parallel_size,
+                f"{self.instance_type} has {self.accelerator_count} GPU(s) in the catalog",
+            )
+        if self.endpoint is not None and self.endpoint not in ENDPOINTS:
+            raise ConfigError("endpoint", self.endpoint, f"one of {', '.join(ENDPOINTS)}")
+        for name in ("input_len", "output_len"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(name, value, "at least 1 token")
+        if self.range_ratio is not None and not 0 <= self.range_ratio <= 1:
+            raise ConfigError("range_ratio", self.range_ratio, "between 0 and 1")
+        self.shape()
+
+    def shape(self) -> dict[str, Any]:
+        """The rows' workload columns (workload, dataset, endpoint, lengths, range ratio, prefix) as a
+        campaign's rows of the same workload have them; `endpoint` None: the file's backend says it."""
+        given = {
+            "dataset": self.dataset,
+            "endpoint": self.endpoint,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "range_ratio": self.range_ratio,
+        }
+        if self.workload in PROFILES:
+            base = PROFILES[self.workload]
+            for name, value in given.items():
+                if value is not None and value != getattr(base, name):
+                    raise ConfigError(
+                        name,
+                        value,
+                        f"the {self.workload} workload has {name}={getattr(base, name)!r}: leave it empty, "
+                        "or describe the requests as workload=fixed or custom",
+                    )
+            return base.model_dump(include=set(given)) | {
+                "workload": base.name,
+                "prefix_len": base.prefix_len or None,
+            }
+        if self.workload == DEFAULT_WORKLOAD:
+            if self.dataset not in (None, "random"):
+                raise ConfigError(
+                    "dataset",
+                    self.dataset,
+                    "the fixed workload is random prompts: a named dataset is workload=custom",
+                )
+            for name in ("input_len", "output_len"):
+                if given[name] is None:
+                    raise ConfigError(
+                        name, None, "required for workload=fixed: the tokens the random prompts asked for"
+                    )
+            return given | {
+                "workload": self.workload,
+                "dataset": "random",
+                "range_ratio": self.range_ratio if self.range_ratio is not None else 0.0,
+                "prefix_len": None,
+            }
+        if self.workload == "custom":
+            if not self.dataset:
+                raise ConfigError(
+                    "dataset", self.dataset, "required for workload=custom: the dataset the prompts came from"
+                )
+            return given | {"workload": self.workload, "prefix_len": None}
+        raise ConfigError("workload", self.workload, f"one of {', '.join(WORKLOADS)}")
 
 
 @dataclass
@@ -78,7 +203,7 @@ class ImportReport:
 
 
 class ImportRefused(AccelbenchError):
-    """A file that is not a usable `vllm bench serve` result."""
+    """A file that is not a usable `vllm bench serve` result, or that contradicts what the caller stated."""
 
 
 def check_source(source: str, roots: tuple[Path, ...]) -> None:
@@ -143,10 +268,83 @@ def parse_result(data: bytes, name: str) -> tuple[BenchServeResult, dict[str, An
         raise ImportRefused(f"{name}: not a vllm bench serve result ({problems})") from None
 
 
+def _with_metadata(target: ImportTarget, raw: dict[str, Any], name: str) -> ImportTarget:
+    """The target with what the file's `--metadata` says (METADATA_FIELDS): a field the caller left empty
+    is filled, one it gave must agree."""
+    taken: dict[str, Any] = {}
+    for key, kind in METADATA_FIELDS.items():
+        found = raw.get(key)
+        if found is None:
+            continue
+        try:
+            value = kind(found)
+        except (TypeError, ValueError):
+            raise ImportRefused(f"{name}: its metadata {key}={found!r} is not a number") from None
+        stated = getattr(target, key)
+        if stated is None:
+            taken[key] = value
+        elif stated != value:
+            raise ImportRefused(f"{name}: {key}={stated!r}, but the file's metadata says {key}={found!r}")
+    try:
+        return dataclasses.replace(target, **taken) if taken else target
+    except ConfigError as exc:
+        raise ImportRefused(f"{name}: with its metadata, {exc}") from None
+
+
+def _endpoint(stated: str | None, result: BenchServeResult, name: str) -> str:
+    """The endpoint the requests went to: the file's backend says it; the caller's must agree."""
+    backend = result.backend or result.endpoint_type
+    found = BACKEND_ENDPOINTS.get(backend or "")
+    if stated is not None and found is not None and stated != found:
+        raise ImportRefused(
+            f"{name}: endpoint={stated!r}, but the file's backend {backend!r} calls {ENDPOINTS[found][1]}"
+        )
+    if stated is None and found is None:
+        raise ImportRefused(
+            f"{name}: the file's backend {backend!r} does not say which endpoint it called: give endpoint"
+        )
+    return stated or str(found)
+
+
+def _check_file(target: ImportTarget, shape: dict[str, Any], result: BenchServeResult, name: str) -> None:
+    """Refuse a file that contradicts the caller: mean request lengths away from the stated ones (over the
+    completed requests: total tokens / completed), or another model-store id than the stated model."""
+    if result.completed:
+        spread = max(LENGTH_TOLERANCE, shape.get("range_ratio") or 0.0)
+        for key, total, hint in (
+            ("input_len", result.total_input_tokens, ""),
+            ("output_len", result.total_output_tokens, " (was it run without --ignore-eos?)"),
+        ):
+            stated = shape.get(key)
+            if stated is None:
+                continue
+            mean = total / result.completed
+            allowed = spread * stated + LENGTH_SLACK_TOKENS
+            if abs(mean - stated) > allowed:
+                what = key.removesuffix("_len")
+                raise ImportRefused(
+                    f"{name}: {key}={stated}, but its {result.completed} completed requests averaged "
+                    f"{mean:.1f} {what} tokens (total_{what}_tokens / completed), more than {allowed:.0f} "
+                    f"off{hint if mean < stated else ''}"
+                )
+    found = result.model_id
+    if (
+        found
+        and _MODEL_STORE_ID.fullmatch(found)
+        and _MODEL_STORE_ID.fullmatch(target.model)
+        and found.casefold() != target.model.casefold()
+    ):
+        raise ImportRefused(f"{name}: model={target.model!r}, but the file benchmarked model_id={found!r}")
+
+
 def _tables(
-    result: BenchServeResult, raw: dict[str, Any], target: ImportTarget, ids: dict[str, Any]
+    result: BenchServeResult, raw: dict[str, Any], target: ImportTarget, ids: dict[str, Any], name: str
 ) -> tuple[pa.Table, pa.Table]:
     """The file's `runs` row and `requests` rows as tables of the lake's schemas."""
+    target = _with_metadata(target, raw, name)
+    shape = target.shape()
+    shape["endpoint"] = _endpoint(shape["endpoint"], result, name)
+    _check_file(target, shape, result, name)
     tier = target.accelerator_type
     kind, value = _level(result)
     achieved = arrival_rate(raw | {"completed": result.completed, "duration": result.duration})
@@ -172,16 +370,19 @@ def _tables(
         "suite_version": __version__,
         "vllm_version": target.vllm_version,
         "runtime": target.runtime or f"vllm-{tier}",
+        "image": target.image,
         "model": target.model,
-        "served_model_name": raw.get("model_id"),
+        "served_model_name": result.model_id,
         "quantization": target.quantization,
+        "tensor_parallel_size": target.tensor_parallel_size,
         "instance_type": target.instance_type,
         # The importer declares where the file was measured: on the instance type itself, so prices apply.
         "host_instance_type": target.instance_type,
         "measured_on_instance": True,
         "accelerator_count": target.accelerator_count,
-        "dataset": raw.get("dataset_name"),
-        "execution_mode": "imported",
+        "execution_mode": IMPORTED_MODE,
+        "burstiness": result.burstiness if kind == "rate" else None,  # as a campaign's rows: rate levels only
+        **shape,
     } | result_columns(result.model_dump())
     requests = (
         request_table(raw, ids["run_id"], IMPORT_CAMPAIGN, ids["spec_id"])
@@ -211,7 +412,7 @@ def import_file(
         "source_uri": lake.uri_of(lake.path(*copy_parts)),
     }
     try:
-        runs, requests = _tables(result, raw, target, ids)
+        runs, requests = _tables(result, raw, target, ids, name)
     except (
         KeyError,
         TypeError,

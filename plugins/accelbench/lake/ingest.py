@@ -42,6 +42,7 @@ class Provenance:
     host_vcpus: int | None = None
     host_kernel: str | None = None
     host_instance_type: str | None = None
+    host_accelerators: str | None = None  # the NVIDIA GPUs nvidia-smi lists (local mode on a GPU host)
     server_image_id: str | None = None
 
 
@@ -146,6 +147,7 @@ def _host_columns(prov: Provenance, server: ServerSpec) -> dict[str, Any]:
         "host_vcpus": prov.host_vcpus,
         "host_kernel": prov.host_kernel,
         "host_instance_type": prov.host_instance_type,
+        "host_accelerators": prov.host_accelerators,
         "measured_on_instance": prov.host_instance_type == server.instance_type,
     }
 

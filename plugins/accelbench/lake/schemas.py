@@ -8,13 +8,15 @@ import pyarrow as pa
 # measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail);
 # 4: a load search's probes (runs.search_step, runs.search_phase) and its result (the capacities table);
 # 5: runs.burstiness (a rate level's arrivals), the workload (runs.workload, endpoint, prefix_len,
-# level_warmups), the model's origin (model_origin), the SLOs and repeats a search held (capacities.slo_*).
+# level_warmups), the model's origin (model_origin), the SLOs and repeats a search held (capacities.slo_*);
+# 6: host_accelerators (the GPUs a local run really ran on, as their driver names them).
 # Older files read the newer columns as null.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
 MEASURED_STATUSES = ("ok", "errors")  # a measurement: a report point, "already measured"
+IMPORTED_MODE = "imported"  # runs.execution_mode of a result measured elsewhere (lake/imported.py)
 METRICS = ("ttft", "tpot", "itl", "e2el")
 STATS = ("mean", "median", "std", "p50", "p90", "p95", "p99")
 
@@ -123,6 +125,7 @@ RUNS = pa.schema(
         ("host_vcpus", pa.int16()),
         ("host_kernel", pa.string()),
         ("host_instance_type", pa.string()),  # EC2's DMI product name, or the node's instance-type label
+        ("host_accelerators", pa.string()),  # e.g. "1 x NVIDIA H200 (143771 MiB), driver 570.124.06"
         ("measured_on_instance", pa.bool_()),  # host_instance_type == instance_type: prices apply
         ("server_image_id", pa.string()),  # what ran: the kubelet's imageID, or the local vLLM build
         # why a level failed on the server side, when the server died during it
@@ -160,6 +163,7 @@ CAPACITIES = pa.schema(
         ("host_vcpus", pa.int16()),
         ("host_kernel", pa.string()),
         ("host_instance_type", pa.string()),
+        ("host_accelerators", pa.string()),
         ("measured_on_instance", pa.bool_()),  # host_instance_type == instance_type: prices apply
         ("variable", pa.string()),  # "concurrency" or "request_rate"
         ("lower", pa.float64()),  # the bounds searched

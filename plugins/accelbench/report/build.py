@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
+from accelbench.report.crosstier import cross_tier
 from accelbench.report.model import (
     Retraction,
     best_under_slos,
@@ -36,6 +37,8 @@ from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos
 TABLE_NAMES = (
     "headline",
     "models",
+    "cross_tier",
+    "not_compared",
     "best_under_slo",
     "local_results",
     "frontier",
@@ -111,9 +114,12 @@ def build_report(
     points = mark_searched(level_points(kept, prices, flt.region), searched)
     best = best_under_slos(points, flt.slos)
     on_instance = [p for p in best if p["measured_on_instance"]]
+    compared, apart = cross_tier(best, points)
     return {
         "headline": headline(points, best),
         "models": models(kept),
+        "cross_tier": compared,
+        "not_compared": apart,
         "points": points,
         "best_under_slo": on_instance,
         "local_results": [p for p in best if not p["measured_on_instance"]],

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, fields
 from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from jinja2 import Environment
@@ -38,6 +40,35 @@ _WHAT = ("configuration", "model_short", "workload", "level")
 _RATES = ("request_throughput", "output_throughput", "request_goodput")
 _SIZE = ("error_rate", "server_memory_peak_gib", "repeats_campaigns")
 COLUMNS: dict[str, tuple[str, ...]] = {
+    "cross_tier": (
+        "accelerator_type",
+        "instance_type",
+        "measured_where",
+        "vllm_version",
+        "tensor_parallel_size",
+        "ran",
+        "configuration",
+        "level",
+        "output_throughput",
+        "output_throughput_per_accelerator",
+        "request_throughput",
+        *_COSTS,
+        *_LATENCIES,
+        "error_rate",
+        "repeats_campaigns",
+    ),
+    "not_compared": (
+        "model_short",
+        "workload",
+        "accelerator_type",
+        "measured_where",
+        "configuration",
+        "level",
+        "not_compared_because",
+        "workload_differs",
+        "output_throughput",
+        "on_demand_usd_per_1m_output_tokens",
+    ),
     "headline": (
         "model_short",
         "workload",
@@ -48,13 +79,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         *_COSTS,
         *_LATENCIES,
         "error_rate",
-        "host",
+        "measured_where",
     ),
-    "best": (*_WHAT, *_RATES, *_COSTS[:2], *_LATENCIES, *_SIZE, "sample_warning"),
+    "best": (*_WHAT, "measured_where", *_RATES, *_COSTS[:2], *_LATENCIES, *_SIZE, "sample_warning"),
     "local": (*_WHAT, "host", *_RATES, *_LATENCIES, *_SIZE),  # never priced: no cost columns
     "frontier": (*_WHAT, "on_demand_usd_per_1m_output_tokens", *_LATENCIES, "output_throughput"),
     "points": (
         *_WHAT,
+        "measured_where",
         "host",
         "execution_mode",
         "repeats",
@@ -116,6 +148,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 TABLE_OF = {  # HTML table -> report table
     "headline": "headline",
+    "cross_tier": "cross_tier",
+    "not_compared": "not_compared",
     "models": "models",
     "best": "best_under_slo",
     "local": "local_results",
@@ -157,6 +191,8 @@ def _cell_class(value: Any, column: str) -> str:
         return "text warn"
     if column == "host" and value and value != "instance":
         return "text local"
+    if column == "measured_where" and str(value).startswith("local"):
+        return "text local"
     return "" if isinstance(value, int | float) and not isinstance(value, bool) else "text"
 
 
@@ -189,11 +225,19 @@ def render_html(
             if p.get(k)
         }
     )
+    groups = []  # the cross-tier rows come by comparison group: one table each
+    for cid, rows in groupby(tables["cross_tier"], itemgetter("comparison_id")):
+        members = list(rows)
+        first = members[0]
+        groups.append(
+            {"id": cid, "label": first["comparison"], "tiers": first["tiers_compared"], "rows": members}
+        )
     return (
         _environment()
         .get_template("report.html.j2")
         .render(
             report_id=rid,
+            cross_tier_groups=groups,
             generated_at=f"{generated_at:%Y-%m-%d %H:%M:%S %Z}",
             filters=shown_filters,
             counts={"runs": runs_read, "retracted": len(tables["retracted"])},

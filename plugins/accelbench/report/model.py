@@ -22,9 +22,13 @@ from packaging.version import InvalidVersion, Version
 from accelbench.core.price import Price
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS
 from accelbench.core.workloads import DEFAULT_WORKLOAD
-from accelbench.lake.schemas import MEASURED_STATUSES
+from accelbench.lake.schemas import IMPORTED_MODE, MEASURED_STATUSES
 from accelbench.report.slos import Slos
 
+# What the requests looked like (the profile, its endpoint, shared prefix, dataset and lengths): points are
+# compared, across tiers or not, only with points of the same model on the same workload (COMPARISON_KEY).
+WORKLOAD_KEY = ("workload", "endpoint", "prefix_len", "dataset", "input_len", "output_len", "range_ratio")
+COMPARISON_KEY = ("model", *WORKLOAD_KEY)
 # One server configuration on one workload on one host: its load levels are one throughput/latency
 # curve. Workload (dataset, lengths), engine settings (the server half of the matrix key), TP and
 # where it ran are all part of it, so different workloads or a local stand-in host never pool.
@@ -39,13 +43,7 @@ CONFIG_KEY = (
     "max_model_len",
     "tensor_parallel_size",
     "engine_args",
-    "workload",
-    "endpoint",
-    "prefix_len",
-    "dataset",
-    "input_len",
-    "output_len",
-    "range_ratio",
+    *WORKLOAD_KEY,
     "burstiness",
     "execution_mode",
     "host",
@@ -117,6 +115,17 @@ def measured_on_instance(run: dict[str, Any]) -> bool:
     say nothing: a kubernetes run landed on its instance type by node selector, a local one did not."""
     recorded = run.get("measured_on_instance")
     return bool(recorded) if recorded is not None else run.get("execution_mode") != "local"
+
+
+def measured_where(run: dict[str, Any]) -> str:
+    """What was measured where, for every label a reader sees: "measured on m8g.xlarge (kubernetes)",
+    "imported: g6e.xlarge as stated by the importer", or a local run's real host ("local: ...")."""
+    if run.get("execution_mode") == IMPORTED_MODE:
+        return f"imported: {run.get('instance_type')} as stated by the importer"
+    host = run.get("host") or host_label(run)  # a point has its host label already
+    if host != ON_INSTANCE:
+        return str(host)
+    return f"measured on {run.get('instance_type')} ({run.get('execution_mode') or 'mode not recorded'})"
 
 
 def host_label(run: dict[str, Any]) -> str:
@@ -310,11 +319,18 @@ def _short_id(values: tuple[Any, ...]) -> str:
     return hashlib.sha256(json.dumps([str(v) for v in values]).encode()).hexdigest()[:12]
 
 
+# A campaign's rows from before workloads were recorded (schema < 5) ran the fixed profile on
+# /v1/completions: they key as the same workload today's rows name. An old import's stay unknown.
+_BEFORE_WORKLOADS = {"workload": DEFAULT_WORKLOAD, "endpoint": "completions"}
+
+
 def _key_value(run: dict[str, Any], key: str) -> Any:
     if key == "host":
         return host_label(run)
     if key == "engine_args":
         return run.get(key) or ""  # rows from before the column: no extra arguments recorded
+    if run.get(key) is None and key in _BEFORE_WORKLOADS and run.get("execution_mode") != IMPORTED_MODE:
+        return _BEFORE_WORKLOADS[key]
     return run.get(key)
 
 
@@ -343,10 +359,14 @@ def level_points(
         point: dict[str, Any] = dict(zip(POINT_KEY, key, strict=True))
         point["point_id"] = _short_id(key)
         point["configuration_id"] = _short_id(key[: len(CONFIG_KEY)])
+        point["comparison_id"] = _short_id(tuple(point[k] for k in COMPARISON_KEY))
         point["measured_on_instance"] = point["host"] == ON_INSTANCE
+        point["measured_where"] = measured_where(point)
         point["configuration"] = configuration_label(point)
         point["model_short"] = short_model(point["model"])
+        point["workload_profile"] = point["workload"]  # the name; `workload` says the requests in words
         point["workload"] = workload_label(point)
+        point["comparison"] = f"{point['model_short']} · {point['workload']}"
         point["level"] = level_label(point["level_kind"], point["level_value"])
         point |= {m: _median(rows, m) for m in MEDIAN_METRICS}
         point["repeats"] = len(rows)
@@ -424,6 +444,7 @@ HEADLINE_FIELDS = (
     "configuration",
     "level",
     "host",
+    "measured_where",
     "measured_on_instance",
     "accelerator_type",
     "instance_type",
@@ -451,14 +472,16 @@ def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -
     """The answer, per model and workload: the cheapest configuration measured on its instance type
     that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
     measured: dict[tuple[Any, ...], set[str]] = defaultdict(set)
-    for p in points:
-        measured[(p["model"], p["workload"], p["measured_on_instance"])].add(p["configuration_id"])
+    for p in points:  # per model and workload: one comparison (COMPARISON_KEY)
+        measured[(p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])].add(
+            p["configuration_id"]
+        )
     chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in best:
-        chosen[(p["model"], p["workload"], p["measured_on_instance"])].append(p)
+        chosen[(p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])].append(p)
     rows = []
-    for key in sorted(measured, key=lambda k: (str(k[0]), k[1], not k[2])):
-        model, workload, on_instance = key
+    for key in sorted(measured, key=lambda k: (str(k[0]), k[1], k[2], not k[3])):
+        model, workload, _, on_instance = key
         candidates = chosen.get(key, [])
         priced = [p for p in candidates if p.get("on_demand_usd_per_1m_output_tokens") is not None]
         row: dict[str, Any] = {
@@ -500,7 +523,7 @@ def frontier(
 
     def dominated(p: dict[str, Any]) -> bool:
         return any(
-            (q["model"], q["workload"]) == (p["model"], p["workload"])
+            q["comparison_id"] == p["comparison_id"]
             and q is not p
             and all(as_good(q, p, k) for k in (cost, *latencies))
             and any(q.get(k) is not None and p.get(k) is not None and q[k] < p[k] for k in (cost, *latencies))

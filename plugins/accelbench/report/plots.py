@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from itertools import pairwise
 from typing import Any, Protocol
 
 import matplotlib
@@ -23,6 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from accelbench.lake.schemas import IMPORTED_MODE
 from accelbench.report.model import CONFIG_KEY, cost_order, version_key
 
 LOG_SCALE_SPREAD = 20  # a throughput axis spanning more than this factor is drawn logarithmic
@@ -95,14 +97,21 @@ def _level(p: dict[str, Any]) -> str:
     return f"{value:g} req/s" if kind == "rate" else f"{kind} {value:g}"
 
 
+def _where(p: dict[str, Any]) -> str:
+    """ " (imported)", " (local host)" or nothing (measured on the instance): what a legend adds."""
+    if p.get("execution_mode") == IMPORTED_MODE:
+        return " (imported)"
+    return "" if p.get("measured_on_instance") else " (local host)"
+
+
 def _legend_name(p: dict[str, Any], configuration: str | None = None) -> str:
-    name = f"{configuration or p['configuration']} · {p['model_short']}"
-    return name if p.get("measured_on_instance") else f"{name} (local host)"
+    return f"{configuration or p['configuration']} · {p['model_short']}{_where(p)}"
 
 
 def _hover(p: dict[str, Any], configuration: str | None = None) -> str:
     """The full model id and where the point ran: what the short legend leaves out."""
-    return f"{p['model']}\n{configuration or p['configuration']}\n{p['workload']}\nhost: {p['host']}"
+    where = p.get("measured_where") or f"host: {p['host']}"
+    return f"{p['model']}\n{configuration or p['configuration']}\n{p['workload']}\n{where}"
 
 
 def _style(p: dict[str, Any], index: int, local_index: int) -> dict[str, Any]:
@@ -247,7 +256,8 @@ def _usd(value: float | None) -> str:
 
 def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
     """USD per 1M output tokens at each configuration's best level under the SLOs, on-demand and spot,
-    cheapest first; only points measured on their instance type have a price."""
+    by model and workload and cheapest first within each; only points measured on their instance type
+    (or imported, on the one stated) have a price."""
     kinds = ("on_demand", "spot")
     priced = [
         p
@@ -257,7 +267,9 @@ def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot 
     ]
     if not priced:
         return None
-    priced.sort(key=cost_order)
+    # By model and workload, cheapest first within each: bars of different workloads are never ranked
+    # against each other (a line parts the groups).
+    priced.sort(key=lambda p: (p["model_short"], _workload_order(p), cost_order(p)))
     fig = Figure(figsize=(11, max(2.2, 1.0 + 0.5 * len(priced))), layout="constrained")
     ax = fig.subplots()
     plot = Plot(fig)
@@ -283,9 +295,15 @@ def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot 
         largest = max(largest, *(v or 0 for v in values))
     ax.set_yticks(
         list(ys),
-        [f"{p['configuration']} · {p['model_short']} · {p['workload']} @ {_level(p)}" for p in priced],
+        [
+            f"{p['configuration']} · {p['model_short']} · {p['workload']} @ {_level(p)}{_where(p)}"
+            for p in priced
+        ],
         fontsize=8,
     )
+    for y, (above, below) in enumerate(pairwise(priced), 1):
+        if (above["model"], above["workload"]) != (below["model"], below["workload"]):
+            ax.axhline(y - 0.5, color="0.6", linewidth=0.8)
     ax.invert_yaxis()
     ax.set_xlim(0, largest * 1.2 or 1)  # room for the value labels
     _plain(ax, y=False)

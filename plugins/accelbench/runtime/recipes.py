@@ -13,6 +13,8 @@ from typing import ClassVar
 from accelbench.config import Settings, env_name
 from accelbench.core.spec import AcceleratorType, Runtime, ServerSpec
 from accelbench.errors import ConfigError
+from accelbench.runtime.neuron import neuron_args, neuron_env, neuron_support_problem
+from accelbench.runtime.tag_rules import NEURON_DLC_TAGS
 
 log = logging.getLogger(__name__)
 SERVER_PORT = 8000
@@ -30,6 +32,8 @@ MANAGED_ARGS = (
     "--quantization",
     "--kv-cache-dtype",
     "--model",
+    "--gpu-memory-utilization",
+    "--max-num-seqs",
 )
 
 
@@ -57,8 +61,21 @@ class Recipe:
     def tag(self, version: str) -> str:
         return f"v{version.removeprefix('v')}"
 
-    def image(self, version: str) -> str:
+    def image(self, version: str, recorded: str | None = None) -> str:
+        """The image a server of `version` runs. CPU and GPU tags are the version's own spelling, so the
+        image is computed (in the configured repository, which may be a mirror) and `recorded`, the
+        catalog's image of that version (queries.runtime_image), is not needed."""
         return f"{self.repository()}:{self.tag(version)}"
+
+    def container_command(self) -> list[str]:
+        """The server container's command, whatever the image's ENTRYPOINT: the GPU image's has been
+        `python3 -m vllm.entrypoints.openai.api_server`, which ignores a leading model argument
+        (vllm-project/vllm#32294), and the Neuron DLC's runs its arguments as a command."""
+        return ["vllm", "serve"]
+
+    def support_problem(self, instance_family: str, version: str) -> str | None:
+        """Why an instance family cannot run this runtime at `version`; None when nothing known forbids it."""
+        return None
 
     def tier_args(self, spec: ServerSpec) -> list[str]:
         return []
@@ -121,26 +138,69 @@ class VllmGpu(Recipe):
     runtime: ClassVar[Runtime] = "vllm-gpu"
     accelerator_type: ClassVar[AcceleratorType] = "gpu"
     repository_field: ClassVar[str] = "vllm_gpu_image_repository"
+    # Used only when the catalog has no vllm-gpu row; vllm/vllm-openai:v0.18.0 is a published tag.
     default_version: ClassVar[str] = "0.18.0"
-    gpu_memory_utilization: float = 0.90
 
     def tier_args(self, spec: ServerSpec) -> list[str]:
-        return ["--gpu-memory-utilization", f"{self.gpu_memory_utilization:.2f}"]
+        # Nothing else is GPU-specific: the batch is vLLM's own scheduling (no --max-num-seqs to compile for),
+        # TP is the GPU count, and the fp8 KV cache comes through --kv-cache-dtype.
+        if spec.gpu_memory_utilization is None:
+            return []  # vLLM's own default (0.9)
+        return ["--gpu-memory-utilization", f"{spec.gpu_memory_utilization:g}"]
+
+
+def _tag_of(reference: str) -> str:
+    """The tag of `repository:tag` (a registry port or a trailing @digest notwithstanding)."""
+    name, sep, tag = reference.split("@", 1)[0].rpartition(":")
+    if not sep or not name or "/" in tag:
+        raise ConfigError("image", reference, "an image reference without a tag")
+    return tag
 
 
 @dataclass(frozen=True)
 class VllmNeuron(Recipe):
+    """AWS's Neuron vLLM DLC. Its tag names the Neuron SDK, Python and OS besides the vLLM version, so the
+    image comes from what release discovery recorded; the arguments and environment of each DLC line are
+    in runtime/neuron.py."""
+
     runtime: ClassVar[Runtime] = "vllm-neuron"
     accelerator_type: ClassVar[AcceleratorType] = "neuron"
     repository_field: ClassVar[str] = "vllm_neuron_image_repository"
-
-    default_version: ClassVar[str] = "0.18.0"
+    # The newest line Inf2 and Trn1 run (neuron.NEURON_CORE_V2_LAST_LINE), built for Neuron SDK 2.31.1: a
+    # published tag, used only when the catalog has no vllm-neuron row, so that a campaign runs before the
+    # first release discovery. Any other version needs its recorded tag (the SDK cannot be derived).
+    default_image_tag: ClassVar[str] = "0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
+    default_version: ClassVar[str] = NEURON_DLC_TAGS.parse(default_image_tag).version
 
     def tag(self, version: str) -> str:
-        return version.removeprefix("v")
+        if version.removeprefix("v") == self.default_version:
+            return self.default_image_tag
+        raise ConfigError(
+            "neuron_version",
+            version,
+            "the Neuron DLC's tag names the Neuron SDK, Python and OS besides the vLLM version (e.g. "
+            f"{self.default_image_tag}), so it cannot be derived from the version: run release discovery "
+            "(accelbench_vllm_cpu_releases records vllm-neuron versions in the catalog) or give the image",
+        )
+
+    def image(self, version: str, recorded: str | None = None) -> str:
+        """The recorded tag in the configured repository (a mirror keeps the tag); without one, only the
+        default version's tag is known."""
+        if recorded:
+            return f"{self.repository()}:{_tag_of(recorded)}"
+        return super().image(version)
+
+    def support_problem(self, instance_family: str, version: str) -> str | None:
+        return neuron_support_problem(instance_family, version)
 
     def tier_args(self, spec: ServerSpec) -> list[str]:
-        return ["--device", "neuron"]
+        if spec.max_num_seqs is None:
+            why = "the Neuron tier compiles the model for a fixed batch: the planner sets it"
+            raise ConfigError("max_num_seqs", None, why)
+        return neuron_args(spec.version, spec.max_num_seqs)
+
+    def tier_env(self, spec: ServerSpec) -> dict[str, str]:
+        return neuron_env(spec.version)
 
 
 RECIPES: dict[str, Recipe] = {r.runtime: r for r in (VllmCpu(), VllmGpu(), VllmNeuron())}

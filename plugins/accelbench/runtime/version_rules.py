@@ -23,14 +23,15 @@ def check_version(version: str | None, field: str = "version") -> str:
     return version.removeprefix("v")
 
 
-def local_mode_version(requested: str | None, installed: str, where: str) -> str:
+def local_mode_version(requested: str | None, installed: str, where: str, field: str = "version") -> str:
     """Local mode serves the vLLM installed beside the worker (`installed`, from the interpreter
-    `where`): that is the version its rows must carry, so another requested version is refused."""
+    `where`): that is the version its rows must carry, so another requested version (in the request's
+    `field`) is refused."""
     if requested is not None and Version(requested) != Version(installed):
         raise ConfigError(
-            "version",
+            field,
             requested,
-            f"local mode serves the vLLM CPU installed beside {where} ({installed}); "
+            f"local mode serves the vLLM installed beside {where} ({installed}); "
             "measure other versions in kubernetes mode",
         )
     return installed

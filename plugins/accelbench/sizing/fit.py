@@ -79,11 +79,12 @@ class NodeBudget:
         architecture: str,
         max_pods: int,
         loadgen_mib: int,
+        accelerator_type: str = "cpu",
     ) -> NodeBudget:
         node = allocatable(
             memory_mib=round(memory_gib * 1024), vcpu=vcpu, architecture=architecture, max_pods=max_pods
         )
-        ds_cpu_m, ds_memory_mib = node_daemonset_requests()
+        ds_cpu_m, ds_memory_mib = node_daemonset_requests(accelerator_type)
         memory = node.memory_mib - ds_memory_mib - loadgen_mib - XCOM_SIDECAR_MEMORY_MIB
         cpu_room = node.cpu_m - ds_cpu_m - XCOM_SIDECAR_CPU_M - LOADGEN_CPU * 1000
         cpu = min(cpu_room // 1000, exclusive_cpus(vcpu) - LOADGEN_CPU)

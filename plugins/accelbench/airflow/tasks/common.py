@@ -47,10 +47,10 @@ def fail_on_library_error(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def _local_vllm() -> tuple[str, str]:
-    from accelbench.execution.local_server import local_vllm_version, vllm_python
+def _local_vllm(runtime: str) -> tuple[str, str]:
+    from accelbench.execution.local_server import local_runtime
 
-    return local_vllm_version(), str(vllm_python())
+    return local_runtime(runtime)
 
 
 def _kubernetes_problems(model: str) -> list[Problem]:

@@ -14,8 +14,21 @@ from accelbench.config import Settings
 from accelbench.errors import ConfigError
 from accelbench.lake.imported import ImportTarget, import_results
 from accelbench.lake.store import Lake
+from accelbench.runtime.version_rules import check_version
 
 log = logging.getLogger(__name__)
+# The params that go to ImportTarget as they are: what the caller says of the server and the workload.
+STATED_PARAMS = (
+    "image",
+    "tensor_parallel_size",
+    "quantization",
+    "workload",
+    "endpoint",
+    "dataset",
+    "input_len",
+    "output_len",
+    "range_ratio",
+)
 
 
 @fail_on_library_error
@@ -32,16 +45,19 @@ def import_bench_results(params: dict[str, Any], dag_run_id: str) -> dict[str, A
             params["accelerator_type"],
             f"{spec.instance_type} is a {spec.accelerator_type} instance type in the catalog",
         )
-    day = params.get("date")
-    target = ImportTarget(
+    day, version = params.get("date"), params.get("vllm_version") or ""
+    stated = {k: params[k] for k in STATED_PARAMS if params.get(k) is not None}  # empty: the default
+    target = ImportTarget(  # checks every stated field (a ConfigError names the one at fault)
         accelerator_type=spec.accelerator_type,
         instance_type=spec.instance_type,
         accelerator_count=spec.accelerator_count,
         model=params["model"],
-        vllm_version=params.get("vllm_version"),
-        quantization=params.get("quantization"),
+        # spelt as the lake spells versions ("v0.11.0" -> "0.11.0"); none given: ImportTarget refuses it
+        vllm_version=check_version(version, "vllm_version") if version else "",
         started_at=datetime.fromisoformat(day).replace(tzinfo=UTC) if day else None,
+        **stated,
     )
+    log.info("importing as %s", target)
     lake = Lake.from_env(settings)
     report = import_results(lake, params["source"], target, dag_run_id, settings.import_roots)
     for copy in report.imported:
