@@ -199,3 +199,19 @@ def test_rows_from_before_workloads_pool_as_the_fixed_profile_an_old_import_does
     assert points[1]["repeats"] == 2 and points[1]["workload_profile"] == "fixed"
     assert points[4]["workload_profile"] is None  # an import that did not say its workload stays unknown
     assert points[1]["comparison_id"] == points[8]["comparison_id"] != points[4]["comparison_id"]
+
+
+def test_a_local_gpu_run_is_labelled_with_the_gpus_it_ran_on() -> None:
+    """Planned for g6e.xlarge, run on a workstation's H100s: every label says the H100s, never the L40S."""
+    run = {
+        "execution_mode": "local",
+        "instance_type": "g6e.xlarge",
+        "host_instance_type": None,
+        "host_architecture": "x86_64",
+        "host_cpu_model": "AMD EPYC 9654",
+        "host_vcpus": 32,
+        "host_accelerators": "2 x NVIDIA H100 80GB HBM3 (81559 MiB), driver 570.124.06",
+    }
+    label = measured_where(run)
+    assert label.startswith("local: x86_64 AMD EPYC 9654, 32 vCPU, 2 x NVIDIA H100 80GB HBM3"), label
+    assert "g6e.xlarge" not in label

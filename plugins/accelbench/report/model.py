@@ -129,12 +129,15 @@ def measured_where(run: dict[str, Any]) -> str:
 
 
 def host_label(run: dict[str, Any]) -> str:
-    """ "instance", or "local: <arch> <cpu model>, <n> vCPU" for a run on a stand-in host."""
+    """ "instance", or "local: <arch> <cpu model>, <n> vCPU[, <GPUs>]" for a run on a stand-in host (the
+    GPUs a local GPU run really ran on, as their driver names them)."""
     if measured_on_instance(run):
         return ON_INSTANCE
     what = " ".join(str(run[k]) for k in ("host_architecture", "host_cpu_model") if run.get(k))
     if run.get("host_vcpus"):
         what += f", {run['host_vcpus']} vCPU"
+    if run.get("host_accelerators"):
+        what += f", {run['host_accelerators']}"
     return f"local: {what.strip(', ') or 'host not recorded'}"
 
 
