@@ -122,16 +122,28 @@ def test_gpu_pod_gets_gpus_and_the_gpu_pool(kubeconfig: Path, version: str) -> N
     assert keys == {t.key for t in placement.GPU_TAINTS}
 
 
-def test_pod_lands_on_the_cpu_nodepool_the_infra_defines(kubeconfig: Path) -> None:
+@pytest.mark.parametrize(
+    ("tier", "runtime", "instance_type"),
+    [
+        ("cpu", "vllm-cpu", "c8g.4xlarge"),
+        ("gpu", "vllm-gpu", "g6e.12xlarge"),
+        ("neuron", "vllm-neuron", "trn1.2xlarge"),
+    ],
+)
+def test_pod_lands_on_its_tiers_nodepool_the_infra_defines(
+    kubeconfig: Path, tier: str, runtime: str, instance_type: str
+) -> None:
+    """The rendered NodePool of the pod's tier: its name, architecture and family admit the pod, and the pod
+    tolerates every taint it sets (a pod that misses one never gets a node)."""
     from tests.support.infra import render_karpenter
 
-    nodepool = render_karpenter("NodePool")
-    pod = render(kubeconfig, "vllm-cpu", "c8g.4xlarge")
+    nodepool = render_karpenter("NodePool", tier)
+    pod = render(kubeconfig, runtime, instance_type)
     spec = pod["spec"]
     assert spec["nodeSelector"][placement.NODEPOOL_LABEL] == nodepool["metadata"]["name"]
     requirements = {r["key"]: r["values"] for r in nodepool["spec"]["template"]["spec"]["requirements"]}
     assert spec["nodeSelector"][placement.ARCH_LABEL] in requirements[placement.ARCH_LABEL]
-    assert "c8g" in requirements["karpenter.k8s.aws/instance-family"]
+    assert instance_type.split(".")[0] in requirements["karpenter.k8s.aws/instance-family"]
     for taint in nodepool["spec"]["template"]["spec"]["taints"]:
         assert any(
             t["key"] == taint["key"] and t["value"] == taint["value"] and t["effect"] == taint["effect"]
@@ -143,7 +155,8 @@ def test_pod_lands_on_the_cpu_nodepool_the_infra_defines(kubeconfig: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("runtime", "instance_type"), [("vllm-cpu", "r8g.48xlarge"), ("vllm-gpu", "g6e.xlarge")]
+    ("runtime", "instance_type"),
+    [("vllm-cpu", "r8g.48xlarge"), ("vllm-gpu", "g6e.xlarge"), ("vllm-neuron", "inf2.xlarge")],
 )
 def test_rendered_pods_pass_checkov(
     kubeconfig: Path, tmp_path: Path, runtime: str, instance_type: str

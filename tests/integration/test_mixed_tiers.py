@@ -13,6 +13,7 @@ import pytest
 from accelbench.campaign.planner import Plan, RuntimeBuild, plan_campaign
 from accelbench.campaign.problems import PlanningError
 from accelbench.campaign.request import CampaignRequest
+from accelbench.core.families import NEURON_CORES_PER_DEVICE, NEURON_FAMILIES
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import SPEC_ENV
 from accelbench.sizing.daemonsets import tier_daemonsets
@@ -52,6 +53,7 @@ def render(kubeconfig: Path, spec: Any) -> dict[str, Any]:
 
 
 def test_each_type_runs_its_tiers_runtime_image_and_ranks() -> None:
+    assert set(NEURON_CORES_PER_DEVICE) == NEURON_FAMILIES  # each Neuron family: its NeuronCores per device
     servers = {s.server.instance_type: s.server for s in plan().specs}
     assert list(servers) == MIXED
     cpu, gpu, neuron = (servers[t] for t in MIXED)
@@ -89,6 +91,7 @@ def test_three_tiers_pods_fit_their_nodes_per_karpenters_published_allocatable(k
     }
     taints = {"cpu": placement.CPU_TAINTS, "gpu": placement.GPU_TAINTS, "neuron": placement.NEURON_TAINTS}
     loadgen_images = set()
+    startup: dict[str, int] = {}
     for spec in plan().specs:
         tier, name = spec.server.accelerator_type, spec.server.instance_type
         pod = render(kubeconfig, spec)
@@ -121,10 +124,13 @@ def test_three_tiers_pods_fit_their_nodes_per_karpenters_published_allocatable(k
             spec.server.runtime
         )
         assert server["command"] == ["vllm", "serve"]  # whatever each tier's image's ENTRYPOINT runs
+        startup[tier] = server["startupProbe"]["failureThreshold"] * server["startupProbe"]["periodSeconds"]
         args = server["args"]
         assert ("--gpu-memory-utilization" in args) == (tier == "gpu"), name
         assert ("--max-num-seqs" in args) == (tier == "neuron"), name
     assert len(loadgen_images) == 1  # the same pinned load generator against every tier
+    # The same model's server may take longer to start where it compiles first: CUDA graphs, neuronx-cc.
+    assert startup["cpu"] < startup["gpu"] < startup["neuron"], startup
 
 
 def test_gpu_ranks_follow_the_models_heads() -> None:

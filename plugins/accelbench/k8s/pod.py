@@ -31,6 +31,11 @@ PROBE_PERIOD_S = 10
 # (weights read from the image/volume and repacked for the CPU kernels).
 STARTUP_BASE_S = 180
 STARTUP_PER_GIB_S = 10
+# Accelerated servers compile before they answer /health: vLLM on CUDA captures graphs (and torch.compile's
+# first run), a Neuron server compiles the model for its batch and ranks with neuronx-cc, minutes per GiB of
+# weights. Allowances, not measurements: the server's log says the time it took.
+COMPILE_BASE_S = {"cpu": 0, "gpu": 300, "neuron": 900}
+COMPILE_PER_GIB_S = {"cpu": 0, "gpu": 0, "neuron": 120}
 HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 LOADGEN_UID = 10001
 # Checks of checkov that a benchmark pod fails on purpose, each with the reason (pod annotations).
@@ -79,8 +84,12 @@ def guaranteed(cpu: str, memory: str, extra: dict[str, str] | None = None) -> k8
     return k8s.V1ResourceRequirements(requests=dict(values), limits=dict(values))
 
 
-def startup_failure_threshold(weights_gib: float) -> int:
-    return math.ceil((STARTUP_BASE_S + STARTUP_PER_GIB_S * weights_gib) / PROBE_PERIOD_S)
+def startup_failure_threshold(weights_gib: float, accelerator_type: str = "cpu") -> int:
+    """Probes before the server counts as failed to start: process start, model load and, on an accelerator,
+    its compilation."""
+    budget = STARTUP_BASE_S + STARTUP_PER_GIB_S * weights_gib
+    budget += COMPILE_BASE_S[accelerator_type] + COMPILE_PER_GIB_S[accelerator_type] * weights_gib
+    return math.ceil(budget / PROBE_PERIOD_S)
 
 
 def _tolerations(accelerator_type: str) -> list[k8s.V1Toleration]:
@@ -116,7 +125,7 @@ def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
             http_get=health,
             period_seconds=PROBE_PERIOD_S,
             timeout_seconds=5,
-            failure_threshold=startup_failure_threshold(s.model_weights_gib),
+            failure_threshold=startup_failure_threshold(s.model_weights_gib, s.accelerator_type),
         ),
         readiness_probe=k8s.V1Probe(
             http_get=health, period_seconds=PROBE_PERIOD_S, timeout_seconds=5, failure_threshold=3
@@ -238,7 +247,8 @@ def build_pod_parts(
             )
         ),
         schedule_timeout_s=schedule_timeout_s(),
-        startup_timeout_s=IMAGE_PULL_S + startup_failure_threshold(weights_gib) * PROBE_PERIOD_S,
+        startup_timeout_s=IMAGE_PULL_S
+        + startup_failure_threshold(weights_gib, s.accelerator_type) * PROBE_PERIOD_S,
     )
 
 
