@@ -84,12 +84,6 @@ def test_three_tiers_pods_fit_their_nodes_per_karpenters_published_allocatable(k
     """Each pod's requests (server sidecar, load generator, XCom sidecar) plus its tier's DaemonSets fit under
     the node's allocatable CPU and memory, and its devices under the node's device count; all three run the
     same load-generator image, on their tier's NodePool, tolerating their tier's taints."""
-    pools = {
-        "cpu": placement.CPU_NODEPOOL,
-        "gpu": placement.GPU_NODEPOOL,
-        "neuron": placement.NEURON_NODEPOOL,
-    }
-    taints = {"cpu": placement.CPU_TAINTS, "gpu": placement.GPU_TAINTS, "neuron": placement.NEURON_TAINTS}
     loadgen_images = set()
     startup: dict[str, int] = {}
     for spec in plan().specs:
@@ -114,10 +108,10 @@ def test_three_tiers_pods_fit_their_nodes_per_karpenters_published_allocatable(k
             else:
                 assert resource not in asked, name
         selector = pod["spec"]["nodeSelector"]
-        assert selector[placement.NODEPOOL_LABEL] == pools[tier]
+        assert selector[placement.NODEPOOL_LABEL] == placement.NODEPOOLS[tier]
         assert selector[placement.ARCH_LABEL] == row["arch"]  # arm64 Graviton, amd64 GPU and Neuron
         tolerations = {(t["key"], t["value"], t["effect"]) for t in pod["spec"]["tolerations"]}
-        assert tolerations == {(t.key, t.value, t.effect) for t in taints[tier]}
+        assert tolerations == {(t.key, t.value, t.effect) for t in placement.TAINTS[tier]}
         main = pod["spec"]["containers"][0]
         loadgen_images.add(main["image"])
         assert json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["server"]["runtime"] == (

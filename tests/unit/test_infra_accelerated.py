@@ -37,9 +37,9 @@ from tests.support.infra import (
 )
 
 ACCELERATED = ("gpu", "neuron")
-POOLS = {"cpu": placement.CPU_NODEPOOL, "gpu": placement.GPU_NODEPOOL, "neuron": placement.NEURON_NODEPOOL}
+POOLS = placement.NODEPOOLS
 FAMILIES = {"gpu": placement.GPU_NODEPOOL_FAMILIES, "neuron": placement.NEURON_NODEPOOL_FAMILIES}
-TAINTS = {"cpu": placement.CPU_TAINTS, "gpu": placement.GPU_TAINTS, "neuron": placement.NEURON_TAINTS}
+TAINTS = placement.TAINTS
 K8S_VERSIONS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 # Outside facts: the AMI types of the EKS-optimised AL2023 accelerated AMIs as their SSM path names them
 # (Amazon EKS User Guide, "Retrieve recommended Amazon Linux AMI IDs"); the column of Karpenter's table for

@@ -14,13 +14,12 @@ from datetime import datetime
 
 from sqlalchemy import Engine
 
-from accelbench.campaign.planner import RuntimeBuild, plan_campaign
+from accelbench.campaign.planner import RuntimeBuild, plan_campaign, tier_runtime
 from accelbench.campaign.problems import Problem
 from accelbench.campaign.request import VERSION_FIELDS, CampaignRequest
 from accelbench.catalog import queries
 from accelbench.catalog.retract import retracted_run_ids
 from accelbench.catalog.seed_file import InstanceSpec
-from accelbench.core.families import TIER_RUNTIME
 from accelbench.core.modes import check_mode, default_mode
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
@@ -68,8 +67,7 @@ def campaign_runtimes(
     out: dict[str, list[tuple[int, str]]] = {}
     for i, name in enumerate(request.instance_types):
         inst = catalog.get(name)
-        if request.runtime or inst is not None:
-            runtime = request.runtime or TIER_RUNTIME[inst.accelerator_type]  # type: ignore[union-attr]
+        if runtime := request.runtime or (inst and tier_runtime(request, inst)):
             out.setdefault(runtime, []).append((i, name))
     return out
 

@@ -13,9 +13,7 @@ from pathlib import Path
 from accelbench.core.families import (
     ACCELERATOR_TYPES,
     ARCHITECTURES,
-    CPU_FAMILIES,
-    GPU_FAMILIES,
-    NEURON_FAMILIES,
+    TIER_FAMILIES,
     refuse_graviton2,
     split_instance_type,
 )
@@ -44,8 +42,6 @@ class InstanceSpec:
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(InstanceSpec))
-# The families each accelerator_type may carry: a row of another family is a typo or an unplanned tier.
-_TIERS = {"cpu": CPU_FAMILIES, "gpu": GPU_FAMILIES, "neuron": NEURON_FAMILIES}
 
 
 def default_seed_path() -> Path:
@@ -98,7 +94,7 @@ def _parse_row(row: dict[str, str], where: str) -> InstanceSpec:
         )
     if spec.max_pods is not None and spec.max_pods < 1:
         raise ConfigError(f"{where}.max_pods", spec.max_pods, "must be at least 1")
-    tier = _TIERS[spec.accelerator_type]
+    tier = TIER_FAMILIES[spec.accelerator_type]  # another family: a typo or an unplanned tier
     if spec.family not in tier:
         raise ConfigError(
             f"{where}.family",

@@ -20,6 +20,8 @@ CPU_FAMILIES = frozenset({"r7g", "m7g", "c7g", "r8g", "m8g", "c8g", "r9g", "m9g"
 # (TIER_RUNTIME).
 GPU_FAMILIES = frozenset({"g5", "g6", "g6e", "p5"})
 NEURON_FAMILIES = frozenset({"inf2", "trn1"})
+# The families each tier (accelerator_type) may carry.
+TIER_FAMILIES = {"cpu": CPU_FAMILIES, "gpu": GPU_FAMILIES, "neuron": NEURON_FAMILIES}
 # The server recipe of each tier (accelbench.runtime.recipes): a campaign's runtime follows its types' tiers.
 TIER_RUNTIME = {"cpu": "vllm-cpu", "gpu": "vllm-gpu", "neuron": "vllm-neuron"}
 # NeuronCores per Neuron device (Inferentia2 and Trainium1 each have two NeuronCore-v2): vLLM on Neuron shards

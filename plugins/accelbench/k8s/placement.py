@@ -38,3 +38,6 @@ CPU_NODEPOOL_FAMILIES = tuple(sorted(CPU_FAMILIES))
 # The GPU and Neuron NodePools launch exactly the catalog's families of their tier.
 GPU_NODEPOOL_FAMILIES = tuple(sorted(GPU_FAMILIES))
 NEURON_NODEPOOL_FAMILIES = tuple(sorted(NEURON_FAMILIES))
+# Each tier's NodePool and the taints its pods tolerate.
+NODEPOOLS = {"cpu": CPU_NODEPOOL, "gpu": GPU_NODEPOOL, "neuron": NEURON_NODEPOOL}
+TAINTS = {"cpu": CPU_TAINTS, "gpu": GPU_TAINTS, "neuron": NEURON_TAINTS}

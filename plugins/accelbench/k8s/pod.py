@@ -93,9 +93,7 @@ def startup_failure_threshold(weights_gib: float, accelerator_type: str = "cpu")
 
 
 def _tolerations(accelerator_type: str) -> list[k8s.V1Toleration]:
-    taints = {"cpu": placement.CPU_TAINTS, "gpu": placement.GPU_TAINTS, "neuron": placement.NEURON_TAINTS}[
-        accelerator_type
-    ]
+    taints = placement.TAINTS[accelerator_type]
     return [k8s.V1Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in taints]
 
 
@@ -178,11 +176,7 @@ def build_pod_parts(
     spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NAMESPACE, lake_uri: str | None = None
 ) -> PodParts:
     s = spec.server
-    pool = {
-        "cpu": placement.CPU_NODEPOOL,
-        "gpu": placement.GPU_NODEPOOL,
-        "neuron": placement.NEURON_NODEPOOL,
-    }[s.accelerator_type]
+    pool = placement.NODEPOOLS[s.accelerator_type]
     shm_gib = max(1, min(16, s.server_memory_mib // 4096))
     weights_gib = s.model_weights_gib
     return PodParts(

@@ -14,7 +14,7 @@ from accelbench.config import Settings, env_name
 from accelbench.core.spec import AcceleratorType, Runtime, ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.neuron import neuron_args, neuron_env, neuron_support_problem
-from accelbench.runtime.tag_rules import NEURON_DLC_TAGS
+from accelbench.runtime.tag_rules import NEURON_DLC_TAGS, VLLM_CPU_TAGS
 
 log = logging.getLogger(__name__)
 SERVER_PORT = 8000
@@ -121,7 +121,7 @@ class VllmCpu(Recipe):
     omp_threads_bind: str = "auto"
 
     def tag(self, version: str) -> str:
-        return f"{super().tag(version)}-arm64"  # the arm64-only tag; never the multi-arch one
+        return f"{super().tag(version)}{VLLM_CPU_TAGS.suffix}"  # the arm64-only tag; never the multi-arch one
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
         # Always set: unset, some versions take half the host's RAM per NUMA node. vLLM applies it to
