@@ -142,7 +142,7 @@ def main() -> None:
         model = tmp / "tiny-model"
         env = os.environ | {"PYTHONPATH": str(REPO / "plugins")}
         subprocess.run(
-            [str(VLLM_PYTHON), "-m", "accelbench.execution.tiny_model", str(model)],
+            [str(VLLM_PYTHON), "-m", "accelbench.local.tiny_model", str(model)],
             env=env,
             capture_output=True,
             check=True,

@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/load_search.py [--variable concurrency|request_rate] [--lower 1 --upper 64]
          [--prompts 200] [--repeats 1] [--metric e2el|tpot|ttft] [--slo-ms MS]
 
-One local vLLM CPU server on the tiny model (accelbench.execution.tiny_model, enforce-eager, local mode's
+One local vLLM CPU server on the tiny model (accelbench.local.tiny_model, enforce-eager, local mode's
 LocalServer and pinning), one warm `vllm bench serve` client, three phases against that one server:
 
   calibration  p99 of --metric at the lower and at the upper bound (fixed levels through the Driver);
@@ -49,10 +49,10 @@ from accelbench.core.search import (
 )
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
-from accelbench.execution.local_server import LocalServer, Pinning
-from accelbench.execution.tiny_model import server_spec
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
+from accelbench.local.server import LocalServer, Pinning
+from accelbench.local.tiny_model import server_spec
 from zero_pipeline import CACHE, REPO, tiny_tokenizer
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"

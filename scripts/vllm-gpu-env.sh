@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Optional: create .venv-vllm-gpu, the CUDA build of vLLM (PyPI `vllm`), so that local mode can measure GPU
-# instance types on a worker with an NVIDIA GPU (accelbench.execution.local_server.LOCAL_ENVIRONMENTS).
+# instance types on a worker with an NVIDIA GPU (accelbench.local.server.LOCAL_ENVIRONMENTS).
 # The load generator stays the CPU environment's `vllm bench serve` (scripts/vllm-env.sh): one pinned client.
 #   VLLM_GPU_ENV_DIR  where the environment goes (default .venv-vllm-gpu in the repository)
 #   VLLM_GPU_VERSION  the vLLM release to install (default: the CPU environment's, so tiers compare like with like)

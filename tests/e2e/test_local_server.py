@@ -9,8 +9,8 @@ from pathlib import Path
 import psutil
 import pytest
 from accelbench.errors import ConfigError
-from accelbench.execution.local_server import LocalServer, Pinning, ServerStartError, parse_cpus
-from accelbench.execution.tiny_model import server_spec as tiny_spec
+from accelbench.local.server import LocalServer, Pinning, ServerStartError, parse_cpus
+from accelbench.local.tiny_model import server_spec as tiny_spec
 
 pytestmark = pytest.mark.vllm
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.core.workloads import Workload
-from accelbench.execution.local_server import LocalServer, Pinning
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
+from accelbench.local.server import LocalServer, Pinning
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.html import render_html
 from accelbench.report.model import PREFIX_CACHING_OFF, PREFIX_CACHING_ON

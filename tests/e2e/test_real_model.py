@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.core.workloads import PROFILES
-from accelbench.execution import real_model as rm
-from accelbench.execution.local_server import LocalServer, Pinning
 from accelbench.lake.ingest import Provenance, ingest
 from accelbench.lake.raw import dir_reader
 from accelbench.loadgen.driver import Driver
+from accelbench.local import real_model as rm
+from accelbench.local.server import LocalServer, Pinning
 
 from tests.support.paths import REPO
 

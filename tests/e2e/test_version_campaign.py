@@ -88,7 +88,7 @@ def test_version_matrix_plans_at_the_partition_version_and_skips_what_the_lake_h
 
 
 def test_local_mode_refuses_another_version_than_its_own(catalog, vllm_python, monkeypatch) -> None:
-    from accelbench.execution.local_server import local_vllm_version
+    from accelbench.local.server import local_vllm_version
     from airflow.sdk.exceptions import AirflowFailException
 
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))

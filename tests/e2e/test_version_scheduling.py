@@ -190,7 +190,7 @@ def _server_starts(accelbench_home: Path) -> int:
 
 
 def test_partition_keys_from_rest_and_asset_events_run_one_campaign_per_version(airflow: Airflow) -> None:
-    from accelbench.execution.local_server import local_vllm_version
+    from accelbench.local.server import local_vllm_version
 
     version = local_vllm_version()  # local mode serves its own vLLM: that is the version to request
     lake = Lake(str(airflow.accelbench_home / "lake"))

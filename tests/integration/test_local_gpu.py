@@ -18,9 +18,9 @@ from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import load_seed
 from accelbench.errors import ConfigError
-from accelbench.execution.local import check_local_gpus
-from accelbench.execution.local_server import local_runtime, local_vllm_version, vllm_python
 from accelbench.loadgen.host import describe_gpus, gpus
+from accelbench.local.executor import check_local_gpus
+from accelbench.local.server import local_runtime, local_vllm_version, vllm_python
 from accelbench.sizing.model_config import load_model_shape
 
 from tests.support.gpus import H100S, NO_DRIVER, fake_nvidia_smi

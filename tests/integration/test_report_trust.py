@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 from accelbench.core.price import Price
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.execution.tiny_model import server_spec
 from accelbench.lake.imported import ImportTarget, import_results
 from accelbench.lake.store import Lake
+from accelbench.local.tiny_model import server_spec
 from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.report.crosstier import DIFFERENT_WORKLOAD
 from accelbench.report.model import best_under_slos, level_points

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.execution.local_server import LocalServer
+from accelbench.local.server import LocalServer
 
 from tests.support.paths import REPO
 

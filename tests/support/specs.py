@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.execution.tiny_model import server_spec as tiny_spec
+from accelbench.local.tiny_model import server_spec as tiny_spec
 
 __all__ = ["INPUT_LEN", "OUTPUT_LEN", "PROMPTS", "spec_for", "tiny_campaign_conf", "tiny_spec"]
 

@@ -16,13 +16,13 @@ from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord, RunSummary
 from accelbench.core.modes import MODES
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.execution.tiny_model import server_spec
 from accelbench.lake.ingest import RESULT_COLUMNS, ingest_raw
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, upload_raw
 from accelbench.lake.rows import RowError, RunRow, runs_table
 from accelbench.lake.schemas import RUNS, reference_markdown
 from accelbench.lake.store import Lake
 from accelbench.loadgen.finish import finish
+from accelbench.local.tiny_model import server_spec
 from pydantic import ValidationError
 
 from tests.support.paths import REPO

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 # The executor of each mode, imported when a benchmark runs: the local one needs pyarrow and psutil, the
 # kubernetes one the kubernetes client (seconds to import), neither wanted at DAG parse time.
 def _local(operator: BenchmarkOperator, context: Any, lake: Lake) -> Executor:
-    from accelbench.execution.local import LocalExecutor
+    from accelbench.local.executor import LocalExecutor
 
     return LocalExecutor(lake)
 

@@ -1,6 +1,6 @@
 """What an executor is: a way to run one BenchmarkSpec in one execution mode (core.modes).
 
-Both implementations, `local` (execution.local.LocalExecutor: a vLLM child process) and `kubernetes`
+Both implementations, `local` (local.executor.LocalExecutor: a vLLM child process) and `kubernetes`
 (airflow.benchmark_pod.KubernetesExecutor: a benchmark pod), run the spec, leave the raw evidence in the
 lake's raw/ area through the same finish path (loadgen.finish) and return the same typed summary; the
 benchmark task looks its executor up by mode (airflow.benchmark_operator.EXECUTORS).

@@ -1,5 +1,5 @@
 """Where a served model came from, as the lake rows and the report say it: read from the provenance file a
-converted model folder carries (accelbench.execution.real_model writes it), for any model served from a
+converted model folder carries (accelbench.local.real_model writes it), for any model served from a
 local folder. Standard library only: the converter imports this file in the vLLM environment too."""
 
 from __future__ import annotations

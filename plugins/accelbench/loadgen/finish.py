@@ -1,7 +1,7 @@
 """The end of every executor's run of a spec, shared: execution.json beside the envelope, the raw evidence
 copied to the lake's raw/ area, the run summary.
 
-The benchmark pod's load generator (loadgen.cli) and the local executor (execution.local) both end here,
+The benchmark pod's load generator (loadgen.cli) and the local executor (local.executor) both end here,
 so a lake that cannot take the evidence is handled one way: nothing is lost (the evidence stays in the
 folder the driver wrote, the summary keeps every level), the summary's `lake_error` says why, and the
 caller fails on it without retry (a retry would measure again and replace the evidence kept).

@@ -48,7 +48,7 @@ def fail_on_library_error(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def _local_vllm(runtime: str) -> tuple[str, str]:
-    from accelbench.execution.local_server import local_runtime
+    from accelbench.local.server import local_runtime
 
     return local_runtime(runtime)
 

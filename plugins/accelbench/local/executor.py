@@ -13,12 +13,12 @@ from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
-from accelbench.execution.local_server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import describe_gpus, gpus, host_facts
+from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
 
 log = logging.getLogger(__name__)
 SERVER_STARTS = "server-starts.jsonl"

@@ -1,7 +1,7 @@
 """Build a small Llama with random weights and a locally trained tokenizer: no model hub needed.
 
 Run with the vLLM environment's interpreter (it has torch, transformers and tokenizers):
-    .venv-vllm/bin/python -m accelbench.execution.tiny_model OUT_DIR
+    .venv-vllm/bin/python -m accelbench.local.tiny_model OUT_DIR
 Random weights give meaningless text but real compute; benchmarks use --ignore-eos.
 """
 
@@ -60,7 +60,7 @@ def server_spec(
     model_weights_gib: float = 0.02,
 ) -> ServerSpec:
     """How tests and benchmarks serve a small local model (the tiny one by default; the real one through
-    accelbench.execution.real_model): one CPU for the engine, eager mode, bf16, 1 GiB of KV cache."""
+    accelbench.local.real_model): one CPU for the engine, eager mode, bf16, 1 GiB of KV cache."""
     from accelbench.core.spec import ServerSpec
     from accelbench.runtime.recipes import VllmCpu
 
@@ -117,5 +117,5 @@ def build(out: Path, seed: int = 0) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m accelbench.execution.tiny_model OUT_DIR")
+        sys.exit("usage: python -m accelbench.local.tiny_model OUT_DIR")
     print(build(Path(sys.argv[1])))

@@ -5,7 +5,7 @@ vLLM CPU cannot serve the GGUF itself, so it is converted once into a Hugging Fa
 cached by the GGUF's sha256, with the package's LICENSE and a provenance JSON beside the weights, so that
 where the model came from stays readable wherever the folder goes. The conversion runs with the vLLM
 environment's interpreter:
-    .venv-vllm/bin/python -m accelbench.execution.real_model OUT_DIR
+    .venv-vllm/bin/python -m accelbench.local.real_model OUT_DIR
 and the library (Airflow's environment) gets the cached folder with `folder()`; `provenance()` reads what a
 folder says of its model in either environment.
 """
@@ -36,7 +36,7 @@ SERVED_MODEL_NAME = "smollm2-135m-instruct"
 LICENSE_ID = "Apache-2.0"  # the package's METADATA and LICENSE, and the GGUF's general.license
 LICENSE_FILE = "LICENSE"
 CONVERSION = 1  # part of the cache key: bump it when the conversion's output changes
-CONVERTER = "accelbench.execution.real_model"
+CONVERTER = "accelbench.local.real_model"
 DTYPE = "bfloat16"
 MAX_MODEL_LEN = 2048  # the tokenizer's limit is a placeholder: vLLM needs --max-model-len
 CONVERT_TIMEOUT_S = 1800.0
@@ -160,7 +160,7 @@ def provenance(model_dir: Path) -> Provenance:
 def server_spec(model: Path | str) -> ServerSpec:
     """How tests and the demo serve the real model locally: one CPU for the engine, eager mode (~90 s to
     ready, against ~6 min compiled), bf16, an explicit context length."""
-    from accelbench.execution import tiny_model
+    from accelbench.local import tiny_model
 
     return tiny_model.server_spec(model, SERVED_MODEL_NAME, MAX_MODEL_LEN, model_weights_gib=0.26)
 
@@ -262,7 +262,7 @@ def folder(cache: Path | None = None, python: Path | None = None) -> Path:
     conversion (a file lock), which is built beside the cache and renamed into place, so a killed
     conversion never leaves a folder that looks finished. `python`: the vLLM environment's interpreter."""
     if python is None:
-        from accelbench.execution.local_server import vllm_python
+        from accelbench.local.server import vllm_python
 
         python = vllm_python()
     cache = cache or default_cache()
