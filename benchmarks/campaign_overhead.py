@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/campaign_overhead.py [--runs 3] [--instance-types m8g.xlarge,r8g.xlarge]
 
-Each run is a real `airflow dags test accelbench_cpu_campaign` in local mode (SQLite, offline prices,
+Each run is a real `airflow dags test accelbench_campaign` in local mode (SQLite, offline prices,
 a fresh lake, the tiny model built once), timed from outside. The split comes from the evidence the
 campaign itself leaves: the server start-up each executor recorded (raw execution.json), the wall
 time of every level and the load phase inside it (`vllm bench serve`'s own duration) from the runs
@@ -76,7 +76,7 @@ def measure(home: Path, model: Path, conf: dict) -> dict[str, float]:
     env = environment(home)
     subprocess.run([str(VENV / "airflow"), "db", "migrate"], env=env, capture_output=True, check=True)
     dags_test("accelbench_instance_catalog", env, home / "catalog.log")
-    wall = dags_test("accelbench_cpu_campaign", env, home / "campaign.log", conf | {"model": str(model)})
+    wall = dags_test("accelbench_campaign", env, home / "campaign.log", conf | {"model": str(model)})
     lake = Lake(str(home / "lake"))
     runs = lake.read("runs").to_pylist()
     raw = lake.fs.find(lake.path("raw"))

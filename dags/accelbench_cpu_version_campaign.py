@@ -4,7 +4,7 @@ announces new releases, `accelbench_cpu_version_backfill` older ones), over the 
 `ACCELBENCH_VERSION_MATRIX` (a JSON object of campaign params; default: the weekly campaign's).
 Specs the lake already holds complete for this version and matrix are skipped, with the reason
 logged, unless the event's extra says `"force": true`. After planning, the same tasks as
-`accelbench_cpu_campaign` (one definition: `accelbench.airflow.campaign_graph`), then the
+`accelbench_campaign` (one definition: `accelbench.airflow.campaign_graph`), then the
 regression gate: this version against the previous one on every shared matrix point; regressions
 beyond run-to-run noise go to the task log, a new report, and the notifier of
 `ACCELBENCH_REGRESSION_NOTIFIER`; with `ACCELBENCH_FAIL_ON_REGRESSION=true` the run fails.

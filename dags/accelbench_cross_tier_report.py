@@ -13,6 +13,7 @@ from __future__ import annotations
 from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET, RETRACTIONS_ASSET
 from accelbench.airflow.dag_defaults import DEFAULT_SLOS, VERSION_PATTERN, dag_kwargs, slos_schema
 from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE
+from accelbench.tiers import names as tier_names
 from airflow.sdk import Param, dag, task
 
 
@@ -25,7 +26,7 @@ from airflow.sdk import Param, dag, task
             [], type="array", items={"type": "string", "maxLength": 200}, description="empty = all"
         ),
         "tiers": Param(
-            [], type="array", uniqueItems=True, items={"type": "string", "enum": ["cpu", "gpu", "neuron"]}
+            [], type="array", uniqueItems=True, items={"type": "string", "enum": list(tier_names())}
         ),
         "versions": Param([], type="array", items={"type": "string", "pattern": VERSION_PATTERN}),
         "date_from": Param(None, type=["null", "string"], format="date"),

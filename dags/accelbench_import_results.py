@@ -21,6 +21,8 @@ from typing import get_args
 from accelbench.airflow.assets import LAKE_ASSET
 from accelbench.airflow.dag_defaults import INSTANCE_TYPE_PATTERN, MODEL_PATTERN, VERSION_PATTERN, dag_kwargs
 from accelbench.core.workloads import DEFAULT_WORKLOAD, ENDPOINTS, WorkloadName
+from accelbench.tiers import GPU
+from accelbench.tiers import names as tier_names
 from airflow.sdk import Param, dag, get_current_context, task
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"  # a quantization's or a dataset's name
@@ -39,7 +41,9 @@ NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"  # a quantization's or a dataset's name
             pattern=r"^(s3://[a-z0-9][a-z0-9.-]*[a-z0-9](/.*)?|/.*)$",
             description="s3://bucket/prefix, or a directory or file under ACCELBENCH_IMPORT_ROOTS",
         ),
-        "accelerator_type": Param("gpu", type="string", enum=["gpu", "neuron", "cpu"], description="Tier"),
+        "accelerator_type": Param(
+            GPU.name, type="string", enum=list(tier_names()), description="Tier (accelbench.tiers)"
+        ),
         "instance_type": Param(
             "g6e.xlarge", type="string", pattern=INSTANCE_TYPE_PATTERN, description="As in the catalog"
         ),

@@ -134,10 +134,10 @@ say "model folder: $model"
 # --enforce-eager: no graph compilation (the real model is ready in 1-1.5 min on 2 cores, not ~6). The planner
 # passes --max-model-len itself: input + output + headroom (64 + 32 + 64 = 160 tokens).
 campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["%s"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"}' "$model" "$served" "$instance_type")
-run_dag accelbench_cpu_campaign "$campaign_conf"
+run_dag accelbench_campaign "$campaign_conf"
 echo
 say "campaign summary (from the lake):"
-sed -n '/\] campaign accelbench_cpu_campaign\./,/loc=campaign.py/p' "$logs/accelbench_cpu_campaign.log" | sed 's/ \[accelbench.*$//;s/^.*\] campaign/campaign/'
+sed -n '/\] campaign accelbench_campaign\./,/loc=campaign.py/p' "$logs/accelbench_campaign.log" | sed 's/ \[accelbench.*$//;s/^.*\] campaign/campaign/'
 echo
 say "Parquet files (the runs and requests tables; every campaign so far):"
 { find "$ACCELBENCH_HOME/lake/runs" "$ACCELBENCH_HOME/lake/requests" -name '*.parquet' 2>/dev/null || true; } | sort | sed 's/^/  /'

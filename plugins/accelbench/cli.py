@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections import Counter
 
+from accelbench import tiers
 from accelbench.catalog import queries
 from accelbench.catalog.db import make_engine, redact
 from accelbench.config import LAKE_SETTING, Settings
@@ -24,9 +25,10 @@ def show(settings: Settings) -> None:
     print(f"catalog {redact(settings.catalog_url)}")
     by_tier = Counter(s.accelerator_type for s in specs)
     print(f"instance types: {len(specs)} ({', '.join(f'{k} {v}' for k, v in sorted(by_tier.items()))})")
-    by_gen = Counter(s.generation for s in specs if s.accelerator_type == "cpu")
+    cpu = [s for s in specs if s.accelerator_type == tiers.CPU.name]
+    by_gen = Counter(s.generation for s in cpu)
     print("  cpu generations: " + ", ".join(f"{k} {v}" for k, v in sorted(by_gen.items())))
-    two_numa = [s.instance_type for s in specs if s.numa_nodes > 1 and s.accelerator_type == "cpu"]
+    two_numa = [s.instance_type for s in cpu if tiers.CPU.ranks(s).limit > 1]
     print(f"  2-NUMA cpu types: {', '.join(two_numa)}")
     print(f"latest prices: {len(prices)}")
     print(f"  {'instance_type':<18}{'region':<12}{'model':<11}{'USD/h':>10}  effective   source")
@@ -41,7 +43,7 @@ def print_ddl(lake_uri: str | None, database: str) -> None:
     """The Athena DDL of the lake at --lake, else at the configured lake; a local lake is refused."""
     lake = Lake(lake_uri) if lake_uri else Lake.from_env()
     location = athena.check_location(lake.uri, "--lake" if lake_uri else LAKE_SETTING)
-    print(athena.ddl(location, athena.check_database(database)), end="")
+    print(athena.ddl(location, tiers.names(), athena.check_database(database)), end="")
 
 
 def main(argv: list[str] | None = None) -> int:

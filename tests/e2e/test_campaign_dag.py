@@ -40,7 +40,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     conf = tiny_campaign_conf(tiny_model)
-    dag = dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
+    dag = dagbag(airflow_db).get_dag("accelbench_campaign")
     logical = pendulum.datetime(2026, 11, 30, 6, tz="UTC")
     run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)
     states = task_states(run)
@@ -117,7 +117,7 @@ def test_a_campaign_over_two_workloads_lands_two_points_per_level_and_the_report
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     conf = tiny_campaign_conf(tiny_model) | {"workloads": ["fixed", "chat"], "level_warmups": 2}
-    run = dagbag(airflow_db).get_dag("accelbench_cpu_campaign").test(run_conf=conf)
+    run = dagbag(airflow_db).get_dag("accelbench_campaign").test(run_conf=conf)
     assert str(run.state) == "success", task_states(run)
     lake = Lake(str(accelbench_env / "lake"))
     runs = lake.read("runs").to_pylist()
@@ -159,7 +159,7 @@ def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
     store = REPO / "tests" / "data" / "model_configs"
     conf = {"model": str(store / "local--tiny-llama"), "execution_mode": "kubernetes"}
     capfd.readouterr()
-    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)  # the default lake: a local directory
+    run = run_dag(airflow_db, "accelbench_campaign", conf)  # the default lake: a local directory
     states = task_states(run)
     assert str(run.state) == "failed" and states["plan"] == "failed" and states["watcher"] == "failed"
     assert states["benchmark"] == "upstream_failed"
@@ -176,7 +176,7 @@ def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
     monkeypatch.setenv("ACCELBENCH_LOADGEN_IMAGE", "registry.example.org/accelbench-loadgen:0.1.0")
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(store))
     caplog.clear()
-    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf | {"model": "local/tiny-llama"})
+    run = run_dag(airflow_db, "accelbench_campaign", conf | {"model": "local/tiny-llama"})
     assert str(run.state) == "failed" and task_states(run)["plan"] == "failed"
     text = "".join(capfd.readouterr()) + caplog.text
     assert "campaign refused, 1 problem(s)" in text and "kubernetes_conn_id='kubernetes_default'" in text
@@ -194,7 +194,7 @@ def test_bad_campaign_input_fails_planning_before_any_server_starts(
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     capfd.readouterr()
     conf = {"model": "org/not-in-any-store", "instance_types": ["r8g.large"], "concurrency": [1]}
-    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)
+    run = run_dag(airflow_db, "accelbench_campaign", conf)
     assert str(run.state) == "failed"
     states = task_states(run)
     assert states["plan"] == "failed" and states["watcher"] == "failed"
@@ -222,7 +222,7 @@ def test_a_server_that_cannot_start_fails_its_benchmark_and_records_nothing(
         "extra_engine_args": ["--enforce-eager", "--block-size=0"],  # vLLM refuses it at start-up
         "execution_mode": "local",
     }
-    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)
+    run = run_dag(airflow_db, "accelbench_campaign", conf)
     assert task_states(run) == {
         "plan": "success",
         "benchmark": "failed",

@@ -39,13 +39,13 @@ from accelbench.catalog.db import make_engine
 from accelbench.catalog.models import InstancePrice, InstanceType
 from accelbench.catalog.price_refresh import refresh_online
 from accelbench.catalog.seed import upsert_instance_types
-from accelbench.catalog.seed_file import load_seed
 from accelbench.errors import CatalogUnavailable
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
 from accelbench.lake.store import Lake
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.local.server import LocalServer
+from accelbench.tiers import load_seed
 from botocore.stub import ANY, Stubber
 from sqlalchemy import event, func, select
 
@@ -375,7 +375,7 @@ def test_a_benchmark_pod_that_never_schedules_fails_naming_the_type_nodepool_and
         assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
         capfd.readouterr()
         started = time.monotonic()
-        run = run_dag(airflow_db, "accelbench_cpu_campaign", K8S_CONF)
+        run = run_dag(airflow_db, "accelbench_campaign", K8S_CONF)
         elapsed = time.monotonic() - started
     assert fake.rejections == [], fake.rejections  # the pod and every patch passed strict validation
     states = task_states(run)
@@ -407,7 +407,7 @@ ATTEMPT = """
 import json, sys
 import pendulum
 from airflow.dag_processing.dagbag import DagBag
-dag = DagBag(dag_folder=sys.argv[1]).get_dag("accelbench_cpu_campaign")
+dag = DagBag(dag_folder=sys.argv[1]).get_dag("accelbench_campaign")
 when = pendulum.parse(sys.argv[2])
 dag.test(run_after=when, logical_date=when, run_conf=json.loads(sys.argv[3]))
 """
@@ -476,7 +476,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         assert fake.count("POST") == 1 and len(fake.pods) == 1
         fake.finish_on_follow = fake.follows + 1  # the pod's benchmark ends while the retry watches it
         logical = pendulum.parse(when)
-        dag = dagbag(airflow_db).get_dag("accelbench_cpu_campaign")
+        dag = dagbag(airflow_db).get_dag("accelbench_campaign")
         run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)  # the retry
     assert fake.errors == [], fake.errors[0]
     assert fake.rejections == [], fake.rejections  # the pod and every patch passed strict validation
@@ -666,7 +666,7 @@ class _ServerDiedAPI(FakeKubeAPI):
 
 def test_the_pod_reads_how_its_server_died_before_the_pod_is_deleted(tmp_path: Path) -> None:
     from accelbench.airflow.benchmark_pod import BenchmarkPod
-    from accelbench.campaign.planner import plan_campaign
+    from accelbench.campaign.plan import plan_campaign
     from accelbench.campaign.request import CampaignRequest
     from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES
     from accelbench.sizing.model_config import load_model_shape

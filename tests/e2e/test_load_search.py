@@ -216,7 +216,7 @@ def test_a_local_campaign_in_search_mode_lands_probes_and_a_capacity_the_report_
         "prompts_per_level": PROMPTS,
         "slos": {"ttft_p99_ms": 600_000, "tpot_p99_ms": 600_000, "e2el_p99_ms": 600_000},
     }
-    run = run_dag(airflow_db, "accelbench_cpu_campaign", conf)
+    run = run_dag(airflow_db, "accelbench_campaign", conf)
     states = task_states(run)
     assert str(run.state) == "success" and states["benchmark"] == "success", states
     lake = Lake(str(accelbench_env / "lake"))

@@ -20,7 +20,7 @@ from accelbench.loadgen.host import host_facts
 from accelbench.local.server import LocalServer, Pinning
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.html import render_html
-from accelbench.report.model import PREFIX_CACHING_OFF, PREFIX_CACHING_ON
+from accelbench.report.tables.prefix_caching import PREFIX_CACHING_OFF, PREFIX_CACHING_ON
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.specs import tiny_spec

@@ -45,7 +45,7 @@ def _plan(version: str | None, force: bool = False, mode: str = "kubernetes") ->
 def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:
     bag = dagbag(airflow_db)
     weekly, per_version = (
-        bag.get_dag("accelbench_cpu_campaign"),
+        bag.get_dag("accelbench_campaign"),
         bag.get_dag("accelbench_cpu_version_campaign"),
     )
     shape = {t.task_id: set(t.downstream_task_ids) for t in weekly.tasks}

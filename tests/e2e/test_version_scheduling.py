@@ -263,7 +263,7 @@ HOSTILE_CONF = [
 
 def test_rest_refuses_hostile_trigger_inputs_before_a_run_exists(airflow: Airflow) -> None:
     """What the trigger form posts is validated by the same Param schemas: 400 naming the param."""
-    dag_id = "accelbench_cpu_campaign"
+    dag_id = "accelbench_campaign"
     before = len(airflow.runs(dag_id))
     for field, value in HOSTILE_CONF:
         response = httpx.post(

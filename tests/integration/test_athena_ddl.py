@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 import sqlglot
 from accelbench import cli
-from accelbench.core.families import ACCELERATOR_TYPES
 from accelbench.lake import athena
 from accelbench.lake.schemas import PARTITIONS, SCHEMA_VERSION, TABLES
 from accelbench.lake.store import Lake
+from accelbench.tiers import names as tier_names
 from sqlglot import exp
 
 from tests.support.paths import REPO
@@ -60,10 +60,10 @@ def prop(create: exp.Create, kind: type[exp.Expression]) -> exp.Expression:
 
 
 def test_every_statement_parses_as_athena_and_every_column_appears_once_with_its_type() -> None:
-    statements = parse(athena.ddl(URI))
+    statements = parse(athena.ddl(URI, tier_names()))
     assert [s.kind for s in statements] == ["DATABASE", "TABLE", "TABLE", "TABLE"]
     assert statements[0].this.name == "accelbench" and statements[0].args["exists"]
-    created = tables(athena.ddl(URI))
+    created = tables(athena.ddl(URI, tier_names()))
     assert set(created) == set(TABLES) == {"capacities", "requests", "runs"}
     for name, schema in TABLES.items():
         create = created[name]
@@ -78,7 +78,7 @@ def test_every_statement_parses_as_athena_and_every_column_appears_once_with_its
 
 
 def test_the_partitions_are_strings_and_date_is_quoted_everywhere() -> None:
-    ddl = athena.ddl(URI)
+    ddl = athena.ddl(URI, tier_names())
     for create in tables(ddl).values():
         parts = prop(create, exp.PartitionedByProperty).this.expressions
         assert [p.name for p in parts] == list(PARTITIONS) == ["accelerator_type", "date"]
@@ -96,7 +96,7 @@ def test_a_reserved_column_name_would_be_quoted_too(monkeypatch: pytest.MonkeyPa
         [("timestamp", pa.timestamp("us", tz="UTC")), ("user", pa.string()), ("n", pa.int64())]
     )
     monkeypatch.setattr(athena, "TABLES", {"t": schema})
-    create = tables(athena.create_table("t", URI))["t"]
+    create = tables(athena.create_table("t", URI, tier_names()))["t"]
     assert {c.name: c.this.quoted for c in create.this.expressions} == {
         "timestamp": True,
         "user": True,
@@ -107,11 +107,11 @@ def test_a_reserved_column_name_would_be_quoted_too(monkeypatch: pytest.MonkeyPa
 
 
 def test_partition_projection_is_on_for_every_partition() -> None:
-    for name, create in tables(athena.ddl(URI)).items():
+    for name, create in tables(athena.ddl(URI, tier_names())).items():
         props = properties(create)
         assert props["projection.enabled"] == "true"
         assert props["projection.accelerator_type.type"] == "enum"
-        assert props["projection.accelerator_type.values"].split(",") == sorted(ACCELERATOR_TYPES)
+        assert props["projection.accelerator_type.values"].split(",") == sorted(tier_names())
         assert props["projection.accelerator_type.values"] == "cpu,gpu,neuron"
         assert props["projection.date.type"] == "date"
         assert props["projection.date.format"] == "yyyy-MM-dd"
@@ -125,7 +125,7 @@ def test_partition_projection_is_on_for_every_partition() -> None:
 
 
 def _template(lake_uri: str, table: str) -> str:
-    return properties(tables(athena.ddl(lake_uri))[table])["storage.location.template"]
+    return properties(tables(athena.ddl(lake_uri, tier_names()))[table])["storage.location.template"]
 
 
 def _filled(template: str, tier: str, day: str) -> str:
@@ -161,7 +161,7 @@ def test_the_location_template_is_where_an_s3_lake_writes_its_objects(aws_on_mot
 def test_cli_prints_the_ddl_of_the_lake_given_or_configured(monkeypatch, capsys) -> None:
     assert cli.main(["ddl", "--lake", f"{URI}/"]) == 0
     out = capsys.readouterr().out
-    assert out == athena.ddl(URI) and len(parse(out)) == 1 + len(TABLES)
+    assert out == athena.ddl(URI, tier_names()) and len(parse(out)) == 1 + len(TABLES)
     monkeypatch.setenv("ACCELBENCH_LAKE_URI", "s3://configured-bucket/lake")
     assert cli.main(["ddl", "--database", "bench_db"]) == 0
     created = tables(capsys.readouterr().out)
@@ -189,4 +189,4 @@ def test_the_command_line_runs_as_a_process() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == athena.ddl(URI)
+    assert done.stdout == athena.ddl(URI, tier_names())

@@ -11,6 +11,7 @@ import yaml
 from accelbench.k8s import placement
 from accelbench.k8s.pod import CHECKOV_SKIPS, startup_failure_threshold
 from accelbench.loadgen.contract import SPEC_ENV
+from accelbench.tiers import CPU, GPU
 
 from tests.support.paths import REPO
 from tests.support.pods import render_benchmark_pod as render
@@ -82,10 +83,10 @@ def test_cpu_pod_spec_points(kubeconfig: Path) -> None:
     assert spec["nodeSelector"] == {
         placement.ARCH_LABEL: "arm64",
         placement.INSTANCE_TYPE_LABEL: "r8g.48xlarge",
-        placement.NODEPOOL_LABEL: placement.CPU_NODEPOOL,
+        placement.NODEPOOL_LABEL: CPU.placement.nodepool,
     }
     tolerations = {(t["key"], t["value"], t["effect"], t["operator"]) for t in spec["tolerations"]}
-    assert tolerations == {(t.key, t.value, t.effect, "Equal") for t in placement.CPU_TAINTS}
+    assert tolerations == {(t.key, t.value, t.effect, "Equal") for t in CPU.placement.taints}
     assert pod["metadata"]["annotations"][placement.DO_NOT_DISRUPT] == "true"
     assert pod["metadata"]["namespace"] == placement.BENCHMARK_NAMESPACE
     assert spec["restartPolicy"] == "Never"
@@ -117,9 +118,9 @@ def test_gpu_pod_gets_gpus_and_the_gpu_pool(kubeconfig: Path, version: str) -> N
     assert server["resources"]["limits"]["nvidia.com/gpu"] == "4"
     assert server["image"] == "vllm/vllm-openai:v0.19.1"
     assert server["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    assert pod["spec"]["nodeSelector"][placement.NODEPOOL_LABEL] == placement.GPU_NODEPOOL
+    assert pod["spec"]["nodeSelector"][placement.NODEPOOL_LABEL] == GPU.placement.nodepool
     keys = {t["key"] for t in pod["spec"]["tolerations"]}
-    assert keys == {t.key for t in placement.GPU_TAINTS}
+    assert keys == {t.key for t in GPU.placement.taints}
 
 
 @pytest.mark.parametrize(

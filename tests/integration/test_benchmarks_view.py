@@ -25,8 +25,8 @@ import pytest
 from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
-from accelbench.report.model import Retraction
-from accelbench.report.planner import plan_capacity
+from accelbench.report.capacity_planner import plan_capacity
+from accelbench.report.retractions import Retraction
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, artifacts_dir
 from tests.support.report_data import JULY, run_row

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from tests.support.paths import DAGS, REPO
 
-CAMPAIGN = "accelbench_cpu_campaign"
+CAMPAIGN = "accelbench_campaign"
 GOOD = {"instance_types": ["m8g.xlarge"], "model": "Qwen/Qwen2.5-0.5B-Instruct"}
 
 
@@ -154,12 +154,48 @@ def test_what_the_model_refuses_the_form_refuses(bag, field: str, bad: Any, good
 
 
 def test_the_reference_page_holds_the_render_of_the_model() -> None:
+    """docs/reference/dag-params.md lists every field of CampaignRequest (what a run's conf may set, by REST
+    as by the form): the form's, in its order, then those it hides, each with why."""
     from accelbench.airflow.campaign_params import MARKER, render_dag_params
-    from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS
+    from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS, FORM_HIDDEN_FIELDS
 
     page = (REPO / "docs" / "reference" / "dag-params.md").read_text()
     found = re.search(rf"<!-- generated:{MARKER} -->\n(.*?)<!-- /generated:{MARKER} -->", page, re.S)
     assert found, f"docs/reference/dag-params.md has no generated:{MARKER} block"
     assert found.group(1) == render_dag_params(), "regenerate it: scripts/gen_reference.py"
-    rows = [line for line in found.group(1).splitlines() if line.startswith("| `")]
-    assert [row.split("`")[1] for row in rows] == list(CAMPAIGN_FORM_FIELDS)
+    shown, hidden = found.group(1).split("**Hidden by the form**")
+    rows = {
+        part: [line for line in text.splitlines() if line.startswith("| `")]
+        for part, text in (("shown", shown), ("hidden", hidden))
+    }
+    assert [row.split("`")[1] for row in rows["shown"]] == list(CAMPAIGN_FORM_FIELDS)
+    hidden_names = [row.split("`")[1] for row in rows["hidden"]]
+    assert hidden_names == [n for n in CampaignRequest.model_fields if n not in CAMPAIGN_FORM_FIELDS]
+    assert set(hidden_names) == set(FORM_HIDDEN_FIELDS)
+    assert {"tensor_parallel_size", "kv_cache_dtype"} <= set(hidden_names)
+    for row in rows["hidden"]:
+        name, why = row.split("`")[1], row.rstrip(" |").rsplit(" | ", 1)[1]
+        assert why == FORM_HIDDEN_FIELDS[name].replace("|", "\\|"), name
+    # The campaigns guide names the same hidden fields.
+    guide = " ".join((REPO / "docs" / "guides" / "campaigns.md").read_text().split())
+    listed = re.search(r"may also set the fields the form hides \(([^)]*)\)", guide)
+    assert listed, "docs/guides/campaigns.md no longer lists the fields the form hides"
+    assert re.findall(r"`(\w+)`", listed.group(1)) == hidden_names
+
+
+def test_every_field_of_the_request_is_placed_shown_or_hidden() -> None:
+    """A new CampaignRequest field fails the generator (and so this test and `gen_reference.py --check`) until
+    it is shown by the form or hidden with a reason; so does a field in both, or a name that is no field."""
+    from accelbench.airflow.campaign_params import request_fields
+    from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS, FORM_HIDDEN_FIELDS
+
+    shown, hidden = request_fields()
+    assert sorted(shown + hidden) == sorted(CampaignRequest.model_fields)
+    assert all(FORM_HIDDEN_FIELDS[name] for name in hidden)  # each with why
+    without = {k: v for k, v in FORM_HIDDEN_FIELDS.items() if k != "seed"}
+    with pytest.raises(ValueError, match="seed: neither shown nor in FORM_HIDDEN_FIELDS"):
+        request_fields(CAMPAIGN_FORM_FIELDS, without)
+    with pytest.raises(ValueError, match="repeats: both shown and in FORM_HIDDEN_FIELDS"):
+        request_fields(CAMPAIGN_FORM_FIELDS, FORM_HIDDEN_FIELDS | {"repeats": "x"})
+    with pytest.raises(ValueError, match="colour: not a field of CampaignRequest"):
+        request_fields([*CAMPAIGN_FORM_FIELDS, "colour"], FORM_HIDDEN_FIELDS)

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at, matrix_keys, parse_version_matrix
-from accelbench.campaign.planner import parse_request
-from accelbench.campaign.planning import ModeChecks, plan_request, unconfigured
-from accelbench.campaign.problems import PlanningError, Problem
+from accelbench.campaign.plan import parse_request
+from accelbench.campaign.prepare import ModeChecks, prepare_campaign, unconfigured
 from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.retract import retract
 from accelbench.catalog.seed import upsert_instance_types
-from accelbench.catalog.seed_file import load_seed
+from accelbench.core.problems import PlanningError, Problem
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake
-from accelbench.report.gate import gate, gate_scope
+from accelbench.report.gate import gate, gate_scope, measured_versions
 from accelbench.runtime.version_rules import check_version, local_mode_version
+from accelbench.tiers import load_seed
 
 from tests.support.gate_runs import gate_run
 from tests.support.lake_rows import land_runs, land_search
@@ -88,26 +88,26 @@ def test_local_mode_measures_only_the_vllm_it_has() -> None:
 def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_path: Path) -> None:
     lake = Lake(str(tmp_path / "lake"))
     request = matrix_at(MATRIX, "0.19.1", "kubernetes")
-    first = plan_request(request, engine, "c1", KUBERNETES, lake=lake)
+    first = prepare_campaign(request, engine, "c1", KUBERNETES, lake=lake)
     assert first.version == "0.19.1" and len(first.specs) == 2 and first.measured == []
     assert not first.already_measured
     m8g, c8g = sorted(first.specs, key=lambda s: s.server.instance_type != "m8g.xlarge")
 
     land_runs(lake, m8g)
     land_runs(lake, c8g, status="failed")  # a failed run is not a measurement
-    left = plan_request(request, engine, "c2", KUBERNETES, lake=lake)
+    left = prepare_campaign(request, engine, "c2", KUBERNETES, lake=lake)
     assert [s.server.instance_type for s in left.specs] == ["c8g.2xlarge"]
     assert [s.matrix_key for s in left.measured] == [m8g.matrix_key]
 
     land_runs(lake, c8g)
-    done = plan_request(request, engine, "c3", KUBERNETES, lake=lake)
+    done = prepare_campaign(request, engine, "c3", KUBERNETES, lake=lake)
     assert done.already_measured and done.specs == [] and len(done.measured) == 2
-    forced = plan_request(request, engine, "c3", KUBERNETES, lake=lake, force=True)
+    forced = prepare_campaign(request, engine, "c3", KUBERNETES, lake=lake, force=True)
     assert forced.forced and not forced.already_measured and len(forced.specs) == 2
-    assert len(plan_request(request, engine, "c3", KUBERNETES).specs) == 2  # no lake: no lookup
+    assert len(prepare_campaign(request, engine, "c3", KUBERNETES).specs) == 2  # no lake: no lookup
 
     retract(engine, [f"{m8g.spec_id}/c1-r0"], "node was throttled")  # a retracted run counts for nothing
-    again = plan_request(request, engine, "c4", KUBERNETES, lake=lake)
+    again = prepare_campaign(request, engine, "c4", KUBERNETES, lake=lake)
     assert [s.server.instance_type for s in again.specs] == ["m8g.xlarge"]
 
 
@@ -118,19 +118,19 @@ def test_a_version_matrix_in_search_mode_plans_searches_measured_once_per_versio
     search = {"load_mode": "search", "search_upper": 32, "prompts_per_level": 1000}
     matrix = parse_version_matrix(json.dumps(search), MATRIX)
     request = matrix_at(matrix, "0.19.1", "kubernetes")
-    first = plan_request(request, engine, "c1", KUBERNETES, lake=lake)
+    first = prepare_campaign(request, engine, "c1", KUBERNETES, lake=lake)
     assert len(first.specs) == 2 and all(s.load.search is not None for s in first.specs)
     assert {(s.load.search.upper, s.load.search.repeats) for s in first.specs if s.load.search} == {(32, 2)}
     m8g = next(s for s in first.specs if s.server.instance_type == "m8g.xlarge")
     probes = land_search(lake, m8g)
-    left = plan_request(request, engine, "c2", KUBERNETES, lake=lake)
+    left = prepare_campaign(request, engine, "c2", KUBERNETES, lake=lake)
     assert [s.server.instance_type for s in left.specs] == ["c8g.2xlarge"]
     assert [s.matrix_key for s in left.measured] == [m8g.matrix_key]
     retract(engine, [probes[0]], "a noisy neighbour")
-    again = plan_request(request, engine, "c3", KUBERNETES, lake=lake)
+    again = prepare_campaign(request, engine, "c3", KUBERNETES, lake=lake)
     assert len(again.specs) == 2 and again.measured == []
     with pytest.raises(PlanningError, match=r"search_upper=2048\.0: above the load generator.s cap"):
-        plan_request(
+        prepare_campaign(
             matrix_at(matrix | {"search_upper": 2048}, "0.19.1", "kubernetes"), engine, "c", KUBERNETES
         )
 
@@ -140,10 +140,10 @@ def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:
         local_vllm=lambda runtime: ("0.32.0", "/venv/bin/python"),
         kubernetes_problems=lambda m: pytest.fail("local"),
     )
-    planned = plan_request(parse_request(MATRIX | {"execution_mode": "local"}), engine, "c", local)
+    planned = prepare_campaign(parse_request(MATRIX | {"execution_mode": "local"}), engine, "c", local)
     assert planned.version == "0.32.0" and {s.server.image_digest for s in planned.specs} == {None}
     with pytest.raises(ConfigError, match="measure other versions in kubernetes mode"):
-        plan_request(
+        prepare_campaign(
             parse_request(MATRIX | {"execution_mode": "local", "version": "0.19.0"}), engine, "c", local
         )
 
@@ -153,7 +153,7 @@ def test_the_entry_point_asks_each_mode_only_its_own_checks(engine) -> None:
     )
     request = parse_request(MATRIX | {"execution_mode": "kubernetes", "instance_types": ["m6g.large"]})
     with pytest.raises(PlanningError) as err:  # the mode's problems with the request's own, at once
-        plan_request(request, engine, "c", lacking)
+        prepare_campaign(request, engine, "c", lacking)
     assert {p.field for p in err.value.problems} >= {"ACCELBENCH_LOADGEN_IMAGE", "instance_types[0]"}
 
 
@@ -168,7 +168,7 @@ def test_a_scheduled_campaign_without_its_model_has_nothing_to_measure_yet(monke
 def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:
     monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(STORE))
     matrix = parse_request(MATRIX | {"instance_types": ["m8g.xlarge"], "concurrency": [1]})
-    assert gate_scope(matrix).models == [MODEL] and gate_scope(matrix).tiers == ["cpu"]
+    assert gate_scope(matrix.model).models == [MODEL] and gate_scope(matrix.model).tiers == ["cpu"]
     keys = {v: matrix_keys(matrix, CATALOG, {v}).keys for v in ("0.19.0", "0.20.0")}
     assert all(len(k) == 1 for k in keys.values()) and keys["0.19.0"] != keys["0.20.0"]
 
@@ -181,10 +181,11 @@ def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:
 
     steady = runs(lambda v: next(iter(keys[v])), {"0.19.0": 100.0, "0.20.0": 100.0})
     collapse = runs(lambda v: "another-load", {"0.19.0": 100.0, "0.20.0": 10.0})  # not the matrix
-    verdict = gate(steady + collapse, matrix, CATALOG, [], "0.20.0")
+    planned = matrix_keys(matrix, CATALOG, measured_versions(steady + collapse))  # as the gate task plans
+    verdict = gate(steady + collapse, MODEL, planned, [], "0.20.0")
     assert verdict.regressions == [] and verdict.unplanned == {}
     slower = runs(lambda v: next(iter(keys[v])), {"0.19.0": 100.0, "0.20.0": 60.0})
-    (line,) = gate(slower, matrix, CATALOG, [], "0.20.0").lines
+    (line,) = gate(slower, MODEL, matrix_keys(matrix, CATALOG, measured_versions(slower)), [], "0.20.0").lines
     assert "0.19.0 -> 0.20.0" in line and "output_throughput" in line
 
     unplannable = parse_request(MATRIX | {"instance_types": ["m6g.large"]})  # Graviton2: plans at no version

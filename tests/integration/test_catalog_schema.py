@@ -58,13 +58,12 @@ def test_migrations_create_every_table_and_match_the_models(engine) -> None:
 
 
 def test_migrate_is_idempotent(engine) -> None:
-    assert migrate(engine) == migrate(engine) == "0003"
+    assert migrate(engine) == migrate(engine) == "0004"
 
 
 @pytest.mark.parametrize(
     ("change", "constraint"),
     [
-        ({"accelerator_type": "tpu", "accelerator_count": 1}, "accelerator_type"),
         ({"accelerator_count": 1}, "cpu_has_no_accelerator"),
         ({"accelerator_memory_gib": 16.0}, "cpu_has_no_accelerator"),
         ({"accelerator_type": "gpu", "accelerator_count": -1}, "accelerat"),
@@ -77,6 +76,27 @@ def test_instance_type_constraints_live_in_the_schema(engine, change, constraint
     with pytest.raises(IntegrityError) as err:
         _insert(engine, "instance_types", CPU_ROW | change)
     assert f"ck_instance_types_{constraint}" in str(err.value)
+
+
+def test_a_tier_is_the_registrys_not_a_list_in_the_schema(engine, tmp_path) -> None:
+    """Revision 0004 dropped the CHECK that listed the tiers: a new tier is one registry entry, and the seed
+    file's rows are checked against the registry before anything is written."""
+    from accelbench.errors import ConfigError
+    from accelbench.tiers import load_seed
+
+    _insert(engine, "instance_types", CPU_ROW | {"instance_type": "x1.large", "family": "x1"})
+    _insert(
+        engine,
+        "instance_types",
+        CPU_ROW
+        | {"accelerator_type": "tpu", "accelerator_count": 1, "instance_type": "t9.large", "family": "t9"},
+    )
+    seed = tmp_path / "seed.csv"
+    header = "instance_type,family,size,generation,architecture,vcpu,memory_gib,numa_nodes,max_pods,"
+    header += "accelerator_type,accelerator_name,accelerator_count,accelerator_memory_gib"
+    seed.write_text(f"{header}\nt9.large,t9,large,tpu-v9,x86_64,2,8,1,29,tpu,TPU,1,16\n")
+    with pytest.raises(ConfigError, match=r"seed.csv:2.accelerator_type='tpu': expected one of cpu, gpu"):
+        load_seed(seed)
 
 
 def test_price_constraints_live_in_the_schema(engine) -> None:
@@ -153,7 +173,7 @@ def test_revision_0002_keeps_runtime_versions_and_allows_announced(catalog_url: 
         )
         with pytest.raises(IntegrityError), conn.begin_nested():
             conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
-    assert migrate(engine) == "0003"
+    assert migrate(engine) == "0004"
     with engine.begin() as conn:
         conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
         assert conn.execute(text("SELECT version, digest, status FROM runtime_versions")).one() == (
@@ -174,7 +194,7 @@ def test_revision_0003_keeps_instance_rows_with_max_pods_unknown(catalog_url: st
     engine = make_engine(catalog_url)
     command.upgrade(alembic_config(engine), "0002")
     _insert(engine, "instance_types", {k: v for k, v in CPU_ROW.items() if k != "max_pods"})
-    assert migrate(engine) == "0003"
+    assert migrate(engine) == "0004"
     with engine.begin() as conn:
         assert conn.execute(text("SELECT instance_type, vcpu, max_pods FROM instance_types")).one() == (
             CPU_ROW["instance_type"],

@@ -12,16 +12,18 @@ import pytest
 from accelbench.catalog.db import make_engine
 from accelbench.catalog.models import InstancePrice, InstanceType
 from accelbench.catalog.queries import latest_prices
-from accelbench.catalog.seed_file import load_seed
+from accelbench.tiers import load_seed
 from sqlalchemy import func, select
 
 from tests.support.airflow_dags import dagbag, run_dag, task_states
 from tests.support.paths import DAGS, REPO
 
+CAMPAIGN, OLD_CAMPAIGN = "accelbench_campaign", "accelbench_cpu_campaign"  # its id before the rename
 EXPECTED = {
     "accelbench_instance_catalog",
     "accelbench_pricing_refresh",
-    "accelbench_cpu_campaign",
+    CAMPAIGN,
+    OLD_CAMPAIGN,
     "accelbench_cross_tier_report",
     "accelbench_import_results",
     "accelbench_retract_runs",
@@ -183,6 +185,96 @@ def test_benchmark_tasks_take_the_configured_pool(airflow_db, monkeypatch: pytes
     ):
         monkeypatch.setenv("ACCELBENCH_BENCHMARK_POOL", configured)
         bag = dagbag(airflow_db)
-        for dag_id in ("accelbench_cpu_campaign", "accelbench_cpu_version_campaign"):
+        for dag_id in (CAMPAIGN, OLD_CAMPAIGN, "accelbench_cpu_version_campaign"):
             benchmark = bag.get_dag(dag_id).get_task("benchmark")
             assert (benchmark.pool, benchmark.pool_slots) == (expected, 1), dag_id
+
+
+def _params(dag) -> list[tuple[str, object, dict, str | None]]:
+    """Each param, in order: name, default, JSON schema, description."""
+    return [
+        (
+            name,
+            dag.params.get_param(name).value,
+            dag.params.get_param(name).schema,
+            dag.params.get_param(name).description,
+        )
+        for name in dag.params
+    ]
+
+
+def _graph(dag) -> dict[str, tuple[str, list[str], list[str], str]]:
+    """task id -> (operator class, upstream ids, downstream ids, trigger rule)."""
+    return {
+        t.task_id: (
+            type(t).__name__,
+            sorted(t.upstream_task_ids),
+            sorted(t.downstream_task_ids),
+            str(t.trigger_rule),
+        )
+        for t in dag.tasks
+    }
+
+
+def test_the_campaigns_old_id_is_the_same_dag_without_a_schedule(airflow_db) -> None:
+    """`accelbench_cpu_campaign`, the id before the rename, parses beside `accelbench_campaign` (a file each)
+    from one function: the same params (defaults, schemas, descriptions) and task graph, the same plan code;
+    only the new id is scheduled, and the old one's page says what it is and that it will go."""
+    bag = dagbag(airflow_db)
+    assert bag.import_errors == {}
+    new, old = bag.get_dag(CAMPAIGN), bag.get_dag(OLD_CAMPAIGN)
+    assert (new.fileloc, old.fileloc) == (str(DAGS / f"{CAMPAIGN}.py"), str(DAGS / f"{OLD_CAMPAIGN}.py"))
+    assert _params(old) == _params(new) and len(_params(new)) > 20
+    assert _graph(old) == _graph(new)
+    assert set(_graph(new)) == {"plan", "benchmark", "ingest", "summary", "watcher"}
+    plan_code = [d.get_task("plan").python_callable.__code__ for d in (new, old)]
+    assert plan_code[0] is plan_code[1]  # one function body, not a copy
+    assert (old.tags, old.max_active_runs, old.catchup) == (new.tags, new.max_active_runs, new.catchup)
+    assert new.timetable.can_be_scheduled and new.timetable.expression == "0 3 * * 1"
+    assert not old.timetable.can_be_scheduled  # the weekly run is the new id's: not twice
+    for text in (old.doc_md, old.description):
+        assert CAMPAIGN in text and "removed in a later release" in text, text
+    assert "REST" in old.doc_md and OLD_CAMPAIGN in new.doc_md
+
+
+def test_a_run_of_the_old_id_is_accepted_with_the_same_conf(airflow_db) -> None:
+    """A conf a REST call or a script sends, form fields and hidden ones alike, makes a run of either id
+    (dag.test creates it with create_dagrun, the call and params check of the API's trigger), and every task
+    of both resolves the same params from it; a conf the form refuses is refused by both with one message.
+    Once the DAGs are in the metadata database, only the new id has a next scheduled run."""
+    from airflow.models.dag import DagModel
+    from airflow.sdk.definitions.param import ParamValidationError, process_params
+    from airflow.utils.session import create_session
+
+    conf = {
+        "instance_types": ["m8g.xlarge", "g6e.xlarge"],
+        "model": "Qwen/Qwen2.5-0.5B-Instruct",
+        "concurrency": [1, 4],
+        "repeats": 3,
+        "execution_mode": "kubernetes",
+        "tensor_parallel_size": 1,  # fields the form hides: passed through to plan
+        "kv_cache_dtype": "auto",
+    }
+    bag = dagbag(airflow_db)
+    resolved = {}
+    for dag_id in (CAMPAIGN, OLD_CAMPAIGN):
+        dag = bag.get_dag(dag_id)
+        # Every task is marked done instead of run (the mapped ones have nothing to expand): what is checked
+        # is the run the conf makes and the params each task would get.
+        run = dag.test(run_conf=conf, mark_success_pattern=".*")
+        assert (run.dag_id, run.conf, str(run.state)) == (dag_id, conf, "success")
+        resolved[dag_id] = {
+            t.task_id: process_params(dag, t, conf, suppress_exception=False) for t in dag.tasks
+        }
+    assert resolved[CAMPAIGN] == resolved[OLD_CAMPAIGN]
+    assert {k: resolved[CAMPAIGN]["plan"][k] for k in conf} == conf
+    refused = {}
+    for dag_id in (CAMPAIGN, OLD_CAMPAIGN):
+        with pytest.raises(ParamValidationError) as err:
+            bag.get_dag(dag_id).test(run_conf=conf | {"repeats": 0})
+        refused[dag_id] = str(err.value)
+    assert refused[CAMPAIGN] == refused[OLD_CAMPAIGN] and "repeats" in refused[CAMPAIGN]
+    with create_session() as session:
+        rows = session.query(DagModel).filter(DagModel.dag_id.in_([CAMPAIGN, OLD_CAMPAIGN])).all()
+        next_runs = {row.dag_id: row.next_dagrun_create_after for row in rows}
+    assert next_runs[CAMPAIGN] is not None and next_runs[OLD_CAMPAIGN] is None

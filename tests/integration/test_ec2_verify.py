@@ -8,9 +8,8 @@ from dataclasses import replace
 import boto3
 from accelbench.aws.clients import make_client
 from accelbench.aws.ec2 import describe_instance_types
-from accelbench.catalog.seed_file import load_seed
 from accelbench.catalog.verify import verify
-from accelbench.core.families import NEURON_CORES_PER_DEVICE
+from accelbench.tiers import NEURON, cores_per_device, load_seed
 from botocore.stub import Stubber
 
 SPECS = load_seed()
@@ -23,7 +22,7 @@ def _ec2(moto):
 
 def test_every_seed_row_matches_ec2(moto_server) -> None:
     facts, unknown = describe_instance_types(_ec2(moto_server), [s.instance_type for s in SPECS])
-    report = verify(SPECS, facts, unknown)
+    report = verify(SPECS, facts, unknown, cores_per_device)
     assert unknown == []
     assert report.checked == len(SPECS)
     assert report.mismatches == []
@@ -35,7 +34,7 @@ def test_mismatches_and_unknown_types_are_reported_not_fixed(moto_server, caplog
     names = [s.instance_type for s in wrong] + ["r8g.enormous"]
     with caplog.at_level(logging.WARNING):
         facts, unknown = describe_instance_types(_ec2(moto_server), names)
-        report = verify(wrong, facts, unknown)
+        report = verify(wrong, facts, unknown, cores_per_device)
     assert unknown == ["r8g.enormous"]
     assert sorted(str(m) for m in report.mismatches) == [
         "c7g.medium: architecture catalog='x86_64' ec2=['arm64']",
@@ -49,9 +48,9 @@ def test_ec2_reports_the_neuron_cores_per_device_the_planner_assumes(moto_server
     """moto serves DescribeInstanceTypes from EC2 answers it recorded, in botocore's wire shapes."""
     neuron = [s for s in SPECS if s.accelerator_type == "neuron"]
     facts, _ = describe_instance_types(_ec2(moto_server), [s.instance_type for s in neuron])
-    assert {s.family for s in neuron} == set(NEURON_CORES_PER_DEVICE)
+    assert {s.family for s in neuron} == set(NEURON.cores_by_family)
     for spec in neuron:
-        assert facts[spec.instance_type].neuron_cores_per_device == NEURON_CORES_PER_DEVICE[spec.family]
+        assert facts[spec.instance_type].neuron_cores_per_device == NEURON.cores_by_family[spec.family]
     gpu = [s.instance_type for s in SPECS if s.accelerator_type == "gpu"][:1]
     cpu = [s.instance_type for s in SPECS if s.accelerator_type == "cpu"][:1]
     others, _ = describe_instance_types(_ec2(moto_server), gpu + cpu)
@@ -148,7 +147,7 @@ def test_gpu_and_neuron_documents_are_read_per_device_and_match_the_catalog() ->
         22888 / 1024,
     )
     assert g6.neuron_cores_per_device is None
-    report = verify(SPECS, facts, [])
+    report = verify(SPECS, facts, [], cores_per_device)
     assert report.checked == 2 and report.mismatches == []
 
 
@@ -161,7 +160,7 @@ def test_a_changed_accelerator_is_reported_field_by_field() -> None:
     trn = TRN1_32XL | {"NeuronInfo": {"NeuronDevices": [device], "TotalNeuronDeviceMemoryInMiB": 16 * 98304}}
     gpu = G6_XL["GpuInfo"]["Gpus"][0] | {"Name": "L40S", "Count": 2}
     g6 = G6_XL | {"GpuInfo": {"Gpus": [gpu], "TotalGpuMemoryInMiB": 2 * 22888}}
-    report = verify(SPECS, _stubbed_facts([trn, g6]), [])
+    report = verify(SPECS, _stubbed_facts([trn, g6]), [], cores_per_device)
     assert sorted(str(m) for m in report.mismatches) == [
         "g6.xlarge: accelerator_count catalog=1 ec2=2",
         "g6.xlarge: accelerator_name catalog='NVIDIA L4' ec2='NVIDIA L40S'",

@@ -28,6 +28,8 @@ from tests.support.paths import REPO
 
 RESULT = REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json"
 WHERE = {"accelerator_type": "gpu", "instance_type": "g6e.xlarge", "accelerator_count": 1, "model": "org/m"}
+# What the import task takes from the type's tier (accelbench.tiers): its runtime and its ranks.
+WHERE |= {"runtime": "vllm-gpu", "max_ranks": 1, "rank_unit": "GPUs"}
 # What the caller states of the server and the workload (the file: 20 random prompts of 64 -> 32 tokens).
 STATED = {"vllm_version": "0.32.0", "input_len": 64, "output_len": 32}
 GPU = ImportTarget(**WHERE, **STATED)
@@ -123,7 +125,9 @@ def test_the_rows_carry_what_the_caller_stated_and_what_the_file_records(tmp_pat
     (source / "tp2.json").write_text(
         json.dumps(original | {"max_concurrency": 8, "image": "vllm/vllm-openai:v0.32.0"})
     )
-    target = ImportTarget(**(WHERE | {"accelerator_count": 4}), **STATED, tensor_parallel_size=2)
+    target = ImportTarget(
+        **(WHERE | {"accelerator_count": 4, "max_ranks": 4}), **STATED, tensor_parallel_size=2
+    )
     report = import_results(lake, str(source), target, "manual__x", (tmp_path,))
     assert (report.runs, report.refused) == (3, {})
     runs = {r["level_value"]: r for r in lake.read("runs").to_pylist()}

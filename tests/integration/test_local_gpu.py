@@ -1,7 +1,7 @@
 """Local mode on a GPU host: GPU types are served by the CUDA vLLM environment where nvidia-smi lists a GPU,
 and refused in planning, naming the type and why, where it does not. No GPU here: nvidia-smi is a stand-in
 script printing what the real one prints for `--query-gpu=name,memory.total,driver_version
---format=csv,noheader,nounits` (the query accelbench.loadgen.host sends), and the CUDA environment's
+--format=csv,noheader,nounits` (the query accelbench.tiers.gpu sends), and the CUDA environment's
 interpreter is the CPU one's (both answer the same version probe)."""
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ import os
 from pathlib import Path
 
 import pytest
-from accelbench.campaign.planner import plan_campaign
-from accelbench.campaign.planning import ModeChecks, plan_request
-from accelbench.campaign.problems import PlanningError
+from accelbench.campaign.plan import plan_campaign
+from accelbench.campaign.prepare import ModeChecks, prepare_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.seed import upsert_instance_types
-from accelbench.catalog.seed_file import load_seed
+from accelbench.core.problems import PlanningError
 from accelbench.errors import ConfigError
-from accelbench.loadgen.host import describe_gpus, gpus
-from accelbench.local.executor import check_local_gpus
+from accelbench.local.executor import check_local_devices
 from accelbench.local.server import local_runtime, local_vllm_version, vllm_python
 from accelbench.sizing.model_config import load_model_shape
+from accelbench.tiers import load_seed
+from accelbench.tiers.gpu import describe_gpus, gpus
 
 from tests.support.gpus import H100S, NO_DRIVER, fake_nvidia_smi
 from tests.support.paths import REPO
@@ -87,14 +87,14 @@ def test_local_planning_names_each_type_this_worker_cannot_serve(
         execution_mode="local",
     )
     with pytest.raises(PlanningError) as err:
-        plan_request(request, engine, "c-local", checks)
+        prepare_campaign(request, engine, "c-local", checks)
     found = {p.field: p.message for p in err.value.problems}
     assert set(found) == {"instance_types[1]", "instance_types[2]"}, found
     assert "nvidia-smi lists none here" in found["instance_types[1]"]
     assert "kubernetes mode only" in found["instance_types[2]"]
     monkeypatch.setenv("PATH", f"{fake_nvidia_smi(tmp_path / 'gpu', H100S).parent}:/usr/bin:/bin")
     request = request.model_copy(update={"instance_types": ["m8g.xlarge", "g6e.xlarge"]})
-    planned = plan_request(request, engine, "c-local", checks)
+    planned = prepare_campaign(request, engine, "c-local", checks)
     servers = {s.server.instance_type: s.server for s in planned.specs}
     version = local_vllm_version(cpu_vllm)
     assert (servers["g6e.xlarge"].runtime, servers["g6e.xlarge"].version) == ("vllm-gpu", version)
@@ -109,7 +109,7 @@ def test_a_gpu_spec_needs_as_many_local_gpus_as_its_ranks(
     assert spec.server.tensor_parallel_size == 8
     monkeypatch.setenv("PATH", f"{fake_nvidia_smi(tmp_path / 'bin', H100S).parent}:/usr/bin:/bin")
     with pytest.raises(ConfigError) as err:
-        check_local_gpus(spec)
+        check_local_devices(spec)
     assert err.value.field == "tensor_parallel_size"
     assert "this worker has 2 x NVIDIA H100 80GB HBM3" in str(err.value)
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from accelbench.campaign.planner import Plan, RuntimeBuild, plan_campaign
-from accelbench.campaign.problems import PlanningError
+from accelbench import tiers
+from accelbench.campaign.plan import Plan, RuntimeBuild, plan_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.core.families import NEURON_CORES_PER_DEVICE, NEURON_FAMILIES
+from accelbench.core.problems import PlanningError
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import SPEC_ENV
-from accelbench.sizing.daemonsets import tier_daemonsets
+from accelbench.sizing.daemonsets import node_daemonsets
 from accelbench.sizing.model_config import load_model_shape
 from kubernetes.client import ApiClient
 
@@ -53,7 +53,7 @@ def render(kubeconfig: Path, spec: Any) -> dict[str, Any]:
 
 
 def test_each_type_runs_its_tiers_runtime_image_and_ranks() -> None:
-    assert set(NEURON_CORES_PER_DEVICE) == NEURON_FAMILIES  # each Neuron family: its NeuronCores per device
+    assert set(tiers.NEURON.cores_by_family) == tiers.NEURON.families  # each family: NeuronCores per device
     servers = {s.server.instance_type: s.server for s in plan().specs}
     assert list(servers) == MIXED
     cpu, gpu, neuron = (servers[t] for t in MIXED)
@@ -91,7 +91,7 @@ def test_three_tiers_pods_fit_their_nodes_per_karpenters_published_allocatable(k
         pod = render(kubeconfig, spec)
         row = reference()[name]
         requests = pod_requests(pod)
-        daemonsets = tier_daemonsets(tier)
+        daemonsets = node_daemonsets(tiers.tier(tier).placement.daemonsets)
         cpu_m = requests["cpu"] * 1000 + sum(d.cpu_m for d in daemonsets)
         memory_mib = requests["memory"] / 2**20 + sum(d.memory_mib for d in daemonsets)
         assert cpu_m <= millicores(row["allocatable_cpu"]), (name, cpu_m, row["allocatable_cpu"])
@@ -108,10 +108,10 @@ def test_three_tiers_pods_fit_their_nodes_per_karpenters_published_allocatable(k
             else:
                 assert resource not in asked, name
         selector = pod["spec"]["nodeSelector"]
-        assert selector[placement.NODEPOOL_LABEL] == placement.NODEPOOLS[tier]
+        assert selector[placement.NODEPOOL_LABEL] == tiers.tier(tier).placement.nodepool
         assert selector[placement.ARCH_LABEL] == row["arch"]  # arm64 Graviton, amd64 GPU and Neuron
         tolerations = {(t["key"], t["value"], t["effect"]) for t in pod["spec"]["tolerations"]}
-        assert tolerations == {(t.key, t.value, t.effect) for t in placement.TAINTS[tier]}
+        assert tolerations == {(t.key, t.value, t.effect) for t in tiers.tier(tier).placement.taints}
         main = pod["spec"]["containers"][0]
         loadgen_images.add(main["image"])
         assert json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["server"]["runtime"] == (

@@ -1,6 +1,6 @@
 """The capacity planner against hand computations, and its page's JavaScript against plan_capacity.
 
-The points are made by hand in the report model's shape (the fields accelbench.report.planner reads),
+The points are made by hand in the report model's shape (the fields accelbench.report.capacity_planner reads),
 so these tests do not depend on how build_report derives them.
 """
 
@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from accelbench.report.pages import environment
-from accelbench.report.planner import (
+from accelbench.report.capacity_planner import (
     HOURS_PER_MONTH,
     PLANNER_FIELDS,
     left_out,
@@ -24,6 +23,7 @@ from accelbench.report.planner import (
     planner_context,
     planner_rows,
 )
+from accelbench.report.pages import environment
 from accelbench.report.slos import Slos
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, artifacts_dir
@@ -161,7 +161,7 @@ def test_error_rate_limit_and_no_limit() -> None:
 
 
 def test_a_level_qualifies_exactly_when_the_report_says_it_meets_the_slos() -> None:
-    """The planner and the best-level table judge SLOs alike (accelbench.report.model.Slos)."""
+    """The planner and the best-level table judge SLOs alike (accelbench.report.slos.Slos)."""
     points = [*POINTS, *(p | {"p99_tpot_ms": None, "error_rate": None} for p in POINTS)]
     limit_sets = itertools.product((None, 450, 2000), (None, 20, 30), (None, 1500), (None, 0.0, 0.01))
     for ttft, tpot, e2el, errors in limit_sets:

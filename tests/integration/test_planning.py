@@ -6,11 +6,11 @@ import json
 import logging
 
 import pytest
-from accelbench.campaign.planner import parse_request, plan_campaign
-from accelbench.campaign.problems import PlanningError
+from accelbench.campaign.plan import parse_request, plan_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.catalog.seed_file import load_seed
+from accelbench.core.problems import PlanningError
 from accelbench.sizing.model_config import load_model_shape
+from accelbench.tiers import load_seed
 
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.paths import REPO
@@ -173,9 +173,7 @@ def test_the_form_refuses_graviton2_with_the_reason(airflow_db) -> None:
     from airflow.dag_processing.dagbag import DagBag
     from airflow.sdk.definitions.param import ParamValidationError
 
-    dag = DagBag(dag_folder=str(REPO / "dags" / "accelbench_cpu_campaign.py")).get_dag(
-        "accelbench_cpu_campaign"
-    )
+    dag = DagBag(dag_folder=str(REPO / "dags" / "accelbench_campaign.py")).get_dag("accelbench_campaign")
     param = dag.params.get_param("instance_types")
     for graviton2 in ("m6g.xlarge", "c6gn.16xlarge", "r6gd.large"):
         with pytest.raises(ParamValidationError) as err:
@@ -301,7 +299,7 @@ def test_context_longer_than_the_model_is_refused_in_planning() -> None:
 
 
 def test_duplicate_levels_or_types_are_refused() -> None:
-    from accelbench.campaign.planner import parse_request
+    from accelbench.campaign.plan import parse_request
 
     with pytest.raises(PlanningError) as err:
         parse_request({"model": "m", "instance_types": ["r8g.4xlarge", "r8g.4xlarge"], "concurrency": [4, 4]})

@@ -19,8 +19,8 @@ from accelbench.catalog.models import InstancePrice
 from accelbench.catalog.price_refresh import refresh_offline, refresh_online
 from accelbench.catalog.queries import latest_prices
 from accelbench.catalog.seed import upsert_instance_types
-from accelbench.catalog.seed_file import load_seed
 from accelbench.errors import UnknownRegion
+from accelbench.tiers import load_seed
 from botocore.stub import ANY, Stubber
 from sqlalchemy import func, select
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +11,12 @@ import pyarrow as pa
 import pytest
 from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.seed import upsert_instance_types
-from accelbench.catalog.seed_file import load_seed
 from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report
+from accelbench.report.gate import gate, gate_scope, measured_versions
 from accelbench.report.regressions import describe, regressions_of
+from accelbench.tiers import load_seed
 
 from tests.support.gate_runs import MODEL, gate_run
 from tests.support.notifier import NOTIFIED
@@ -53,10 +55,52 @@ def test_a_p99_tpot_rise_beyond_noise_is_a_regression() -> None:
     assert found["regressed"] == ["p99_tpot_ms"] and found["p99_tpot_ms_change"] == pytest.approx(3.0 / 10.05)
 
 
+@dataclass(frozen=True)
+class _MatrixPoints:
+    """What the gate's caller gives it: the matrix_keys planned at the measured versions, and why it does
+    not plan at the others (the campaign package's MatrixKeys has these two fields)."""
+
+    keys: set[str]
+    unplanned: dict[str, str] = field(default_factory=dict)
+
+
+def test_the_gate_compares_only_the_points_its_caller_names() -> None:
+    """The gate plans nothing: its caller names the matrix's points by their matrix_key (planned at the
+    versions `measured_versions` lists); a collapse of another load of the model is not compared."""
+    steady = [
+        gate_run(v, 1, r, 100.0 + r, matrix_key="matrix") for v in ("0.19.0", "0.20.0") for r in range(2)
+    ]
+    other = [
+        gate_run(v, 4, r, out + r, suffix="-other", matrix_key="another-load")
+        for v, out in (("0.19.0", 100.0), ("0.20.0", 10.0))
+        for r in range(2)
+    ]
+    assert measured_versions(steady + other) == {"0.19.0", "0.20.0"}
+    assert gate_scope(MODEL) == ReportFilter(models=[MODEL], tiers=["cpu"])
+    verdict = gate(steady + other, MODEL, _MatrixPoints({"matrix"}, {"0.18.0": "not planned"}), [], "0.20.0")
+    assert verdict.regressions == [] and verdict.unplanned == {"0.18.0": "not planned"}
+    (line,) = gate(steady + other, MODEL, _MatrixPoints({"matrix", "another-load"}), [], "0.20.0").lines
+    assert "concurrency 4: 0.19.0 -> 0.20.0" in line and "output_throughput" in line
+
+
+def test_a_version_measured_before_the_warmups_ran_apart_is_not_compared_with_one_after() -> None:
+    """0.19.0's levels held their warm-ups in the measured window (the server counted 4 requests more than
+    the client measured), 0.20.0's did not: not the same measurement, so no delta and no regression."""
+    warmed = {"level_warmups": 4, "schema_version": 5, "matrix_key": "matrix"}
+    rows = [gate_run("0.19.0", 1, r, 100.0, **warmed, server_request_success=204.0) for r in range(2)]
+    rows += [gate_run("0.20.0", 1, r, 60.0, **warmed, server_request_success=200.0) for r in range(2)]
+    assert gate(rows, MODEL, _MatrixPoints({"matrix"}), [], "0.20.0").regressions == []
+    points = build_report(rows, [], [], ReportFilter())["points"]
+    assert [(p["vllm_version"], p["warmups_in_window"]) for p in points] == [
+        ("0.19.0", True),
+        ("0.20.0", False),
+    ]
+
+
 def _matrix_key(version: str) -> str:
     from accelbench.airflow.dag_defaults import version_matrix
     from accelbench.campaign.matrix import matrix_keys
-    from accelbench.campaign.planner import parse_request
+    from accelbench.campaign.plan import parse_request
 
     catalog = {s.instance_type: s for s in load_seed()}
     (key,) = matrix_keys(parse_request(version_matrix()), catalog, {version}).keys

@@ -21,9 +21,9 @@ from accelbench.lake.imported import ImportTarget, import_results
 from accelbench.lake.store import Lake
 from accelbench.local.tiny_model import server_spec
 from accelbench.report.build import ReportFilter, build_report, write_report
-from accelbench.report.crosstier import DIFFERENT_WORKLOAD
-from accelbench.report.model import best_under_slos, level_points
-from accelbench.report.slos import Slos
+from accelbench.report.points import level_points
+from accelbench.report.slos import Slos, best_under_slos
+from accelbench.report.tables.cross_tier import DIFFERENT_WORKLOAD
 
 from tests.support.lake_rows import land_campaign
 from tests.support.paths import REPO

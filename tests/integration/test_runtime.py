@@ -11,8 +11,9 @@ from accelbench.catalog.queries import runtime_image
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.neuron import neuron_support_problem
-from accelbench.runtime.recipes import RECIPES, VllmCpu, VllmNeuron, recipe_for
+from accelbench.runtime.recipes import VllmCpu, VllmNeuron
 from accelbench.runtime.versions import resolve_version
+from accelbench.tiers import all_tiers, recipe_for
 
 
 def cpu_server(**overrides) -> ServerSpec:
@@ -38,7 +39,7 @@ def cpu_server(**overrides) -> ServerSpec:
 
 
 def test_registry_has_the_three_tiers() -> None:
-    assert set(RECIPES) == {"vllm-cpu", "vllm-gpu", "vllm-neuron"}
+    assert {t.runtime for t in all_tiers()} == {"vllm-cpu", "vllm-gpu", "vllm-neuron"}
     with pytest.raises(ConfigError, match="runtime='tgi'"):
         recipe_for("tgi")
 
@@ -185,7 +186,7 @@ def neuron_server(version: str, **overrides) -> ServerSpec:
 def test_every_tier_starts_vllm_serve_whatever_its_image_entrypoint() -> None:
     # The GPU image's ENTRYPOINT has been `python3 -m vllm.entrypoints.openai.api_server` (ignores a leading
     # model argument) and the Neuron DLC's runs its arguments as a command: the pod names `vllm serve`.
-    assert {r.runtime: r.container_command() for r in RECIPES.values()} == {
+    assert {r.runtime: r.container_command() for r in (t.recipe for t in all_tiers())} == {
         "vllm-cpu": ["vllm", "serve"],
         "vllm-gpu": ["vllm", "serve"],
         "vllm-neuron": ["vllm", "serve"],

@@ -12,16 +12,16 @@ import pytest
 from accelbench.aws.offline import load_snapshot
 from accelbench.catalog.queries import instance_specs
 from accelbench.catalog.seed import upsert_instance_types
-from accelbench.catalog.seed_file import default_seed_path, load_seed
-from accelbench.core.families import GPU_FAMILIES, NEURON_FAMILIES
+from accelbench.catalog.seed_file import default_seed_path
 from accelbench.errors import ConfigError, UnknownInstanceType, UnsupportedInstanceType
+from accelbench.tiers import GPU, NEURON, load_seed
 
 from tests.support.paths import REPO
 from tests.support.servers import missing
 
 SPECS = load_seed()
 BY_NAME = {s.instance_type: s for s in SPECS}
-PLANNED = GPU_FAMILIES | NEURON_FAMILIES
+PLANNED = GPU.families | NEURON.families
 
 
 def test_seed_has_every_graviton_size_of_the_snapshot_and_nothing_else_on_cpu() -> None:
@@ -70,8 +70,8 @@ def test_every_gpu_and_neuron_size_of_the_reference_is_in_the_catalog_with_its_d
     reference = {n: r for n, r in _karpenter_reference().items() if n.split(".")[0] in PLANNED}
     gpu = {n for n, r in reference.items() if r["gpu_count"]}
     neuron = {n for n, r in reference.items() if r["neuron_count"]}
-    assert {s.family for s in SPECS if s.instance_type in gpu} == GPU_FAMILIES
-    assert {s.family for s in SPECS if s.instance_type in neuron} == NEURON_FAMILIES
+    assert {s.family for s in SPECS if s.instance_type in gpu} == GPU.families
+    assert {s.family for s in SPECS if s.instance_type in neuron} == NEURON.families
     assert {s.instance_type for s in SPECS if s.accelerator_type == "gpu"} == gpu
     assert {s.instance_type for s in SPECS if s.accelerator_type == "neuron"} == neuron
     for name in gpu | neuron:

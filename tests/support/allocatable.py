@@ -7,7 +7,7 @@ import csv
 from functools import cache
 from typing import Any
 
-from accelbench.k8s import placement
+from accelbench.tiers import GPU, NEURON
 from kubernetes.utils import parse_quantity
 
 from tests.support.paths import REPO
@@ -16,8 +16,8 @@ from tests.support.servers import missing
 REFERENCE = REPO.parent / "shared" / "reference" / "karpenter-allocatable-al2023.csv"
 # The pod's device resource and the CSV column of the node's, per tier.
 DEVICES = {
-    "gpu": (placement.DEVICE_RESOURCES["gpu"], "allocatable_nvidia_gpu"),
-    "neuron": (placement.DEVICE_RESOURCES["neuron"], "allocatable_neuron"),
+    GPU.name: (GPU.placement.device_resource, "allocatable_nvidia_gpu"),
+    NEURON.name: (NEURON.placement.device_resource, "allocatable_neuron"),
 }
 
 

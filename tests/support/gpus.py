@@ -1,11 +1,11 @@
-"""A stand-in nvidia-smi: what the real one prints for the query accelbench.loadgen.host sends, for the
+"""A stand-in nvidia-smi: what the real one prints for the query accelbench.tiers.gpu sends, for the
 tests of local mode on a GPU host (this machine has no GPU)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from accelbench.loadgen.host import NVIDIA_SMI_QUERY
+from accelbench.tiers.gpu import NVIDIA_SMI_QUERY
 
 # Two H100s as the driver lists them (p5: 81559 MiB each), and a driver that does not answer.
 H100S = "NVIDIA H100 80GB HBM3, 81559, 570.124.06\nNVIDIA H100 80GB HBM3, 81559, 570.124.06\n"

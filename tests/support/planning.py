@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from accelbench.campaign.planner import RuntimeBuild
-from accelbench.catalog.seed_file import load_seed
+from accelbench.campaign.plan import RuntimeBuild
+from accelbench.tiers import load_seed
 
 from tests.support.paths import REPO
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from accelbench.campaign.planner import plan_campaign
+from accelbench.campaign.plan import plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.sizing.model_config import load_model_shape
 from kubernetes.client import ApiClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from accelbench.core.price import Price
-from accelbench.report.model import GIB
+from accelbench.report.points import GIB
 
 
 def run_row(

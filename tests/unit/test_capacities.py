@@ -24,8 +24,8 @@ from accelbench.lake.rows import CapacityRow, RowError, capacities_table
 from accelbench.lake.schemas import CAPACITIES, RUNS, SCHEMA_VERSION
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report
+from accelbench.report.capacity_planner import plan_capacity
 from accelbench.report.html import render_html
-from accelbench.report.planner import plan_capacity
 
 from tests.support.specs import tiny_spec
 
@@ -129,6 +129,7 @@ def test_a_search_lands_its_probes_as_runs_and_its_capacity_as_one_row() -> None
         "repeats": 1,
         "min_requests": 100,
         "model_origin": None,  # a model-store id: no provenance file to read
+        "model_path": None,  # named by its id, not served from a folder
     }
     assert result.server_s == 2.0 * result.probes_used
     # The configuration columns are the runs rows' own.

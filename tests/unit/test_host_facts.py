@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from accelbench import __version__
-from accelbench.campaign.planner import plan_campaign
+from accelbench.campaign.plan import plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.ingest import PROVENANCE_FIELDS, ingest_raw
@@ -203,7 +203,7 @@ def test_a_local_run_on_a_stand_in_host_says_so_on_its_row(tmp_path: Path) -> No
 
 
 def test_a_local_gpu_run_names_the_gpus_it_ran_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planned for a g6e.xlarge (one L40S), measured on whatever GPUs this worker has: the row says which,
+    """Prepared for a g6e.xlarge (one L40S), measured on whatever GPUs this worker has: the row says which,
     and that it was not the planned instance type (so no price applies)."""
     monkeypatch.setenv("PATH", f"{fake_nvidia_smi(tmp_path / 'bin', H100S).parent}:{os.environ['PATH']}")
     spec = _planned("g6e.xlarge")

@@ -17,9 +17,12 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from accelbench.catalog.seed_file import InstanceSpec, load_seed
+from accelbench import tiers
+from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.k8s import placement
 from accelbench.sizing import daemonsets
+from accelbench.tiers import load_seed
+from accelbench.tiers.base import Taint
 from kubernetes.utils import parse_quantity
 
 from tests.support.allocatable import reference
@@ -37,9 +40,9 @@ from tests.support.infra import (
 )
 
 ACCELERATED = ("gpu", "neuron")
-POOLS = placement.NODEPOOLS
-FAMILIES = {"gpu": placement.GPU_NODEPOOL_FAMILIES, "neuron": placement.NEURON_NODEPOOL_FAMILIES}
-TAINTS = placement.TAINTS
+POOLS = {t.name: t.placement.nodepool for t in tiers.all_tiers()}
+FAMILIES = {name: tuple(sorted(tiers.tier(name).families)) for name in ACCELERATED}
+TAINTS = {t.name: t.placement.taints for t in tiers.all_tiers()}
 K8S_VERSIONS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 # Outside facts: the AMI types of the EKS-optimised AL2023 accelerated AMIs as their SSM path names them
 # (Amazon EKS User Guide, "Retrieve recommended Amazon Linux AMI IDs"); the column of Karpenter's table for
@@ -77,7 +80,8 @@ NEURON_CHART_RULES = {
 
 def device_resource(tier: str) -> str:
     """The extended resource a benchmark pod of the tier requests (the pod builder's)."""
-    name = placement.DEVICE_RESOURCES[tier]
+    name = tiers.tier(tier).placement.device_resource
+    assert name, tier
     return name
 
 
@@ -370,7 +374,7 @@ def daemonset(tier: str) -> dict[str, Any]:
     return ds
 
 
-def tolerates(toleration: dict[str, Any], taint: placement.Taint) -> bool:
+def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
     """Kubernetes' ToleratesTaint."""
     if toleration.get("effect") and toleration["effect"] != taint.effect:
         return False
@@ -408,8 +412,8 @@ def test_device_plugin_tolerates_exactly_its_pools_taints(tier: str) -> None:
     assert {(t["key"], t["operator"], t.get("value"), t["effect"]) for t in tolerations} == {
         (t.key, "Equal", t.value, t.effect) for t in TAINTS[tier]
     }
-    cpu_only = [t for t in placement.CPU_TAINTS if t.key == "accelbench.io/cpu"]
-    assert cpu_only, "placement.CPU_TAINTS lost the CPU pool's own taint"
+    cpu_only = [t for t in tiers.CPU.placement.taints if t.key == "accelbench.io/cpu"]
+    assert cpu_only, "the CPU tier lost its pool's own taint"
     for other in ("cpu", *ACCELERATED):
         own = [t for t in TAINTS[other] if t not in TAINTS[tier]]  # the taints that tell the pools apart
         if other != tier:
@@ -419,7 +423,7 @@ def test_device_plugin_tolerates_exactly_its_pools_taints(tier: str) -> None:
 
 def test_the_toleration_check_would_catch_a_blanket_toleration() -> None:
     blanket = {"operator": "Exists"}
-    assert all(tolerates(blanket, t) for t in placement.CPU_TAINTS)
+    assert all(tolerates(blanket, t) for t in tiers.CPU.placement.taints)
     ds = {"spec": {"template": {"spec": {"tolerations": [blanket]}}}}
     assert lands_on(ds, "cpu")
 
@@ -565,9 +569,9 @@ def test_tier_daemonsets_are_the_device_plugins_that_land_on_the_tier(tier: str)
         for ds in [daemonset(plugin)]
         if lands_on(ds, tier)
     }
-    counted = {(d.name, d.cpu_m, d.memory_mib) for d in daemonsets.TIER_DAEMONSETS[tier]}
+    counted = {(d.name, d.cpu_m, d.memory_mib) for d in tiers.tier(tier).placement.daemonsets}
     assert counted == landing, (tier, counted, landing)
-    for d in daemonsets.TIER_DAEMONSETS[tier]:
+    for d in tiers.tier(tier).placement.daemonsets:
         assert str(DEVICE_PLUGINS[tier].relative_to(INFRA.parent)) in d.source, d.source
 
 
@@ -579,4 +583,4 @@ def test_node_budget_counts_the_tiers_device_plugin(tier: str, monkeypatch: pyte
         daemonsets.DAEMONSETS_CPU_M + sum(p[0] for p in plugins),
         daemonsets.DAEMONSETS_MEMORY_MIB + sum(p[1] for p in plugins),
     )
-    assert daemonsets.node_daemonset_requests(tier) == expected
+    assert daemonsets.node_daemonset_requests(tiers.tier(tier).placement.daemonsets) == expected

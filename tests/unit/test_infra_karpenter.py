@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from accelbench.k8s import placement
+from accelbench.tiers import CPU
 
 from tests.support.infra import (
     INFRA,
@@ -132,7 +133,7 @@ def requirement(nodepool: dict[str, Any], key: str) -> dict[str, Any]:
 
 def test_nodepool_is_the_one_the_benchmark_pods_select() -> None:
     nodepool = render("NodePool")
-    assert nodepool["metadata"]["name"] == placement.CPU_NODEPOOL
+    assert nodepool["metadata"]["name"] == CPU.placement.nodepool
     ref = nodepool["spec"]["template"]["spec"]["nodeClassRef"]
     assert ref == {
         "group": "karpenter.k8s.aws",
@@ -143,16 +144,16 @@ def test_nodepool_is_the_one_the_benchmark_pods_select() -> None:
 
 def test_nodepool_taints_are_placements() -> None:
     taints = render("NodePool")["spec"]["template"]["spec"]["taints"]
-    assert taints == [dataclasses.asdict(t) for t in placement.CPU_TAINTS]
+    assert taints == [dataclasses.asdict(t) for t in CPU.placement.taints]
 
 
 def test_nodepool_launches_exactly_the_placement_families_on_arm64() -> None:
     nodepool = render("NodePool")
     families = requirement(nodepool, "karpenter.k8s.aws/instance-family")
     assert families["operator"] == "In"
-    assert tuple(families["values"]) == placement.CPU_NODEPOOL_FAMILIES
+    assert tuple(families["values"]) == tuple(sorted(CPU.families))
     arch = requirement(nodepool, placement.ARCH_LABEL)
-    assert arch == {"key": placement.ARCH_LABEL, "operator": "In", "values": ["arm64"]}
+    assert arch == {"key": placement.ARCH_LABEL, "operator": "In", "values": [CPU.placement.architecture]}
 
 
 def test_nodepool_uses_reserved_and_on_demand_capacity_only() -> None:
@@ -219,7 +220,7 @@ def test_user_data_parser_would_catch_a_missing_nodeconfig() -> None:
 def test_templates_render_to_what_terraform_loads() -> None:
     """karpenter.tf reads the metadata name back from the NodePool template; it must be the placement name."""
     assert Path(KARPENTER_TF).read_text().count("local.cpu_nodepool.metadata.name") == 1
-    assert render("NodePool")["metadata"]["name"] == placement.CPU_NODEPOOL
+    assert render("NodePool")["metadata"]["name"] == CPU.placement.nodepool
 
 
 # ---- the Airflow pool of benchmark tasks, sized to this NodePool ---------------------------------

@@ -14,14 +14,15 @@ from typing import Any
 
 import pytest
 import yaml
-from accelbench.campaign.planner import node_budget, plan_campaign
-from accelbench.campaign.problems import PlanningError
+from accelbench.campaign.plan import plan_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.catalog.seed_file import load_seed
+from accelbench.core.problems import PlanningError
 from accelbench.errors import ConfigError
 from accelbench.sizing import karpenter
-from accelbench.sizing.daemonsets import extra_requests, tier_daemonsets
+from accelbench.sizing.daemonsets import extra_requests, node_daemonsets
+from accelbench.sizing.fit import loadgen_memory
 from accelbench.sizing.model_config import load_model_shape
+from accelbench.tiers import load_seed, tier
 from kubernetes.client import ApiClient
 from kubernetes.utils import parse_quantity
 
@@ -100,7 +101,7 @@ def test_every_planned_pod_fits_its_node_with_the_daemonsets(kubeconfig: Path) -
         accepted.append(name)
         row = reference()[name]
         requests = pod_requests(pod)
-        daemonsets = tier_daemonsets(spec.accelerator_type)  # the EKS add-ons and the tier's device plugin
+        daemonsets = node_daemonsets(tier(spec.accelerator_type).placement.daemonsets)  # + the device plugin
         cpu_m = requests["cpu"] * 1000 + sum(d.cpu_m for d in daemonsets)
         memory_mib = requests["memory"] / 2**20 + sum(d.memory_mib for d in daemonsets)
         assert cpu_m <= millicores(row["allocatable_cpu"]), f"{name}: {cpu_m}m > {row['allocatable_cpu']}"
@@ -141,7 +142,9 @@ def test_a_small_model_plans_on_an_8_gib_graviton(instance_type: str) -> None:
     assert spec.kv_cache_gib >= 1 and spec.server_cpu == 2
     assert (
         spec.server_memory_mib
-        == node_budget(CATALOG[instance_type], _plan(instance_type).specs[0].load).server_memory_mib
+        == tier("cpu")
+        .node_budget(CATALOG[instance_type], loadgen_memory(_plan(instance_type).specs[0].load))
+        .server_memory_mib
     )
 
 

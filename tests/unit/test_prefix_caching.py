@@ -12,7 +12,8 @@ import pytest
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.report.html import render_html
-from accelbench.report.model import level_points, prefix_caching, prefix_caching_flag
+from accelbench.report.points import level_points
+from accelbench.report.tables.prefix_caching import prefix_caching, prefix_caching_flag
 
 from tests.support.report_data import PRICES, run_row
 

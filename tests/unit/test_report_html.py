@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.html import render_html
-from accelbench.report.model import Retraction
+from accelbench.report.retractions import Retraction
 
 from tests.support.report_data import PRICES, RUNS
 

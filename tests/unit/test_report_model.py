@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from accelbench.report.crosstier import NO_OTHER_TIER, OTHERS_MISS_SLOS, cross_tier
-from accelbench.report.model import (
-    Retraction,
-    best_under_slos,
-    cost_per_million,
-    frontier,
-    level_points,
-    measured_where,
-    price_at,
-    split_retracted,
-    version_deltas,
-)
-from accelbench.report.slos import Slos
+from accelbench.report.build import ReportFilter, build_report
+from accelbench.report.hosts import measured_where
+from accelbench.report.keys import WARMUPS_APART_SINCE, warmups_in_window
+from accelbench.report.points import level_points
+from accelbench.report.pricing import cost_per_million, price_at
+from accelbench.report.retractions import Retraction, split_retracted
+from accelbench.report.slos import Slos, best_under_slos
+from accelbench.report.tables.cross_tier import NO_OTHER_TIER, OTHERS_MISS_SLOS, cross_tier
+from accelbench.report.tables.frontier import frontier
+from accelbench.report.tables.version_deltas import version_deltas
 
 from tests.support.report_data import JULY, PRICES, RUNS, run_row
 
@@ -202,7 +199,7 @@ def test_rows_from_before_workloads_pool_as_the_fixed_profile_an_old_import_does
 
 
 def test_a_local_gpu_run_is_labelled_with_the_gpus_it_ran_on() -> None:
-    """Planned for g6e.xlarge, run on a workstation's H100s: every label says the H100s, never the L40S."""
+    """Prepared for g6e.xlarge, run on a workstation's H100s: every label says the H100s, never the L40S."""
     run = {
         "execution_mode": "local",
         "instance_type": "g6e.xlarge",
@@ -215,3 +212,44 @@ def test_a_local_gpu_run_is_labelled_with_the_gpus_it_ran_on() -> None:
     label = measured_where(run)
     assert label.startswith("local: x86_64 AMD EPYC 9654, 32 vCPU, 2 x NVIDIA H100 80GB HBM3"), label
     assert "g6e.xlarge" not in label
+
+
+# Per-level warm-ups (level_warmups) ran inside the measured window until 1092ef0, apart since; the rows
+# of schema 5 were written on both sides of it. WARMED_UP: a level that warmed up, and the counters of a
+# window that held only the measured requests (the server's successes = the client's completed).
+WARMED_UP = {"level_warmups": 4, "schema_version": 5, "server_request_success": 200.0, "completed": 200}
+BEFORE = WARMUPS_APART_SINCE - timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("row", "inside"),
+    [
+        ({}, False),  # no per-level warm-ups (before they existed): nothing ran in the window
+        (WARMED_UP | {"level_warmups": 0}, False),
+        (WARMED_UP, False),  # the server counted what the client measured: warmed up apart
+        (WARMED_UP | {"server_request_success": 204.0}, True),  # and 4 more: the warm-ups
+        (WARMED_UP | {"server_request_success": 204.0, "schema_version": 6}, False),  # written after
+        (WARMED_UP | {"server_request_success": None, "started_at": BEFORE}, True),  # no counters: the time
+        (WARMED_UP | {"server_request_success": None, "started_at": WARMUPS_APART_SINCE}, False),
+    ],
+)
+def test_where_a_runs_warmups_ran_is_read_from_its_row(row: dict, inside: bool) -> None:
+    assert warmups_in_window(row) is inside
+
+
+def test_runs_from_before_and_after_the_warmups_ran_apart_are_two_points_labelled() -> None:
+    """The same configuration and level, measured once with its warm-ups inside the measured window (before
+    1092ef0) and once with them apart: two points, never one median over both, the older one saying so."""
+    counted_warmups = WARMED_UP | {"server_request_success": 204.0}
+    before = run_row("m8g.xlarge", "cpu", 4, 0, 100, 150, 100, 20, **counted_warmups)
+    after = run_row("m8g.xlarge", "cpu", 4, 1, 130, 180, 90, 20, **WARMED_UP)
+    tables = build_report(
+        [before | {"run_id": "old"}, after | {"run_id": "new"}], PRICES, [], ReportFilter(ttft_p99_ms=2000)
+    )
+    old, new = sorted(tables["points"], key=lambda p: not p["warmups_in_window"])
+    assert (old["repeats"], old["output_throughput"]) == (1, 100)
+    assert (new["repeats"], new["output_throughput"]) == (1, 130)
+    assert old["configuration"] == "m8g.xlarge · vLLM 0.32.0 · TP1 · warm-ups in the measured window"
+    assert new["configuration"] == "m8g.xlarge · vLLM 0.32.0 · TP1"
+    assert old["configuration_id"] != new["configuration_id"] and old["point_id"] != new["point_id"]
+    assert len(tables["best_under_slo"]) == 2  # two configurations, each with its best level

@@ -12,9 +12,10 @@ from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, Response
 
 from accelbench.lake.store import Lake
-from accelbench.report.build import HTML_NAME, TABLE_NAMES
+from accelbench.report.build import HTML_NAME
 from accelbench.report.listing import NoSuchReport, list_reports, report_file
 from accelbench.report.pages import environment
+from accelbench.report.tables import TABLES
 
 REPORT_DAG_ID = "accelbench_cross_tier_report"
 _MEDIA = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8", "json": "application/json"}
@@ -36,7 +37,7 @@ def create_app() -> FastAPI:
         return (
             environment()
             .get_template("index.html.j2")
-            .render(reports=list_reports(lake), lake=lake.uri, tables=TABLE_NAMES)
+            .render(reports=list_reports(lake), lake=lake.uri, tables=TABLES)
         )
 
     @app.get("/reports/{report_id}", response_class=HTMLResponse)

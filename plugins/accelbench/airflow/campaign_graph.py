@@ -1,9 +1,11 @@
-"""The part of a campaign DAG after planning, defined once for every campaign DAG.
+"""The campaign DAGs' task graph, defined once for every campaign DAG.
 
 `measure_and_land(specs)` adds, to the DAG being defined, the mapped benchmark (one server per spec),
 the mapped ingest into the lake, the summary that emits the lake asset, and the watcher that fails the
-run when any of them failed. `accelbench_cpu_campaign` and `accelbench_cpu_version_campaign` differ
-only in how they plan.
+run when any of them failed. `accelbench_campaign` and `accelbench_cpu_version_campaign` differ only in
+how they plan. `campaign_dag(...)` is the whole campaign DAG, the plan task included: one function for
+`accelbench_campaign` and for its old id `accelbench_cpu_campaign` (one DAG file each), so the two cannot
+drift apart.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import get_current_context, task
+from airflow.sdk import DAG, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from accelbench.airflow.assets import LAKE_ASSET
+from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
 from accelbench.airflow.benchmark_operator import BenchmarkOperator, run_date
 from accelbench.airflow.benchmark_xcom import NODE_XCOM
+from accelbench.airflow.campaign_params import campaign_form_params
+from accelbench.airflow.dag_defaults import dag_kwargs
 from accelbench.config import Settings, env_name
 
 if TYPE_CHECKING:
@@ -76,3 +80,33 @@ def measure_and_land(specs: Any) -> Any:
     results >> ingested >> done
     [results, ingested, done] >> watcher()
     return done
+
+
+def campaign_dag(dag_id: str, schedule: str | None, doc_md: str, description: str) -> DAG:
+    """The campaign DAG under `dag_id`: the form's params (from CampaignRequest), `plan`, then
+    `measure_and_land`. Called by dags/accelbench_campaign.py and by the old id's file."""
+
+    @dag(
+        dag_id=dag_id,
+        schedule=schedule,
+        doc_md=doc_md,
+        description=description,
+        params=campaign_form_params(),  # from CampaignRequest: defaults, limits, descriptions
+        **dag_kwargs("campaign"),
+    )
+    def campaign() -> None:
+        @task(inlets=[CATALOG_ASSET])
+        def plan(
+            params: dict[str, Any] | None = None, dag_run: DagRunProtocol | None = None
+        ) -> list[dict[str, Any]]:
+            from accelbench.airflow.tasks.campaign import campaign_id, plan_benchmarks
+
+            assert params is not None and dag_run is not None  # Airflow passes the run's params and run
+            as_of = dag_run.logical_date or dag_run.run_after
+            scheduled = dag_run.run_type != "manual"  # cron or backfill: an unconfigured install skips
+            run = campaign_id(dag_run.dag_id, dag_run.run_id)
+            return plan_benchmarks(dict(params), run, as_of, scheduled)
+
+        measure_and_land(plan())
+
+    return campaign()

@@ -3,8 +3,9 @@
 Each field's type, default, bounds, enum, description and form extras (`section`, `uniqueItems`, ...)
 are declared once, in the model; its defaults read from the environment are applied once, in
 `form_defaults`. Here only the narrowing of the campaign form (the seed file's instance types: values the
-planner would refuse otherwise) and the params table of docs/reference/dag-params.md,
-rendered from the same schema without importing Airflow. Parse-time safe: the environment and the seed
+planner would refuse otherwise) and the params tables of docs/reference/dag-params.md (every field of the
+model, those the form hides apart, with why: `dag_defaults.FORM_HIDDEN_FIELDS`), rendered from the same
+schema without importing Airflow. Parse-time safe: the environment and the seed
 file are read, no database or network.
 """
 
@@ -14,7 +15,12 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from accelbench.airflow.dag_defaults import CAMPAIGN_FORM_FIELDS, catalog_instance_types, instance_type_items
+from accelbench.airflow.dag_defaults import (
+    CAMPAIGN_FORM_FIELDS,
+    FORM_HIDDEN_FIELDS,
+    catalog_instance_types,
+    instance_type_items,
+)
 from accelbench.campaign.request import CampaignRequest, field_extra, form_defaults
 
 if TYPE_CHECKING:
@@ -91,7 +97,7 @@ def campaign_params(
 
 
 def campaign_form_params() -> dict[str, Param]:
-    """The params of `accelbench_cpu_campaign` (named for the tier it began with; it plans every tier)."""
+    """The params of `accelbench_campaign`, and of its old id `accelbench_cpu_campaign` (the same DAG)."""
     return campaign_params(CAMPAIGN_FORM_FIELDS, FORM_NARROWING)
 
 
@@ -159,18 +165,50 @@ def _default_text(name: str) -> str:
     return f"`{variable}` (unset: {shown})" if variable else shown
 
 
+def request_fields(
+    shown: Iterable[str] = CAMPAIGN_FORM_FIELDS, hidden: Mapping[str, str] = FORM_HIDDEN_FIELDS
+) -> tuple[list[str], list[str]]:
+    """Every field of CampaignRequest (what a run's conf may set, by REST as by the form): those the form
+    shows, in its order, and those it hides, in the model's order. A ValueError, naming them, for a field in
+    neither list or in both, or a name that is no field: a new field must be placed."""
+    every, shown = list(CampaignRequest.model_fields), list(shown)
+    problems = [
+        f"{n}: neither shown nor in FORM_HIDDEN_FIELDS" for n in every if n not in shown and n not in hidden
+    ]
+    problems += [f"{n}: both shown and in FORM_HIDDEN_FIELDS" for n in shown if n in hidden]
+    problems += [f"{n}: not a field of CampaignRequest" for n in [*shown, *hidden] if n not in every]
+    if problems:
+        raise ValueError(
+            "the campaign form's fields (accelbench.airflow.dag_defaults): " + "; ".join(problems)
+        )
+    return shown, [n for n in every if n in hidden]
+
+
+def _row(name: str, narrowing: Mapping[str, Narrowing], *more: str) -> str:
+    schema = field_schema(name)
+    cells = [f"`{name}`", _type_text(schema), _default_text(name), _limits(name, schema, narrowing)]
+    cells += [CampaignRequest.model_fields[name].description or "", *more]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
 def render_dag_params(
-    fields: Iterable[str] = CAMPAIGN_FORM_FIELDS, narrowing: Mapping[str, Narrowing] = FORM_NARROWING
+    narrowing: Mapping[str, Narrowing] = FORM_NARROWING, hidden: Mapping[str, str] = FORM_HIDDEN_FIELDS
 ) -> str:
-    """The campaign form's params as a markdown table (param, type, default, limits, description), from
-    CampaignRequest: what docs/reference/dag-params.md holds between its `dag-params` markers."""
+    """Every field of CampaignRequest as markdown (param, type, default, limits, description): a table of the
+    fields the campaign form shows, then one of those it hides, with why. What docs/reference/dag-params.md
+    holds between its `dag-params` markers."""
+    shown, hidden_names = request_fields(CAMPAIGN_FORM_FIELDS, hidden)
     rows = [
         "| param | type | default | limits | what it is |",
         "|---|---|---|---|---|",
+        *(_row(name, narrowing) for name in shown),
+        "",
+        "**Hidden by the form** (REST and `--conf` only): a run takes the default below unless its conf sets "
+        "the field. The trigger does not check these (Airflow passes conf keys the form does not declare "
+        "through); the `plan` task does, and fails naming the field.",
+        "",
+        "| param | type | default | limits | what it is | why the form hides it |",
+        "|---|---|---|---|---|---|",
+        *(_row(name, narrowing, hidden[name]) for name in hidden_names),
     ]
-    for name in fields:
-        schema = field_schema(name)
-        cells = [f"`{name}`", _type_text(schema), _default_text(name), _limits(name, schema, narrowing)]
-        cells.append(CampaignRequest.model_fields[name].description or "")
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows) + "\n"

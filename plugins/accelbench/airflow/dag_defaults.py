@@ -46,6 +46,27 @@ CAMPAIGN_FORM_FIELDS = (
     "slos",
     "execution_mode",
 )
+# The CampaignRequest fields the campaign form hides, each with why. A run takes the model's default for them
+# unless its conf names them (REST, `airflow dags trigger --conf`, ACCELBENCH_VERSION_MATRIX): Airflow passes
+# conf keys the form does not declare through unchecked, and the plan task checks them with CampaignRequest.
+# With CAMPAIGN_FORM_FIELDS, every field of CampaignRequest exactly once (the params page's generator
+# refuses a field in neither, or in both).
+FORM_HIDDEN_FIELDS: dict[str, str] = {
+    "model_revision": "rarely set: empty serves the weights the model store or the local path holds (set, it "
+    "is `vllm serve --revision`)",
+    "served_model_name": "rarely set: empty serves the model under the last part of its id",
+    "runtime": "empty follows each instance type's tier, which a campaign of several tiers needs; set, every "
+    "instance type must be of the runtime's tier",
+    "kv_cache_dtype": "one value for every server of a campaign, and FP8 is refused while any CPU type is in "
+    "it; `auto` suits every tier",
+    "deployment_mode": "only `single` plans (one server per instance type, on one node); the others are "
+    "refused",
+    "tensor_parallel_size": "empty lets the planner choose for each instance type (a rank per NUMA node, GPU "
+    "or NeuronCore); a number set here applies to every instance type of the campaign",
+    "request_rates": "fixed request-rate levels, measured after the concurrency levels; the form reaches "
+    "request rates through the load search (`search_variable=request_rate`)",
+    "seed": "fixed so that a rerun sends the same prompts (each repeat adds its own offset)",
+}
 
 
 def campaign_defaults() -> dict[str, Any]:
@@ -96,13 +117,14 @@ def default_regions() -> list[str]:
     return list(Settings.from_env("regions").regions)
 
 
-def catalog_instance_types(tiers: tuple[str, ...] = ("cpu", "gpu", "neuron")) -> list[str]:
-    """The rows of these tiers in the seed file the catalog DAG seeds from (ACCELBENCH_SEED_FILE or the
-    shipped one): a file read, no database at parse time."""
-    from accelbench.catalog.seed_file import load_seed
+def catalog_instance_types(tiers: tuple[str, ...] | None = None) -> list[str]:
+    """The rows of these tiers (default: every registered tier) in the seed file the catalog DAG seeds from
+    (ACCELBENCH_SEED_FILE or the shipped one): a file read, no database at parse time."""
+    from accelbench.tiers import load_seed, names
 
+    wanted = names() if tiers is None else tiers
     return sorted(
         s.instance_type
         for s in load_seed(Settings.from_env("seed_file").seed_file)
-        if s.accelerator_type in tiers
+        if s.accelerator_type in wanted
     )

@@ -9,11 +9,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.campaign.planner import parse_request, plan_campaign
-from accelbench.campaign.problems import PlanningError
+from accelbench.campaign.plan import parse_request, plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.config import env_name
+from accelbench.core.problems import PlanningError
 from accelbench.errors import ConfigError
 from accelbench.runtime.version_rules import check_version
 

@@ -15,17 +15,28 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveFloat, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PositiveFloat,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
 from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.search import MIN_P99_REQUESTS, SearchPlan, SearchVariable
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
-from accelbench.core.spec import POISSON, Runtime
+from accelbench.core.spec import POISSON
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload, WorkloadName, profile
 from accelbench.errors import ConfigError
 from accelbench.runtime.version_rules import VERSION_PATTERN
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
+from accelbench.tiers import runtimes
 
 Quantization = Literal["none", "int8", "int4"]
 DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
@@ -43,12 +54,19 @@ _UNIQUE: dict[str, JsonValue] = {"uniqueItems": True}
 _LOAD, _SEARCH, _ENGINE = "Load", "Load search", "Engine and SLOs"  # the form's sections (others: its first)
 LoadMode = Literal["levels", "search"]
 # CampaignRequest field -> the SearchPlan field it sets (a SearchPlan's error names the request's field).
-# The request field that names each runtime's version (empty: the catalog's newest at the run's date).
-VERSION_FIELDS: dict[str, str] = {
-    "vllm-cpu": "version",
-    "vllm-gpu": "gpu_version",
-    "vllm-neuron": "neuron_version",
-}
+
+
+def _registered_runtime(runtime: str) -> str:
+    if runtime not in runtimes():
+        raise ValueError(f"expected one of {', '.join(runtimes())}")
+    return runtime
+
+
+# A registered tier's server recipe; the form offers the built-in tiers' (a tier a test registers is checked
+# all the same).
+RuntimeName = Annotated[
+    str, AfterValidator(_registered_runtime), WithJsonSchema({"enum": list(runtimes()), "type": "string"})
+]
 SEARCH_FIELDS = {
     "search_variable": "variable",
     "search_lower": "lower",
@@ -85,7 +103,7 @@ class CampaignRequest(BaseModel):
     served_model_name: str | None = Field(
         default=None, description="The name the server serves the model under; empty: from the model id"
     )
-    runtime: Runtime | None = Field(
+    runtime: RuntimeName | None = Field(
         default=None,
         description="The server recipe; empty: each instance type's tier's (vllm-cpu, vllm-gpu, "
         "vllm-neuron). Set, every instance type must be of its tier",

@@ -18,7 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from accelbench.core.families import ACCELERATOR_TYPES, ARCHITECTURES
+from accelbench.core.families import ARCHITECTURES
 
 PRICING_MODELS = ("on_demand", "spot")
 RUNTIME_STATUSES = ("discovered", "announced", "benchmarked", "failed", "skipped")
@@ -45,7 +45,6 @@ class InstanceType(Base):
 
     __tablename__ = "instance_types"
     __table_args__ = (
-        CheckConstraint(_in("accelerator_type", ACCELERATOR_TYPES), name="accelerator_type"),
         CheckConstraint(_in("architecture", ARCHITECTURES), name="architecture"),
         CheckConstraint("accelerator_count >= 0", name="accelerator_count_nonneg"),
         CheckConstraint("accelerator_memory_gib >= 0", name="accelerator_memory_nonneg"),

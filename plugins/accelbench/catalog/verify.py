@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from accelbench.aws.ec2 import Ec2Facts
 from accelbench.catalog.seed_file import InstanceSpec
-from accelbench.core.families import NEURON_CORES_PER_DEVICE
 
 log = logging.getLogger(__name__)
+# Ranks per device of a type that EC2 also reports (CoreInfo.Count: NeuronCores per Neuron device), as its
+# tier says (accelbench.tiers: Tier.cores_per_device); None where the tier has no such count.
+CoresPerDevice = Callable[[InstanceSpec], int | None]
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class VerifyReport:
         )
 
 
-def compare(spec: InstanceSpec, facts: Ec2Facts) -> list[Mismatch]:
+def compare(spec: InstanceSpec, facts: Ec2Facts, cores_per_device: CoresPerDevice) -> list[Mismatch]:
     found = []
     checks: list[tuple[str, object, object, bool]] = [
         ("vcpu", spec.vcpu, facts.vcpu, spec.vcpu == facts.vcpu),
@@ -70,8 +73,9 @@ def compare(spec: InstanceSpec, facts: Ec2Facts) -> list[Mismatch]:
         checks.append(("max_pods", spec.max_pods, facts.max_pods, spec.max_pods == facts.max_pods))
     acc_name, ec2_name = spec.accelerator_name, facts.accelerator_name
     checks.append(("accelerator_name", acc_name, ec2_name, acc_name == ec2_name))
-    # Neuron planning shards over NeuronCores by this table (None off Neuron); EC2 CoreInfo.Count checks it.
-    cores, ec2_cores = NEURON_CORES_PER_DEVICE.get(spec.family), facts.neuron_cores_per_device
+    # Neuron planning shards over NeuronCores by its tier's table (None off Neuron); EC2's CoreInfo.Count
+    # checks it.
+    cores, ec2_cores = cores_per_device(spec), facts.neuron_cores_per_device
     checks.append(("neuron_cores_per_device", cores, ec2_cores, cores == ec2_cores))
     for name, ours, theirs, ok in checks:
         if not ok:
@@ -79,13 +83,18 @@ def compare(spec: InstanceSpec, facts: Ec2Facts) -> list[Mismatch]:
     return found
 
 
-def verify(specs: list[InstanceSpec], facts: dict[str, Ec2Facts], not_offered: list[str]) -> VerifyReport:
+def verify(
+    specs: list[InstanceSpec],
+    facts: dict[str, Ec2Facts],
+    not_offered: list[str],
+    cores_per_device: CoresPerDevice,
+) -> VerifyReport:
     report = VerifyReport(not_offered=sorted(not_offered))
     for spec in specs:
         if spec.instance_type not in facts:
             continue
         report.checked += 1
-        report.mismatches.extend(compare(spec, facts[spec.instance_type]))
+        report.mismatches.extend(compare(spec, facts[spec.instance_type], cores_per_device))
     for m in report.mismatches:
         log.warning("catalog/EC2 mismatch (catalog kept as is): %s", m)
     for name in report.not_offered:

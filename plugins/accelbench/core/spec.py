@@ -19,8 +19,6 @@ from pydantic import (
 from accelbench.core.search import SearchPlan
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
 
-Runtime = Literal["vllm-cpu", "vllm-gpu", "vllm-neuron"]
-AcceleratorType = Literal["cpu", "gpu", "neuron"]
 GoodputMetric = Literal["ttft", "tpot", "e2el"]  # vllm bench serve --goodput names
 POISSON = 1.0  # the burstiness of Poisson arrivals
 
@@ -32,11 +30,15 @@ class _Frozen(BaseModel):
 class ServerSpec(_Frozen):
     """One inference server: everything that decides how it is launched."""
 
-    runtime: Runtime
+    runtime: str  # a tier's server recipe (accelbench.tiers: the planner checks it against the registry)
     version: str
     image: str
     image_digest: str | None = None
     model: str
+    # The model's id when `model` is a local folder (accelbench.core.model_origin.model_identity): what the
+    # lake rows name the model by, the same from any checkout or machine; `model` stays the folder served.
+    # None: `model` is the id (or a spec planned before the field existed; the ingest resolves it then).
+    model_id: str | None = None
     model_revision: str | None = None
     served_model_name: str
     dtype: str
@@ -46,7 +48,7 @@ class ServerSpec(_Frozen):
     kv_cache_gib: int = Field(ge=0)
     max_model_len: int = Field(ge=1)
     instance_type: str
-    accelerator_type: AcceleratorType
+    accelerator_type: str  # a registered tier's name (accelbench.tiers)
     accelerator_count: int = Field(ge=0)
     vcpu: int = Field(ge=1)
     server_cpu: int = Field(ge=1)
@@ -60,9 +62,10 @@ class ServerSpec(_Frozen):
 
     @model_serializer(mode="wrap")
     def _without_unset_tier_fields(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
-        """A server without the GPU and Neuron fields dumps as before they existed: its spec_id stays."""
+        """A server without the GPU and Neuron fields or a model id dumps as before they existed: its spec_id
+        stays."""
         data = handler(self)
-        for name in ("gpu_memory_utilization", "max_num_seqs"):
+        for name in ("model_id", "gpu_memory_utilization", "max_num_seqs"):
             if isinstance(data, dict) and data.get(name) is None:
                 data.pop(name, None)
         return data
@@ -93,8 +96,10 @@ class LoadPlan(_Frozen):
     # 1 = Poisson, above 1 more regular, below 1 burstier.
     burstiness: float = Field(default=POISSON, gt=0)
     warmups: int = Field(default=4, ge=0)  # once per server, before the first level
-    # Before each level (`vllm bench serve --num-warmups`, at the level's concurrency, not measured): at
-    # least this many, and at least the level's concurrency so its batch is full before measuring.
+    # Before each level's first repeat, at the level's own load and not measured: a `vllm bench serve` run
+    # of its own before the level's first server scrape (`Driver.warm_up_level`; not `--num-warmups`, which
+    # would run inside the measured window). At least this many, and at least the level's concurrency so its
+    # batch is full before measuring.
     level_warmups: int = Field(default=0, ge=0)
     workload: Workload | None = None  # None: `random` prompts of input_len/output_len (the `fixed` profile)
     repeats: int = Field(default=1, ge=1)
@@ -175,7 +180,10 @@ class BenchmarkSpec(_Frozen):
         """The same server + load in any campaign: "already measured with this matrix" compares it.
 
         The image digest is left out: a version measured before its digest was known is the same
-        matrix point once the catalog records it."""
+        matrix point once the catalog records it. A model served from a folder is keyed by its id, not the
+        folder's path: the same model from another checkout or machine is the same point."""
         server = self.server.model_dump(mode="json", exclude={"image_digest"})
+        if "model_id" in server:
+            server["model"] = server.pop("model_id")
         text = json.dumps({"server": server, "load": self.load.model_dump(mode="json")}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]

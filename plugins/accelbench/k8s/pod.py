@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from kubernetes.client import models as k8s
 
 from accelbench import __version__
-from accelbench.campaign.planner import loadgen_memory
 from accelbench.config import LAKE_SETTING, MODE_SETTING, S3_ENDPOINT_SETTINGS, Settings, env_name
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
-from accelbench.runtime.recipes import SERVER_PORT, recipe_for
-from accelbench.sizing.fit import LOADGEN_CPU
+from accelbench.runtime.recipes import SERVER_PORT
+from accelbench.sizing.fit import LOADGEN_CPU, loadgen_memory
+from accelbench.tiers import tier
+from accelbench.tiers.base import Tier
 
 LOADGEN_IMAGE_SETTING = env_name("loadgen_image")
 # Pinned: it must not change with the server version under test (deltas measure the server).
@@ -31,11 +32,8 @@ PROBE_PERIOD_S = 10
 # (weights read from the image/volume and repacked for the CPU kernels).
 STARTUP_BASE_S = 180
 STARTUP_PER_GIB_S = 10
-# Accelerated servers compile before they answer /health: vLLM on CUDA captures graphs (and torch.compile's
-# first run), a Neuron server compiles the model for its batch and ranks with neuronx-cc, minutes per GiB of
-# weights. Allowances, not measurements: the server's log says the time it took.
-COMPILE_BASE_S = {"cpu": 0, "gpu": 300, "neuron": 900}
-COMPILE_PER_GIB_S = {"cpu": 0, "gpu": 0, "neuron": 120}
+# Accelerated servers also compile before they answer /health: each tier's Startup allowance
+# (accelbench.tiers).
 HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 LOADGEN_UID = 10001
 # Checks of checkov that a benchmark pod fails on purpose, each with the reason (pod annotations).
@@ -86,31 +84,34 @@ def guaranteed(cpu: str, memory: str, extra: dict[str, str] | None = None) -> k8
 
 def startup_failure_threshold(weights_gib: float, accelerator_type: str = "cpu") -> int:
     """Probes before the server counts as failed to start: process start, model load and, on an accelerator,
-    its compilation."""
-    budget = STARTUP_BASE_S + STARTUP_PER_GIB_S * weights_gib
-    budget += COMPILE_BASE_S[accelerator_type] + COMPILE_PER_GIB_S[accelerator_type] * weights_gib
+    its compilation (the tier's allowance)."""
+    budget = (
+        STARTUP_BASE_S
+        + STARTUP_PER_GIB_S * weights_gib
+        + tier(accelerator_type).startup.compile_s(weights_gib)
+    )
     return math.ceil(budget / PROBE_PERIOD_S)
 
 
-def _tolerations(accelerator_type: str) -> list[k8s.V1Toleration]:
-    taints = placement.TAINTS[accelerator_type]
+def _tolerations(of: Tier) -> list[k8s.V1Toleration]:
+    taints = of.placement.taints
     return [k8s.V1Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in taints]
 
 
-def _device_resources(accelerator_type: str, count: int) -> dict[str, str]:
-    resource = placement.DEVICE_RESOURCES.get(accelerator_type)
+def _device_resources(of: Tier, count: int) -> dict[str, str]:
+    resource = of.placement.device_resource
     return {resource: str(count)} if resource else {}  # never a GPU or Neuron device on a CPU pod
 
 
 def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
     s = spec.server
-    recipe = recipe_for(s.runtime)
-    cpu_tier = s.accelerator_type == "cpu"
+    of = tier(s.accelerator_type)
+    recipe = of.recipe
     env = [k8s.V1EnvVar(name=k, value=v) for k, v in sorted(recipe.env(s).items())]
     # The token is read from a mounted Secret file (huggingface_hub reads HF_TOKEN_PATH), never an env value.
     env.append(k8s.V1EnvVar(name="HF_TOKEN_PATH", value=f"{HF_TOKEN_DIR}/token"))
     health = k8s.V1HTTPGetAction(path="/health", port="http")
-    capabilities = k8s.V1Capabilities(drop=["ALL"], add=["SYS_NICE"] if cpu_tier else None)
+    capabilities = k8s.V1Capabilities(drop=["ALL"], add=list(of.security.add_capabilities) or None)
     return k8s.V1Container(
         name="server",
         image=s.image + (f"@{s.image_digest}" if s.image_digest else ""),
@@ -131,14 +132,14 @@ def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
         resources=guaranteed(
             str(s.server_cpu),
             f"{s.server_memory_mib}Mi",
-            _device_resources(s.accelerator_type, s.accelerator_count),
+            _device_resources(of, s.accelerator_count),
         ),
         security_context=k8s.V1SecurityContext(
             capabilities=capabilities,
             allow_privilege_escalation=False,
-            # NUMA memory-policy syscalls (mbind, set_mempolicy) need Unconfined; the namespace is
-            # PSA privileged for this container only (infra/k8s/namespace.yaml says why).
-            seccomp_profile=k8s.V1SeccompProfile(type="Unconfined" if cpu_tier else "RuntimeDefault"),
+            # The tier's: the CPU server's NUMA memory-policy syscalls (mbind, set_mempolicy) need
+            # Unconfined; the namespace is PSA privileged for this container only (infra/k8s/namespace.yaml).
+            seccomp_profile=k8s.V1SeccompProfile(type=of.security.seccomp),
         ),
         image_pull_policy="Always",
         volume_mounts=[
@@ -176,7 +177,7 @@ def build_pod_parts(
     spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NAMESPACE, lake_uri: str | None = None
 ) -> PodParts:
     s = spec.server
-    pool = placement.NODEPOOLS[s.accelerator_type]
+    of = tier(s.accelerator_type)
     shm_gib = max(1, min(16, s.server_memory_mib // 4096))
     weights_gib = s.model_weights_gib
     return PodParts(
@@ -214,11 +215,11 @@ def build_pod_parts(
             k8s.V1VolumeMount(name="hf-token", mount_path=HF_TOKEN_DIR, read_only=True),
         ],
         node_selector={
-            placement.ARCH_LABEL: "arm64" if s.accelerator_type == "cpu" else "amd64",
+            placement.ARCH_LABEL: of.placement.architecture,
             placement.INSTANCE_TYPE_LABEL: s.instance_type,
-            placement.NODEPOOL_LABEL: pool,
+            placement.NODEPOOL_LABEL: of.placement.nodepool,
         },
-        tolerations=_tolerations(s.accelerator_type),
+        tolerations=_tolerations(of),
         labels={
             "app.kubernetes.io/name": "accelbench-benchmark",
             "accelbench.io/runtime": s.runtime,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from accelbench.campaign.problems import Problem
 from accelbench.config import LAKE_SETTING, Settings
+from accelbench.core.problems import Problem
 from accelbench.errors import ConfigError
 from accelbench.k8s.pod import LOADGEN_IMAGE_SETTING
 from accelbench.sizing.model_config import MODEL_STORE_SETTING, find_config

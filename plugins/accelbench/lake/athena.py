@@ -9,11 +9,11 @@ a campaign has just written is queryable at once, with no `MSCK REPAIR TABLE` or
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import pyarrow as pa
 
 from accelbench.config import LAKE_SETTING
-from accelbench.core.families import ACCELERATOR_TYPES
 from accelbench.errors import ConfigError
 from accelbench.lake.schemas import PARTITIONS, TABLES
 
@@ -55,19 +55,23 @@ _TYPES = {
     pa.string(): "string",
 }
 
-# How Athena projects each Hive partition of PARTITIONS; the tiers come from the catalog's list.
-PROJECTION: dict[str, dict[str, str]] = {
-    "accelerator_type": {"type": "enum", "values": ",".join(sorted(ACCELERATOR_TYPES))},
-    "date": {
-        "type": "date",
-        "format": DATE_FORMAT,
-        "range": f"{FIRST_DATE},NOW",
-        "interval": "1",
-        "interval.unit": "DAYS",
-    },
-}
-if set(PROJECTION) != set(PARTITIONS):
-    raise RuntimeError(f"partition projection covers {sorted(PROJECTION)}, the lake has {PARTITIONS}")
+
+def projection(tiers: Sequence[str]) -> dict[str, dict[str, str]]:
+    """How Athena projects each Hive partition of PARTITIONS; `tiers`: the registered tiers' names (the lake
+    sits below accelbench.tiers, so the caller names them)."""
+    found = {
+        "accelerator_type": {"type": "enum", "values": ",".join(sorted(tiers))},
+        "date": {
+            "type": "date",
+            "format": DATE_FORMAT,
+            "range": f"{FIRST_DATE},NOW",
+            "interval": "1",
+            "interval.unit": "DAYS",
+        },
+    }
+    if set(found) != set(PARTITIONS):
+        raise RuntimeError(f"partition projection covers {sorted(found)}, the lake has {PARTITIONS}")
+    return found
 
 
 def athena_type(t: pa.DataType) -> str:
@@ -95,10 +99,11 @@ def location_template(lake_uri: str, table: str) -> str:
     return f"{table_location(lake_uri, table)}{folders}/"
 
 
-def _properties(lake_uri: str, table: str) -> list[tuple[str, str]]:
+def _properties(lake_uri: str, table: str, tiers: Sequence[str]) -> list[tuple[str, str]]:
     props = [("projection.enabled", "true")]
+    projected = projection(tiers)
     for part in PARTITIONS:
-        props += [(f"projection.{part}.{key}", value) for key, value in PROJECTION[part].items()]
+        props += [(f"projection.{part}.{key}", value) for key, value in projected[part].items()]
     props += [
         ("storage.location.template", location_template(lake_uri, table)),
         ("parquet.compression", "ZSTD"),
@@ -106,11 +111,11 @@ def _properties(lake_uri: str, table: str) -> list[tuple[str, str]]:
     return props
 
 
-def create_table(table: str, lake_uri: str, database: str = DEFAULT_DATABASE) -> str:
+def create_table(table: str, lake_uri: str, tiers: Sequence[str], database: str = DEFAULT_DATABASE) -> str:
     """One `CREATE EXTERNAL TABLE` for a table of TABLES, its columns from the pyarrow schema."""
     cols = ",\n".join(f"  {quote(f.name)} {athena_type(f.type)}" for f in TABLES[table])
     parts = ", ".join(f"{quote(p)} string" for p in PARTITIONS)
-    props = ",\n".join(f"  '{k}'='{v}'" for k, v in _properties(lake_uri, table))
+    props = ",\n".join(f"  '{k}'='{v}'" for k, v in _properties(lake_uri, table, tiers))
     return (
         f"CREATE EXTERNAL TABLE IF NOT EXISTS {quote(database)}.{quote(table)} (\n{cols}\n)\n"
         f"PARTITIONED BY ({parts})\n"
@@ -138,9 +143,10 @@ def check_location(lake_uri: str, field: str = LAKE_SETTING) -> str:
     return lake_uri
 
 
-def ddl(lake_uri: str, database: str = DEFAULT_DATABASE) -> str:
-    """The database and one table per lake table, `;`-terminated statements separated by a blank line."""
+def ddl(lake_uri: str, tiers: Sequence[str], database: str = DEFAULT_DATABASE) -> str:
+    """The database and one table per lake table, `;`-terminated statements separated by a blank line;
+    `tiers`: the values of the accelerator_type partition (accelbench.tiers.names())."""
     check_database(database)
     statements = [f"CREATE DATABASE IF NOT EXISTS {quote(database)};"]
-    statements += [create_table(name, lake_uri, database) for name in sorted(TABLES)]
+    statements += [create_table(name, lake_uri, tiers, database) for name in sorted(TABLES)]
     return "\n\n".join(statements) + "\n"

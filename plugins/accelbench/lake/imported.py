@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelbench import __version__
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
+from accelbench.core.model_origin import model_identity
 from accelbench.core.workloads import DEFAULT_WORKLOAD, ENDPOINTS, PROFILES, WorkloadName
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lake.ingest import request_table, result_columns
@@ -114,7 +115,11 @@ class ImportTarget:
     output_len: int | None = None
     range_ratio: float | None = None
     quantization: str | None = None
-    runtime: str | None = None  # default vllm-<tier>
+    runtime: str | None = None  # the tier's (the import task sets it from accelbench.tiers)
+    # The most tensor-parallel ranks the type offers, in its tier's unit (accelbench.tiers: Tier.ranks; the
+    # import task sets them); None: not checked.
+    max_ranks: int | None = None
+    rank_unit: str = "ranks"
     started_at: datetime | None = None  # overrides the file's own date (its client's local clock)
 
     def __post_init__(self) -> None:
@@ -127,11 +132,11 @@ class ImportTarget:
             )
         if self.tensor_parallel_size < 1:
             raise ConfigError("tensor_parallel_size", self.tensor_parallel_size, "at least 1")
-        if self.accelerator_type == "gpu" and self.tensor_parallel_size > self.accelerator_count:
+        if self.max_ranks is not None and self.tensor_parallel_size > self.max_ranks:
             raise ConfigError(
                 "tensor_parallel_size",
                 self.tensor_parallel_size,
-                f"{self.instance_type} has {self.accelerator_count} GPU(s) in the catalog",
+                f"{self.instance_type} has {self.max_ranks} {self.rank_unit} in the catalog",
             )
         if self.endpoint is not None and self.endpoint not in ENDPOINTS:
             raise ConfigError("endpoint", self.endpoint, f"one of {', '.join(ENDPOINTS)}")
@@ -345,10 +350,10 @@ def _tables(
     shape = target.shape()
     shape["endpoint"] = _endpoint(shape["endpoint"], result, name)
     _check_file(target, shape, result, name)
-    tier = target.accelerator_type
     kind, value = _level(result)
     achieved = arrival_rate(raw | {"completed": result.completed, "duration": result.duration})
     details = all(isinstance(raw.get(k), list) for k in DETAIL_KEYS)  # saved with --save-detailed
+    model = model_identity(target.model)  # a folder on this worker: named by its id, as a campaign's rows
     row: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         **ids,
@@ -369,9 +374,10 @@ def _tables(
         else None,
         "suite_version": __version__,
         "vllm_version": target.vllm_version,
-        "runtime": target.runtime or f"vllm-{tier}",
+        "runtime": target.runtime,
         "image": target.image,
-        "model": target.model,
+        "model": model.model_id,
+        "model_path": model.path,
         "served_model_name": result.model_id,
         "quantization": target.quantization,
         "tensor_parallel_size": target.tensor_parallel_size,

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord
+from accelbench.core.model_origin import is_local_path, model_identity
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
@@ -153,9 +154,14 @@ def _host_columns(prov: Provenance, server: ServerSpec) -> dict[str, Any]:
 
 
 def run_row(
-    envelope: Envelope, level: LevelRecord, result: dict[str, Any] | None, prov: Provenance
+    envelope: Envelope,
+    level: LevelRecord,
+    result: dict[str, Any] | None,
+    prov: Provenance,
+    models: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """One level's `runs` row: every column of the schema (runs_table checks it), null where unknown."""
+    """One level's `runs` row: every column of the schema (runs_table checks it), null where unknown.
+    `models`: the spec's model_columns, when the caller resolved them once for every level."""
     spec, server, load = envelope.spec, envelope.spec.server, envelope.spec.load
     counters, gauges, memory = level.server_counters, level.server_gauge_peaks, level.memory_peaks
     version = envelope.server.get("version")
@@ -193,7 +199,7 @@ def run_row(
         "runtime": server.runtime,
         "image": server.image,
         "image_digest": server.image_digest,
-        "model": server.model,
+        **(models if models is not None else model_columns(server)),
         "model_origin": _model_origin(envelope),
         "model_revision": server.model_revision,
         "served_model_name": server.served_model_name,
@@ -255,6 +261,18 @@ def result_columns(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def model_columns(server: ServerSpec) -> dict[str, str | None]:
+    """`model`, the model's id, and `model_path`, the local folder it was served from (None for a model
+    named by its id): the spec's `model_id` as the planner resolved it, or for a spec without one (planned
+    before the field existed, or built by hand) resolved here from the folder (the ingest of a local run
+    runs where the model is; a folder gone since keeps its path as the id, with a warning)."""
+    if server.model_id is None:
+        identity = model_identity(server.model)
+        return {"model": identity.model_id, "model_path": identity.path}
+    named_by_id = server.model == server.model_id and not is_local_path(server.model)
+    return {"model": server.model_id, "model_path": None if named_by_id else server.model}
+
+
 def _model_origin(envelope: Envelope) -> str | None:
     """Where the model came from, as the load generator read it beside the server (None: not recorded)."""
     origin = envelope.server.get("model_origin")
@@ -278,7 +296,7 @@ def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
         "matrix_key": spec.matrix_key,
         "instance_type": server.instance_type,
         "accelerator_count": server.accelerator_count,
-        "model": server.model,
+        **model_columns(server),
         "model_origin": _model_origin(envelope),
         "vllm_version": version.get("version") if isinstance(version, dict) else None,
         "execution_mode": prov.execution_mode,
@@ -333,6 +351,7 @@ def level_rows(
 ) -> Iterator[tuple[dict[str, Any], pa.Table | None]]:
     """Each level's `runs` row and `requests` table, one level at a time: only one raw result file is
     held in memory (a level can hold 10^5 requests). `server_death` fills the failed level's gaps."""
+    models = model_columns(envelope.spec.server)  # the model's folder read once, not per level
     for level in envelope.levels:
         if server_death and level.status == "failed":
             gaps = {k: v for k, v in server_death.items() if getattr(level, k) is None}
@@ -343,7 +362,7 @@ def level_rows(
             if result is not None
             else None
         )
-        row = run_row(envelope, level, result, prov)
+        row = run_row(envelope, level, result, prov, models)
         del result
         yield row, table
 

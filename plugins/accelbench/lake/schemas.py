@@ -9,9 +9,11 @@ import pyarrow as pa
 # 4: a load search's probes (runs.search_step, runs.search_phase) and its result (the capacities table);
 # 5: runs.burstiness (a rate level's arrivals), the workload (runs.workload, endpoint, prefix_len,
 # level_warmups), the model's origin (model_origin), the SLOs and repeats a search held (capacities.slo_*);
-# 6: host_accelerators (the GPUs a local run really ran on, as their driver names them).
-# Older files read the newer columns as null.
-SCHEMA_VERSION = 6
+# 6: host_accelerators (the GPUs a local run really ran on, as their driver names them);
+# 7: a model served from a local folder is named by its id in `model` (accelbench.core.model_origin), the
+# folder kept in model_path (runs, capacities). Older files read the newer columns as null; their `model`
+# still holds what the spec named, a path for a folder.
+SCHEMA_VERSION = 7
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -95,7 +97,7 @@ RUNS = pa.schema(
         ("runtime", pa.string()),
         ("image", pa.string()),
         ("image_digest", pa.string()),
-        ("model", pa.string()),
+        ("model", pa.string()),  # the model's id, wherever it was served from (model_path: the folder)
         ("model_revision", pa.string()),
         ("served_model_name", pa.string()),
         ("quantization", pa.string()),
@@ -140,6 +142,7 @@ RUNS = pa.schema(
         ("prefix_len", pa.int32()),  # a shared-prefix workload's prefix tokens; null otherwise
         ("level_warmups", pa.int32()),  # warm-up requests sent before this level, not measured
         ("model_origin", pa.string()),  # where the model came from (its provenance file), when known
+        ("model_path", pa.string()),  # the local folder `model` was served from; null: named by its id
     ]
 )
 
@@ -186,6 +189,7 @@ CAPACITIES = pa.schema(
         ("repeats", pa.int16()),  # repeats per probe
         ("min_requests", pa.int32()),  # requests a repeat needed for its p99 to count
         ("model_origin", pa.string()),
+        ("model_path", pa.string()),
     ]
 )
 

@@ -1,9 +1,9 @@
 """Where a spec ran, as the host itself says: CPU model, architecture, vCPUs, kernel, EC2 instance type, GPUs.
 
-Read from local files only (/proc/cpuinfo, the DMI table under /sys) and the NVIDIA driver's nvidia-smi,
-never the network or the EC2 metadata service. The load generator (in a pod, /proc and /sys are the
-node's) and the local executor record these in execution.json, so that a row measured on a stand-in host
-(a laptop, a CI machine) is never priced or ranked as the instance type it planned
+Read from local files only (/proc/cpuinfo, the DMI table under /sys) and the tiers' device probes
+(nvidia-smi), never the network or the EC2 metadata service. The load generator (in a pod, /proc and /sys
+are the node's) and the local executor record these in execution.json, so that a row measured on a
+stand-in host (a laptop, a CI machine) is never priced or ranked as the instance type it planned
 (`runs.measured_on_instance`).
 """
 
@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
+
+from accelbench.tiers import devices_here
 
 PROC = Path("/proc")
 DMI = Path("/sys/devices/virtual/dmi/id")
@@ -46,7 +45,8 @@ class HostFacts(TypedDict):
 
 
 def host_facts(proc: Path = PROC, dmi: Path = DMI) -> HostFacts:
-    """This machine's facts; a fact it cannot read is None (never an error: the run itself is done).
+    """This machine's facts; a fact it cannot read is None (never an error: the run itself is done). Its
+    accelerators are what each tier's device probe finds (accelbench.tiers.devices_here: nvidia-smi's GPUs).
 
     host_vcpus is os.cpu_count(), the machine's online CPUs, not this process's affinity: it is compared
     with the instance type's vCPUs, and a local run's pinning is recorded apart (`pinning`).
@@ -59,7 +59,7 @@ def host_facts(proc: Path = PROC, dmi: Path = DMI) -> HostFacts:
         "host_vcpus": os.cpu_count(),
         "host_kernel": platform.release() or None,
         "host_instance_type": (_read(dmi / "product_name") or None) if on_ec2 else None,
-        "host_accelerators": describe_gpus(gpus()),
+        "host_accelerators": devices_here(),
     }
 
 
@@ -101,48 +101,3 @@ def _read(path: Path) -> str | None:
         return path.read_text(errors="replace").strip()
     except OSError:  # absent (not Linux, no DMI in this VM) or unreadable
         return None
-
-
-# nvidia-smi's stable CSV query (`nvidia-smi --help-query-gpu`): one line per GPU, units left off.
-NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits")
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One NVIDIA GPU as its driver reports it."""
-
-    name: str
-    memory_mib: int
-    driver: str
-
-
-def gpus(nvidia_smi: str | None = None) -> list[Gpu]:
-    """The NVIDIA GPUs of this machine, from nvidia-smi (none when it is absent or fails: no GPU to use)."""
-    exe = nvidia_smi or shutil.which("nvidia-smi")
-    if not exe:
-        return []
-    try:
-        out = subprocess.run(
-            [exe, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if out.returncode != 0:
-        return []
-    found = []
-    for line in out.stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3 and parts[1].isdigit():
-            found.append(Gpu(parts[0], int(parts[1]), parts[2]))
-    return found
-
-
-def describe_gpus(found: list[Gpu]) -> str | None:
-    """'1 x NVIDIA H200 (143771 MiB), driver 570.124.06': what a local GPU row was measured on."""
-    if not found:
-        return None
-    kinds: dict[tuple[str, int], int] = {}
-    for gpu in found:
-        kinds[(gpu.name, gpu.memory_mib)] = kinds.get((gpu.name, gpu.memory_mib), 0) + 1
-    text = " + ".join(f"{n} x {name} ({mib} MiB)" for (name, mib), n in kinds.items())
-    return f"{text}, driver {found[0].driver}"

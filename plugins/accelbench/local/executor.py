@@ -17,8 +17,9 @@ from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
-from accelbench.loadgen.host import describe_gpus, gpus, host_facts
+from accelbench.loadgen.host import host_facts
 from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
+from accelbench.tiers import tier
 
 log = logging.getLogger(__name__)
 SERVER_STARTS = "server-starts.jsonl"
@@ -28,16 +29,11 @@ def campaign_workdir(settings: Settings, campaign_id: str) -> Path:
     return settings.home / "work" / safe_name(campaign_id)
 
 
-def check_local_gpus(spec: BenchmarkSpec) -> None:
-    """A GPU spec runs locally on this worker's own GPUs: enough of them for its tensor-parallel ranks."""
-    found = gpus()
-    if len(found) < spec.server.tensor_parallel_size:
-        raise ConfigError(
-            "tensor_parallel_size",
-            spec.server.tensor_parallel_size,
-            f"{spec.server.instance_type} plans {spec.server.tensor_parallel_size} GPU rank(s); this worker "
-            f"has {describe_gpus(found) or 'no NVIDIA GPU'}",
-        )
+def check_local_devices(spec: BenchmarkSpec) -> None:
+    """A spec runs locally on this worker's own devices: its tier says whether there are enough of them
+    (a GPU spec: a GPU per tensor-parallel rank)."""
+    if problem := tier(spec.server.accelerator_type).local_spec_problem(spec.server):
+        raise ConfigError(*problem)
 
 
 def run_local(
@@ -54,8 +50,7 @@ def run_local(
     work = campaign_dir / spec.spec_id
     pinning = Pinning.from_env()
     python = vllm_python(spec.server.runtime)
-    if spec.server.accelerator_type == "gpu":
-        check_local_gpus(spec)
+    check_local_devices(spec)
     journal = campaign_dir / SERVER_STARTS
     # The load generator is the CPU environment's `vllm bench serve` on every tier: one pinned client, so
     # that tiers differ only in the server.

@@ -24,7 +24,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from accelbench.core.spec import ServerSpec
@@ -57,7 +57,7 @@ GGUF_KEYS = (  # copied from the GGUF header into the provenance
 
 if __name__ == "__main__":  # run as a script by the vLLM interpreter, which lacks accelbench: its source
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from accelbench.core.model_origin import PROVENANCE_FILE  # noqa: E402  (standard library only)
+from accelbench.core.model_origin import PROVENANCE_FILE, converted_model_id  # noqa: E402  (standard library only)
 
 if __name__ != "__main__":  # the library; run as a script by the vLLM interpreter, accelbench may be absent
     from accelbench.errors import AccelbenchError
@@ -81,8 +81,11 @@ class Conversion(TypedDict):
 
 
 class Provenance(TypedDict):
-    """What the lake rows and the report say about the model: its name, where it came from, its license."""
+    """What the lake rows and the report say of the model: its id, name, where it came from, its license."""
 
+    # The id the lake rows name the model by (converted_model_id); a folder converted before it was written
+    # lacks it, and accelbench.core.model_origin derives the same id from upstream, source and conversion.
+    model_id: NotRequired[str]
     name: str
     served_model_name: str
     upstream: str
@@ -202,7 +205,9 @@ def convert(out: Path) -> Path:
     for path in out.iterdir():  # safetensors are written 0600: a server under another user must read them
         path.chmod(0o644)
     shutil.copyfile(source.license, out / LICENSE_FILE)
+    gguf_sha256 = sha256_file(source.gguf)
     record: Provenance = {
+        "model_id": converted_model_id(UPSTREAM, gguf_sha256, CONVERSION),
         "name": MODEL_NAME,
         "served_model_name": SERVED_MODEL_NAME,
         "upstream": UPSTREAM,
@@ -212,7 +217,7 @@ def convert(out: Path) -> Path:
             "package": source.package,
             "version": source.version,
             "gguf_file": name,
-            "gguf_sha256": sha256_file(source.gguf),
+            "gguf_sha256": gguf_sha256,
         },
         "gguf_metadata": meta,
         "conversion": {

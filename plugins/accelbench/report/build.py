@@ -1,4 +1,5 @@
-"""One report: filter the lake's runs, drop retracted ones, price them, pick, compare, write out."""
+"""One report: filter the lake's runs, drop retracted ones, price them, compute every table of the
+registry (`accelbench.report.tables`), write out."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import functools
 import io
 import json
 import operator
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -18,36 +20,13 @@ import pyarrow.parquet as pq
 from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
-from accelbench.report.crosstier import cross_tier
-from accelbench.report.model import (
-    Retraction,
-    best_under_slos,
-    capacity_rows,
-    frontier,
-    headline,
-    level_points,
-    mark_searched,
-    models,
-    prefix_caching,
-    split_retracted,
-    version_deltas,
-)
-from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos
+from accelbench.report.points import level_points
+from accelbench.report.retractions import Retraction, split_retracted
+from accelbench.report.searches import capacity_rows, mark_searched
+from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos, best_under_slos
+from accelbench.report.table import Inputs, Table
+from accelbench.report.tables import TABLES
 
-TABLE_NAMES = (
-    "headline",
-    "models",
-    "cross_tier",
-    "not_compared",
-    "best_under_slo",
-    "local_results",
-    "frontier",
-    "version_deltas",
-    "prefix_caching",
-    "points",
-    "retracted",
-    "capacities",
-)
 HTML_NAME = "report.html"
 SUMMARY_NAME = "summary.json"
 
@@ -99,42 +78,36 @@ def partition_filter(flt: ReportFilter) -> ds.Expression | None:
     return functools.reduce(operator.and_, parts) if parts else None
 
 
+def gather(
+    runs: list[dict[str, Any]],
+    prices: list[Price],
+    retracted: list[Retraction],
+    flt: ReportFilter,
+    capacities: list[dict[str, Any]] | None = None,
+) -> Inputs:
+    """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
+    priced into points; the load searches' `capacities` priced at their capacity from their probes' runs,
+    marking those points for the capacity planner; and the best level under the SLOs per configuration."""
+    chosen = [r for r in runs if flt.keeps(r)]
+    kept, gone = split_retracted(chosen, retracted)
+    searched = capacity_rows([c for c in capacities or [] if flt.keeps(c)], kept, prices, flt.region)
+    points = mark_searched(level_points(kept, prices, flt.region), searched)
+    return Inputs(kept, gone, searched, points, best_under_slos(points, flt.slos))
+
+
 def build_report(
     runs: list[dict[str, Any]],
     prices: list[Price],
     retracted: list[Retraction],
     flt: ReportFilter,
     capacities: list[dict[str, Any]] | None = None,
+    *,
+    registry: Sequence[Table] = TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The report's tables from the lake's runs (and `capacities`, the load searches' rows: priced at
-    their capacity from their probes' runs, and marking those points for the capacity planner)."""
-    chosen = [r for r in runs if flt.keeps(r)]
-    kept, gone = split_retracted(chosen, retracted)
-    searched = capacity_rows([c for c in capacities or [] if flt.keeps(c)], kept, prices, flt.region)
-    points = mark_searched(level_points(kept, prices, flt.region), searched)
-    best = best_under_slos(points, flt.slos)
-    on_instance = [p for p in best if p["measured_on_instance"]]
-    compared, apart = cross_tier(best, points)
-    return {
-        "headline": headline(points, best),
-        "models": models(kept),
-        "cross_tier": compared,
-        "not_compared": apart,
-        "points": points,
-        "best_under_slo": on_instance,
-        "local_results": [p for p in best if not p["measured_on_instance"]],
-        "frontier": frontier(on_instance),
-        "version_deltas": version_deltas(points),
-        "prefix_caching": prefix_caching(points),
-        "retracted": [
-            {
-                k: r.get(k)
-                for k in ("run_id", "instance_type", "vllm_version", "retraction_reason", "superseded_by")
-            }
-            for r in gone
-        ],
-        "capacities": searched,
-    }
+    """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
+    runs and `capacities` (the load searches' rows): see `gather`."""
+    inputs = gather(runs, prices, retracted, flt, capacities)
+    return {table.name: table.compute(inputs) for table in registry}
 
 
 def report_id(now: datetime | None = None) -> str:
@@ -148,6 +121,8 @@ def write_report(
     flt: ReportFilter,
     runs_read: int,
     generated_at: datetime | None = None,
+    *,
+    registry: Sequence[Table] = TABLES,
 ) -> dict[str, str]:
     """Under reports/<id>/: each table as Parquet (machine column names) and CSV (human headers), the
     HTML report, and summary.json (what the Benchmarks view lists). The HTML and the summary come
@@ -157,22 +132,22 @@ def write_report(
 
     generated_at = generated_at or datetime.now(UTC)
     written = {}
-    for name in TABLE_NAMES:
-        table = pa.Table.from_pylist(tables[name]) if tables.get(name) else pa.table({})
+    for t in registry:
+        rows = tables.get(t.name)
+        arrow = pa.Table.from_pylist(rows) if rows else pa.table({})
         parquet, csv = io.BytesIO(), io.BytesIO()
-        pq.write_table(table, parquet, compression="zstd")
-        pacsv.write_csv(table.rename_columns([label(c) for c in table.column_names]), csv)
-        for suffix, buf in (("parquet", parquet), ("csv", csv)):
-            path = lake.put_bytes(buf.getvalue(), "reports", rid, f"{name}.{suffix}")
-            written[f"{name}.{suffix}"] = lake.uri_of(path)
-    html = render_html(rid, tables, flt, runs_read, generated_at)
+        pq.write_table(arrow, parquet, compression="zstd")
+        pacsv.write_csv(arrow.rename_columns([label(c) for c in arrow.column_names]), csv)
+        for name, buf in ((t.parquet, parquet), (t.csv, csv)):
+            written[name] = lake.uri_of(lake.put_bytes(buf.getvalue(), "reports", rid, name))
+    html = render_html(rid, tables, flt, runs_read, generated_at, registry=registry)
     written[HTML_NAME] = lake.uri_of(lake.put_bytes(html.encode(), "reports", rid, HTML_NAME))
     summary = {
         "report_id": rid,
         "generated_at": generated_at.isoformat(),
         "filter": {k: (str(v) if isinstance(v, date) else v) for k, v in asdict(flt).items()},
         "runs_read": runs_read,
-        "rows": {name: len(tables.get(name) or []) for name in TABLE_NAMES},
+        "rows": {t.name: len(tables.get(t.name) or []) for t in registry},
     }
     written[SUMMARY_NAME] = lake.uri_of(
         lake.put_bytes(json.dumps(summary, indent=1).encode(), "reports", rid, SUMMARY_NAME)

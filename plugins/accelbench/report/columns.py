@@ -1,4 +1,5 @@
-"""Human names for the report's columns: CSV headers and HTML table headings come from here.
+"""Human names for the report's columns: CSV headers and HTML table headings come from here; and the
+groups of columns that several HTML tables show.
 
 Parquet keeps the machine names (snake_case, units in the suffix) for queries; people read the CSV in
 a spreadsheet and the HTML in a browser, so both say what a column is and in which unit.
@@ -99,7 +100,19 @@ LABELS: dict[str, str] = {
     "point_id_off": "Point id, prefix caching off",
     "repeats_on": "Repeats, prefix caching on",
     "repeats_off": "Repeats, prefix caching off",
+    "warmups_in_window": "Warm-ups in the measured window (runs before per-level warm-ups ran apart)",
 }
+# Columns that several HTML tables show together (each table's own list is in its module, report/tables/).
+COSTS = (
+    "on_demand_usd_per_1m_output_tokens",
+    "spot_usd_per_1m_output_tokens",
+    "on_demand_usd_per_1m_total_tokens",
+    "spot_usd_per_1m_total_tokens",
+)
+LATENCIES = ("p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms")
+WHAT = ("configuration", "model_short", "workload", "level")
+RATES = ("request_throughput", "output_throughput", "request_goodput")
+SIZE = ("error_rate", "server_memory_peak_gib", "repeats_campaigns")
 _METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
 _PERCENTILE = re.compile(r"^p(\d+)_(ttft|tpot|itl|e2el)_ms$")
 _DELTA = re.compile(r"^(.+)_(change|noise_limit|verdict)$")

@@ -1,23 +1,40 @@
 """The regression gate's scope and verdict, as a rule the task calls: the version matrix's own points
-(never other loads of its model), `version` against its neighbours on them."""
+(never other loads of its model), `version` against its neighbours on them.
+
+The caller says which points are the matrix's: its model, and the matrix_key of every spec the matrix
+plans at the versions the runs measured (`accelbench.campaign.matrix.matrix_keys`, planned with the
+catalog). The report reads runs; it does not plan."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from accelbench.campaign.matrix import matrix_keys
-from accelbench.campaign.request import CampaignRequest
-from accelbench.catalog.seed_file import InstanceSpec
-from accelbench.report.build import ReportFilter, build_report
-from accelbench.report.model import Retraction
+from accelbench.report.build import ReportFilter, gather
 from accelbench.report.regressions import describe, regressions_of
+from accelbench.report.retractions import Retraction
 
 
-def gate_scope(matrix: CampaignRequest) -> ReportFilter:
-    """Where the gate reads the lake: the matrix's model on the CPU tier (`gate` narrows it further)."""
-    return ReportFilter(models=[matrix.model], tiers=["cpu"])
+class MatrixPoints(Protocol):
+    """The matrix's points at some versions, as its caller planned them (`MatrixKeys` in campaign)."""
+
+    @property
+    def keys(self) -> Collection[str]: ...  # the matrix_key of each spec planned at those versions
+
+    @property
+    def unplanned(self) -> Mapping[str, str]: ...  # version -> why the matrix does not plan at it
+
+
+def gate_scope(model: str, tier: str = "cpu") -> ReportFilter:
+    """Where the gate reads the lake: the matrix's model (as the rows name it: its id) on the tier of the
+    runtime whose versions are gated (`gate` narrows it further)."""
+    return ReportFilter(models=[model], tiers=[tier])
+
+
+def measured_versions(runs: Iterable[dict[str, Any]]) -> set[str]:
+    """The vLLM versions `runs` measured: the caller plans the matrix at these for `gate`."""
+    return {r["vllm_version"] for r in runs if r["vllm_version"]}
 
 
 @dataclass(frozen=True)
@@ -33,14 +50,14 @@ class GateVerdict:
 
 def gate(
     runs: list[dict[str, Any]],
-    matrix: CampaignRequest,
-    catalog: Mapping[str, InstanceSpec],
+    model: str,
+    matrix: MatrixPoints,
     retracted: list[Retraction],
     version: str,
 ) -> GateVerdict:
-    """`runs`: the lake's runs in `gate_scope(matrix)`. Only those of a matrix point (its matrix_key
-    planned at the version they measured) are compared; retracted runs are not."""
-    keys = matrix_keys(matrix, catalog, {r["vllm_version"] for r in runs if r["vllm_version"]})
-    mine = [r for r in runs if r["matrix_key"] in keys.keys]
-    points = build_report(mine, [], retracted, gate_scope(matrix))["points"]
-    return GateVerdict(version, regressions_of(points, version), keys.unplanned)
+    """`runs`: the lake's runs in `gate_scope(model)`; `matrix`: the matrix's points at the versions they
+    measured (`measured_versions(runs)`). Only the runs of a matrix point (its matrix_key planned at the
+    version they measured) are compared; retracted runs are not."""
+    mine = [r for r in runs if r["matrix_key"] in matrix.keys]
+    points = gather(mine, [], retracted, gate_scope(model)).points
+    return GateVerdict(version, regressions_of(points, version), dict(matrix.unplanned))

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from accelbench.lake.store import Lake
-from accelbench.report.build import HTML_NAME, SUMMARY_NAME, TABLE_NAMES
+from accelbench.report.build import HTML_NAME, SUMMARY_NAME
+from accelbench.report.tables import TABLES
 
 REPORT_ID = re.compile(r"\d{8}T\d{6}Z")  # fullmatch only
-SERVED_FILES = frozenset(
-    {HTML_NAME, SUMMARY_NAME} | {f"{t}.{suffix}" for t in TABLE_NAMES for suffix in ("csv", "parquet")}
-)
+SERVED_FILES = frozenset({HTML_NAME, SUMMARY_NAME} | {name for t in TABLES for name in t.files})
 
 
 class NoSuchReport(LookupError):

@@ -25,7 +25,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from accelbench.lake.schemas import IMPORTED_MODE
-from accelbench.report.model import CONFIG_KEY, cost_order, version_key
+from accelbench.report.keys import CONFIG_KEY
+from accelbench.report.pricing import cost_order
+from accelbench.report.table import Table
+from accelbench.report.tables import best_under_slo as best_table
+from accelbench.report.tables import points as points_table
+from accelbench.report.tables.version_deltas import version_key
 
 LOG_SCALE_SPREAD = 20  # a throughput axis spanning more than this factor is drawn logarithmic
 MAX_CURVES_PER_AXES = 6  # beyond this a legend and its curves stop being readable: another row
@@ -174,6 +179,67 @@ def _rows_of_curves(curves: dict[Any, list[dict[str, Any]]]) -> list[tuple[str, 
     return out
 
 
+def _latency_curves(
+    ax: Axes, plot: Plot, curves: list[list[dict[str, Any]]], gid_prefix: str, column: str
+) -> None:
+    """One panel's curves: each configuration's levels, output tokens/s against `column`, labelled."""
+    local_index = 0
+    for i, levels in enumerate(curves):
+        points = sorted(levels, key=lambda p: p["output_throughput"])
+        first = points[0]
+        style = _style(first, i, local_index)
+        local_index += not first.get("measured_on_instance")
+        gid = f"{gid_prefix}-{i}-{column}"
+        measured = [p for p in points if p.get(column) is not None]
+        ax.plot(
+            [p["output_throughput"] for p in measured],
+            [p[column] for p in measured],
+            label=_legend_name(first),
+            gid=gid,
+            markersize=4,
+            **style,
+        )
+        plot.titles[gid] = _hover(first)
+        below = i % 2  # alternate curves label above / below: neighbours' labels collide less
+        for p in measured:
+            ax.annotate(
+                _level(p),
+                (p["output_throughput"], p[column]),
+                xytext=(4, -4 if below else 4),
+                textcoords="offset points",
+                va="top" if below else "bottom",
+                fontsize=6.5,
+                color=style["color"],
+            )
+
+
+def _latency_axes(
+    ax: Axes, shown: list[dict[str, Any]], latency: tuple[str, str, str], workload: str, limit: float | None
+) -> None:
+    """One panel's SLO line, axes (from zero; throughput logarithmic when the row's spans over
+    LOG_SCALE_SPREAD-fold) and titles; `shown`: every point of the panel's row."""
+    column, name, _ = latency
+    _slo_line(ax, limit)
+    values = [p[column] for p in shown if p.get(column) is not None]
+    top = max([*values, limit or 0])
+    ax.set_ylim(0, top * HEADROOM if top > 0 else 1)
+    xs = [p["output_throughput"] for p in shown]
+    positive = [x for x in xs if x > 0]
+    if positive and max(positive) > LOG_SCALE_SPREAD * min(positive):  # CPU next to GPU
+        ax.set_xscale("log")
+        ax.set_xlim(min(positive) / 1.5, max(positive) * 1.5)  # also where a panel has no data
+        ax.set_xlabel(f"output tokens/s (log scale: throughputs span over {LOG_SCALE_SPREAD}-fold)")
+    else:
+        ax.set_xlim(0, (max(xs) * HEADROOM) or 1)
+        ax.set_xlabel("output tokens/s (median over repeats)")
+    _plain(ax)
+    ax.set_ylabel(f"{name} (ms)")
+    ax.set_title(f"{workload} · {name}", fontsize=9)
+    ax.grid(alpha=0.3)
+    if not values:
+        ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", color="0.5")
+
+
 def throughput_vs_latency_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
     """Per configuration, its load levels: output tokens/s against p99 TTFT, TPOT and E2EL, a row of
     panels per workload, the SLOs as dashed lines."""
@@ -188,55 +254,10 @@ def throughput_vs_latency_figure(rows: Sequence[dict[str, Any]], slos: SloLimits
     grid = fig.subplots(len(layout), len(LATENCIES), squeeze=False)
     plot = Plot(fig)
     for r, (workload, keys) in enumerate(layout):
-        xs = [p["output_throughput"] for k in keys for p in curves[k]]
-        positive = [x for x in xs if x > 0]
-        log_x = bool(positive) and max(positive) > LOG_SCALE_SPREAD * min(positive)  # CPU next to GPU
-        for ax, (column, name, attr) in zip(grid[r], LATENCIES, strict=True):
-            local_index = 0
-            for i, key in enumerate(keys):
-                points = sorted(curves[key], key=lambda p: p["output_throughput"])
-                first = points[0]
-                style = _style(first, i, local_index)
-                local_index += not first.get("measured_on_instance")
-                gid = f"throughput-latency-{r}-{i}-{column}"
-                measured = [p for p in points if p.get(column) is not None]
-                ax.plot(
-                    [p["output_throughput"] for p in measured],
-                    [p[column] for p in measured],
-                    label=_legend_name(first),
-                    gid=gid,
-                    markersize=4,
-                    **style,
-                )
-                plot.titles[gid] = _hover(first)
-                below = i % 2  # alternate curves label above / below: neighbours' labels collide less
-                for p in measured:
-                    ax.annotate(
-                        _level(p),
-                        (p["output_throughput"], p[column]),
-                        xytext=(4, -4 if below else 4),
-                        textcoords="offset points",
-                        va="top" if below else "bottom",
-                        fontsize=6.5,
-                        color=style["color"],
-                    )
-            _slo_line(ax, getattr(slos, attr))
-            values = [p[column] for k in keys for p in curves[k] if p.get(column) is not None]
-            top = max([*values, getattr(slos, attr) or 0])
-            ax.set_ylim(0, top * HEADROOM if top > 0 else 1)
-            if log_x:
-                ax.set_xscale("log")
-                ax.set_xlim(min(positive) / 1.5, max(positive) * 1.5)  # also where a panel has no data
-                ax.set_xlabel(f"output tokens/s (log scale: throughputs span over {LOG_SCALE_SPREAD}-fold)")
-            else:
-                ax.set_xlim(0, (max(xs) * HEADROOM) or 1)
-                ax.set_xlabel("output tokens/s (median over repeats)")
-            _plain(ax)
-            ax.set_ylabel(f"{name} (ms)")
-            ax.set_title(f"{workload} · {name}", fontsize=9)
-            ax.grid(alpha=0.3)
-            if not values:
-                ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", color="0.5")
+        shown = [p for k in keys for p in curves[k]]
+        for ax, latency in zip(grid[r], LATENCIES, strict=True):
+            _latency_curves(ax, plot, [curves[k] for k in keys], f"throughput-latency-{r}", latency[0])
+            _latency_axes(ax, shown, latency, workload, getattr(slos, latency[2]))
         grid[r][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.suptitle("Throughput vs p99 latency per configuration (labels: load level; c = concurrency cap)")
     return plot
@@ -254,25 +275,8 @@ def _usd(value: float | None) -> str:
     return f"{value:,.2f}" if value >= 0.01 else f"{value:.2g}"
 
 
-def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
-    """USD per 1M output tokens at each configuration's best level under the SLOs, on-demand and spot,
-    by model and workload and cheapest first within each; only points measured on their instance type
-    (or imported, on the one stated) have a price."""
-    kinds = ("on_demand", "spot")
-    priced = [
-        p
-        for p in rows
-        if p.get("measured_on_instance")
-        and any(p.get(f"{kind}_usd_per_1m_output_tokens") is not None for kind in kinds)
-    ]
-    if not priced:
-        return None
-    # By model and workload, cheapest first within each: bars of different workloads are never ranked
-    # against each other (a line parts the groups).
-    priced.sort(key=lambda p: (p["model_short"], _workload_order(p), cost_order(p)))
-    fig = Figure(figsize=(11, max(2.2, 1.0 + 0.5 * len(priced))), layout="constrained")
-    ax = fig.subplots()
-    plot = Plot(fig)
+def _cost_bars(ax: Axes, plot: Plot, priced: list[dict[str, Any]]) -> float:
+    """On-demand and spot bars per point, labelled with their value; the largest value drawn."""
     ys = range(len(priced))
     height = 0.38
     largest = 0.0
@@ -293,8 +297,30 @@ def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot 
                 bar.set_gid(f"cost-at-slo-{kind}-{n}")
                 plot.titles[f"cost-at-slo-{kind}-{n}"] = _hover(p)
         largest = max(largest, *(v or 0 for v in values))
+    return largest
+
+
+def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+    """USD per 1M output tokens at each configuration's best level under the SLOs, on-demand and spot,
+    by model and workload and cheapest first within each; only points measured on their instance type
+    (or imported, on the one stated) have a price."""
+    priced = [
+        p
+        for p in rows
+        if p.get("measured_on_instance")
+        and any(p.get(f"{kind}_usd_per_1m_output_tokens") is not None for kind in ("on_demand", "spot"))
+    ]
+    if not priced:
+        return None
+    # By model and workload, cheapest first within each: bars of different workloads are never ranked
+    # against each other (a line parts the groups).
+    priced.sort(key=lambda p: (p["model_short"], _workload_order(p), cost_order(p)))
+    fig = Figure(figsize=(11, max(2.2, 1.0 + 0.5 * len(priced))), layout="constrained")
+    ax = fig.subplots()
+    plot = Plot(fig)
+    largest = _cost_bars(ax, plot, priced)
     ax.set_yticks(
-        list(ys),
+        list(range(len(priced))),
         [
             f"{p['configuration']} · {p['model_short']} · {p['workload']} @ {_level(p)}{_where(p)}"
             for p in priced
@@ -328,6 +354,36 @@ def _without_version(p: dict[str, Any]) -> str:
     )
 
 
+def _trend_lines(
+    ax: Axes, plot: Plot, lines: list[list[dict[str, Any]]], at: dict[str, int], gid_prefix: str
+) -> None:
+    """One panel's lines: each configuration's throughput per version (at: the version's x), labelled."""
+    local_index = 0
+    for i, levels in enumerate(lines):
+        points = sorted(levels, key=lambda p: version_key(p["vllm_version"]))
+        first = points[0]
+        style = _style(first, i, local_index)
+        local_index += not first.get("measured_on_instance")
+        gid = f"{gid_prefix}-{i}"
+        ax.plot(
+            [at[p["vllm_version"]] for p in points],
+            [p["output_throughput"] for p in points],
+            label=_legend_name(first, _without_version(first)),
+            gid=gid,
+            **style,
+        )
+        plot.titles[gid] = _hover(first, _without_version(first))
+        for p in points:
+            ax.annotate(
+                _level(p),
+                (at[p["vllm_version"]], p["output_throughput"]),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize=6.5,
+                color=style["color"],
+            )
+
+
 def version_trend_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
     """Output tokens/s at the best level under the SLOs per vLLM version (semantic order), one line per
     configuration less its version, a row per workload."""
@@ -344,30 +400,7 @@ def version_trend_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plo
     axes = fig.subplots(len(layout), 1, squeeze=False)[:, 0]
     plot = Plot(fig)
     for r, (ax, (workload, keys)) in enumerate(zip(axes, layout, strict=True)):
-        local_index = 0
-        for i, key in enumerate(keys):
-            points = sorted(lines[key], key=lambda p: version_key(p["vllm_version"]))
-            first = points[0]
-            style = _style(first, i, local_index)
-            local_index += not first.get("measured_on_instance")
-            gid = f"version-trend-{r}-{i}"
-            ax.plot(
-                [at[p["vllm_version"]] for p in points],
-                [p["output_throughput"] for p in points],
-                label=_legend_name(first, _without_version(first)),
-                gid=gid,
-                **style,
-            )
-            plot.titles[gid] = _hover(first, _without_version(first))
-            for p in points:
-                ax.annotate(
-                    _level(p),
-                    (at[p["vllm_version"]], p["output_throughput"]),
-                    xytext=(4, 4),
-                    textcoords="offset points",
-                    fontsize=6.5,
-                    color=style["color"],
-                )
+        _trend_lines(ax, plot, [lines[k] for k in keys], at, f"version-trend-{r}")
         top = max(p["output_throughput"] for k in keys for p in lines[k])
         ax.set_ylim(0, top * HEADROOM or 1)
         ax.set_xlim(-0.5, len(versions) - 0.5)
@@ -387,8 +420,8 @@ def version_trend(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None
 
 
 PlotFn = Callable[[Sequence[dict[str, Any]], SloLimits], str | None]
-PLOTS: dict[str, tuple[str, PlotFn, str]] = {
-    "throughput_vs_latency": ("Throughput vs latency", throughput_vs_latency, "points"),
-    "cost_at_slo": ("Cost per 1M output tokens at the SLO", cost_at_slo, "best_under_slo"),
-    "version_trend": ("Version trend", version_trend, "best_under_slo"),
+PLOTS: dict[str, tuple[str, PlotFn, Table]] = {  # id: (title, the SVG of the rows, the table it draws)
+    "throughput_vs_latency": ("Throughput vs latency", throughput_vs_latency, points_table.TABLE),
+    "cost_at_slo": ("Cost per 1M output tokens at the SLO", cost_at_slo, best_table.TABLE),
+    "version_trend": ("Version trend", version_trend, best_table.TABLE),
 }

@@ -7,7 +7,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from accelbench.report.model import CV_METRICS, version_deltas
+from accelbench.report.tables.version_deltas import CV_METRICS, version_deltas
 
 
 def _same(a: str | None, b: str) -> bool:

@@ -10,7 +10,7 @@ from accelbench.catalog.db import session_scope
 from accelbench.catalog.models import InstancePrice
 from accelbench.catalog.models import Retraction as RetractionRow
 from accelbench.core.price import Price
-from accelbench.report.model import Retraction
+from accelbench.report.retractions import Retraction
 
 
 def price_history(engine: Engine, instance_types: set[str] | None = None) -> list[Price]:

@@ -8,17 +8,19 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from accelbench.config import Settings, env_name
-from accelbench.core.spec import AcceleratorType, Runtime, ServerSpec
+from accelbench.core.spec import ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.neuron import neuron_args, neuron_env, neuron_support_problem
-from accelbench.runtime.tag_rules import NEURON_DLC_TAGS, VLLM_CPU_TAGS
+from accelbench.runtime.tag_rules import NEURON_DLC_TAGS, VLLM_CPU_TAGS, VLLM_GPU_TAGS
+
+if TYPE_CHECKING:  # the registry clients need httpx, which the load-generator image (it plans nothing) lacks
+    from accelbench.runtime.sources import ReleaseSource
 
 log = logging.getLogger(__name__)
 SERVER_PORT = 8000
-CPU_DTYPE = "bfloat16"  # float16 is unstable on torch CPU; vLLM's Arm path is BF16
 HF_TOKEN_ENV = "HF_TOKEN"
 # Arguments the planner owns: a user may not pass them as extra engine args.
 MANAGED_ARGS = (
@@ -39,10 +41,10 @@ MANAGED_ARGS = (
 
 @dataclass(frozen=True)
 class Recipe:
-    """How one tier runs vLLM. Subclasses set the image and the tier-specific knobs."""
+    """How vLLM runs on one tier (accelbench.tiers: each tier names its recipe). Subclasses set the image
+    and the tier-specific knobs."""
 
-    runtime: ClassVar[Runtime]
-    accelerator_type: ClassVar[AcceleratorType]
+    runtime: ClassVar[str]
     repository_field: ClassVar[str]  # the Settings field of the image repository (a mirror may replace it)
     default_version: ClassVar[str]
 
@@ -55,11 +57,18 @@ class Recipe:
         return str(Settings.model_fields[self.repository_field].default)
 
     def repository(self) -> str:
-        value = getattr(Settings.from_env(self.repository_field), self.repository_field)
-        return str(value)
+        return self.configured(Settings.from_env(self.repository_field))
+
+    def configured(self, settings: Settings) -> str:
+        """The image repository `settings` give (a mirror may replace the default)."""
+        return str(getattr(settings, self.repository_field))
 
     def tag(self, version: str) -> str:
         return f"v{version.removeprefix('v')}"
+
+    def release_source(self, settings: Settings) -> ReleaseSource:
+        """The client that lists this runtime's releases from its image repository (a mirror when set)."""
+        raise ConfigError("runtime", self.runtime, "no release source: its versions are not discovered")
 
     def image(self, version: str, recorded: str | None = None) -> str:
         """The image a server of `version` runs. CPU and GPU tags are the version's own spelling, so the
@@ -113,8 +122,7 @@ class Recipe:
 
 @dataclass(frozen=True)
 class VllmCpu(Recipe):
-    runtime: ClassVar[Runtime] = "vllm-cpu"
-    accelerator_type: ClassVar[AcceleratorType] = "cpu"
+    runtime: ClassVar[str] = "vllm-cpu"
     repository_field: ClassVar[str] = "vllm_cpu_image_repository"
     # Used only when the catalog's runtime_versions has no vllm-cpu row (FACTS.md: v0.18.0+ seen).
     default_version: ClassVar[str] = "0.18.0"
@@ -122,6 +130,11 @@ class VllmCpu(Recipe):
 
     def tag(self, version: str) -> str:
         return f"{super().tag(version)}{VLLM_CPU_TAGS.suffix}"  # the arm64-only tag; never the multi-arch one
+
+    def release_source(self, settings: Settings) -> ReleaseSource:
+        from accelbench.runtime.dockerhub import DockerHubClient
+
+        return DockerHubClient(self.configured(settings), settings.registry_url, VLLM_CPU_TAGS)
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
         # Always set: unset, some versions take half the host's RAM per NUMA node. vLLM applies it to
@@ -135,11 +148,15 @@ class VllmCpu(Recipe):
 
 @dataclass(frozen=True)
 class VllmGpu(Recipe):
-    runtime: ClassVar[Runtime] = "vllm-gpu"
-    accelerator_type: ClassVar[AcceleratorType] = "gpu"
+    runtime: ClassVar[str] = "vllm-gpu"
     repository_field: ClassVar[str] = "vllm_gpu_image_repository"
     # Used only when the catalog has no vllm-gpu row; vllm/vllm-openai:v0.18.0 is a published tag.
     default_version: ClassVar[str] = "0.18.0"
+
+    def release_source(self, settings: Settings) -> ReleaseSource:
+        from accelbench.runtime.dockerhub import DockerHubClient
+
+        return DockerHubClient(self.configured(settings), settings.registry_url, VLLM_GPU_TAGS)
 
     def tier_args(self, spec: ServerSpec) -> list[str]:
         # Nothing else is GPU-specific: the batch is vLLM's own scheduling (no --max-num-seqs to compile for),
@@ -163,8 +180,7 @@ class VllmNeuron(Recipe):
     image comes from what release discovery recorded; the arguments and environment of each DLC line are
     in runtime/neuron.py."""
 
-    runtime: ClassVar[Runtime] = "vllm-neuron"
-    accelerator_type: ClassVar[AcceleratorType] = "neuron"
+    runtime: ClassVar[str] = "vllm-neuron"
     repository_field: ClassVar[str] = "vllm_neuron_image_repository"
     # The newest line Inf2 and Trn1 run (neuron.NEURON_CORE_V2_LAST_LINE), built for Neuron SDK 2.31.1: a
     # published tag, used only when the catalog has no vllm-neuron row, so that a campaign runs before the
@@ -193,6 +209,11 @@ class VllmNeuron(Recipe):
     def support_problem(self, instance_family: str, version: str) -> str | None:
         return neuron_support_problem(instance_family, version)
 
+    def release_source(self, settings: Settings) -> ReleaseSource:
+        from accelbench.runtime.oci import OciClient
+
+        return OciClient(self.configured(settings), NEURON_DLC_TAGS, settings.neuron_registry_url or None)
+
     def tier_args(self, spec: ServerSpec) -> list[str]:
         if spec.max_num_seqs is None:
             why = "the Neuron tier compiles the model for a fixed batch: the planner sets it"
@@ -201,13 +222,3 @@ class VllmNeuron(Recipe):
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
         return neuron_env(spec.version)
-
-
-RECIPES: dict[str, Recipe] = {r.runtime: r for r in (VllmCpu(), VllmGpu(), VllmNeuron())}
-
-
-def recipe_for(runtime: str, field: str = "runtime") -> Recipe:
-    try:
-        return RECIPES[runtime]
-    except KeyError:
-        raise ConfigError(field, runtime, f"expected one of {', '.join(RECIPES)}") from None

@@ -1,1 +1,3 @@
-"""CPU memory-fit model: weights, KV cache, overhead and headroom against a node's memory."""
+"""Memory fit on every tier: a model's weights, KV cache, overheads and headroom against what a Karpenter node
+offers (the CPU server's container) or its devices (GPU, Neuron), and the node budget beside the DaemonSets
+and the load generator. The tiers (accelbench.tiers) choose which fit applies."""

@@ -12,9 +12,9 @@ KV cache must fit the devices.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from accelbench.sizing.fit import GIB, activation_gib
+from accelbench.sizing.fit import GIB, Fit, activation_gib
 from accelbench.sizing.model_config import ModelShape
 
 # CUDA context, cuBLAS/NCCL workspaces and captured CUDA graphs: vLLM counts them inside
@@ -25,42 +25,21 @@ GPU_RUNTIME_OVERHEAD_GIB = 1.0
 NEURON_FIT_FRACTION = 0.90
 
 
-@dataclass
-class AcceleratorFit:
+@dataclass(kw_only=True)
+class AcceleratorFit(Fit):
     """What the devices of one node hold for a model: weights, activations, runtime and KV cache, in GiB."""
 
-    tier: str
     devices: int  # GPUs or Neuron devices the server uses
     memory_per_device_gib: float
-    usable_gib: float  # all devices together: the share vLLM (GPU) or the plan (Neuron) may take
-    weights_gib: float
-    activation_gib: float
-    overhead_gib: float
-    kv_needed_gib: float  # GPU: one full-context sequence; Neuron: max_num_seqs of them
     kv_room_gib: float  # what is left for the KV cache
-    max_full_context_sequences: int
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def fits(self) -> bool:
-        return self.kv_room_gib >= self.kv_needed_gib
-
-    @property
-    def shortfall_gib(self) -> float:
-        return max(0.0, self.kv_needed_gib - self.kv_room_gib)
+    share: str  # what `usable_gib` is a share of, as describe() says it
 
     def describe(self) -> str:
-        devices = f"{self.devices} x {self.memory_per_device_gib:.1f} GiB"
-        if self.tier == "gpu":
-            used = (
-                f"weights {self.weights_gib:.2f} GiB + activations {self.activation_gib:.2f} GiB + runtime "
-                f"{self.overhead_gib:.2f} GiB"
-            )
-            share = f"--gpu-memory-utilization of {devices}"
-        else:
-            used, share = f"weights {self.weights_gib:.2f} GiB", f"{NEURON_FIT_FRACTION:.0%} of {devices}"
+        used = f"weights {self.weights_gib:.2f} GiB"
+        if self.activation_gib or self.overhead_gib:
+            used += f" + activations {self.activation_gib:.2f} GiB + runtime {self.overhead_gib:.2f} GiB"
         room = f"{self.kv_room_gib:.2f} GiB of KV cache in {self.usable_gib:.2f} GiB usable"
-        return f"{used} leave {room} ({share})"
+        return f"{used} leave {room} ({self.share})"
 
 
 def tensor_parallel_divides(shape: ModelShape, tp: int) -> bool:
@@ -76,11 +55,46 @@ def largest_tensor_parallel(shape: ModelShape, limit: int) -> int:
     return next(tp for tp in range(limit, 0, -1) if tensor_parallel_divides(shape, tp))
 
 
-def plan_accelerator_fit(
+def _accelerator_fit(
     shape: ModelShape,
     *,
-    tier: str,
     devices: int,
+    memory_per_device_gib: float,
+    usable_gib: float,
+    share: str,
+    context_len: int,
+    per_sequence_gib: float,
+    needed_gib: float,
+    activation: float = 0.0,
+    overhead: float = 0.0,
+) -> AcceleratorFit:
+    weights = shape.weight_bytes() / GIB
+    room = usable_gib - weights - activation - overhead
+    sequences = int(room // per_sequence_gib) if per_sequence_gib > 0 and room > 0 else 0
+    return AcceleratorFit(
+        devices=devices,
+        memory_per_device_gib=memory_per_device_gib,
+        usable_gib=usable_gib,
+        share=share,
+        weights_gib=weights,
+        activation_gib=activation,
+        overhead_gib=overhead,
+        kv_needed_gib=needed_gib,
+        kv_room_gib=room,
+        kv_cache_gib=max(0, math.floor(room)),  # vLLM sizes it itself; the ServerSpec records it
+        max_full_context_sequences=sequences,
+        fits=room >= needed_gib,
+        shortfall_gib=max(0.0, needed_gib - room),
+    )
+
+
+def kv_bytes_per_token(shape: ModelShape, kv_cache_dtype: str = "auto") -> int:
+    return shape.kv_bytes_per_token(1 if kv_cache_dtype.startswith("fp8") else 2)
+
+
+def plan_gpu_fit(
+    shape: ModelShape,
+    *,
     memory_per_device_gib: float,
     tensor_parallel_size: int,
     context_len: int,
@@ -88,44 +102,51 @@ def plan_accelerator_fit(
     gpu_memory_utilization: float,
     kv_cache_dtype: str = "auto",
 ) -> AcceleratorFit:
-    """GPU: the KV room under --gpu-memory-utilization of the GPUs the ranks use; Neuron: weights plus the
-    KV cache of `concurrency` (= --max-num-seqs) full-context sequences under NEURON_FIT_FRACTION."""
-    per_token = shape.kv_bytes_per_token(1 if kv_cache_dtype.startswith("fp8") else 2)
-    per_sequence_gib = per_token * context_len / GIB
-    weights = shape.weight_bytes() / GIB
-    if tier == "gpu":
-        used = tensor_parallel_size  # one GPU per rank; the pod still takes the whole node
-        usable = gpu_memory_utilization * memory_per_device_gib * used
-        act = activation_gib(shape, context_len) * used  # each rank profiles its own peak
-        overhead = GPU_RUNTIME_OVERHEAD_GIB * used
-        needed = per_sequence_gib
-    else:
-        used = devices
-        usable = NEURON_FIT_FRACTION * memory_per_device_gib * devices
-        act, overhead = 0.0, 0.0  # inside the compiled graphs and the fraction left over
-        needed = per_sequence_gib * concurrency
-    room = usable - weights - act - overhead
-    sequences = int(room // per_sequence_gib) if per_sequence_gib > 0 and room > 0 else 0
-    plan = AcceleratorFit(
-        tier=tier,
+    """The KV room under --gpu-memory-utilization of the GPUs the ranks use (one GPU per rank; the pod
+    still takes the whole node): it must hold one full-context sequence, as vLLM requires to start."""
+    per_sequence_gib = kv_bytes_per_token(shape, kv_cache_dtype) * context_len / GIB
+    used = tensor_parallel_size
+    devices = f"{used} x {memory_per_device_gib:.1f} GiB"
+    plan = _accelerator_fit(
+        shape,
         devices=used,
         memory_per_device_gib=memory_per_device_gib,
-        usable_gib=usable,
-        weights_gib=weights,
-        activation_gib=act,
-        overhead_gib=overhead,
-        kv_needed_gib=needed,
-        kv_room_gib=room,
-        max_full_context_sequences=sequences,
+        usable_gib=gpu_memory_utilization * memory_per_device_gib * used,
+        share=f"--gpu-memory-utilization of {devices}",
+        context_len=context_len,
+        per_sequence_gib=per_sequence_gib,
+        needed_gib=per_sequence_gib,
+        activation=activation_gib(shape, context_len) * used,  # each rank profiles its own peak
+        overhead=GPU_RUNTIME_OVERHEAD_GIB * used,
     )
-    if tier == "gpu" and plan.fits and sequences < concurrency:
+    if plan.fits and plan.max_full_context_sequences < concurrency:
         plan.warnings.append(
-            f"the KV cache holds {sequences} full-context sequences of {context_len} tokens; at concurrency "
-            f"{concurrency} the rest wait (or are preempted) unless their prompts are shorter"
+            f"the KV cache holds {plan.max_full_context_sequences} full-context sequences of {context_len} "
+            f"tokens; at concurrency {concurrency} the rest wait (or are preempted) unless their prompts "
+            "are shorter"
         )
     return plan
 
 
-def kv_cache_gib(plan: AcceleratorFit) -> int:
-    """The KV cache the server will hold, in whole GiB (the ServerSpec field; vLLM sizes it itself)."""
-    return max(0, math.floor(plan.kv_room_gib))
+def plan_neuron_fit(
+    shape: ModelShape,
+    *,
+    devices: int,
+    memory_per_device_gib: float,
+    context_len: int,
+    concurrency: int,
+    kv_cache_dtype: str = "auto",
+) -> AcceleratorFit:
+    """Weights plus the KV cache of `concurrency` (= --max-num-seqs) full-context sequences under
+    NEURON_FIT_FRACTION of the devices' memory; activations live inside the compiled graphs."""
+    per_sequence_gib = kv_bytes_per_token(shape, kv_cache_dtype) * context_len / GIB
+    return _accelerator_fit(
+        shape,
+        devices=devices,
+        memory_per_device_gib=memory_per_device_gib,
+        usable_gib=NEURON_FIT_FRACTION * memory_per_device_gib * devices,
+        share=f"{NEURON_FIT_FRACTION:.0%} of {devices} x {memory_per_device_gib:.1f} GiB",
+        context_len=context_len,
+        per_sequence_gib=per_sequence_gib,
+        needed_gib=per_sequence_gib * concurrency,
+    )

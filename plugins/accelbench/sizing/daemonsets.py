@@ -5,7 +5,7 @@ the benchmark pod must leave room for them. These are the EKS add-ons that toler
 NodePools are tainted, so nothing else lands there): the VPC CNI, kube-proxy, the EKS Pod Identity agent
 (infra/README.md requires it) and the EBS CSI node plugin (counted although the benchmark pods mount no EBS
 volume, because most clusters install the add-on and its node plugin tolerates all taints). GPU and Neuron
-nodes also run their tier's device plugin (TIER_DAEMONSETS, from infra/k8s/device-plugins/).
+nodes also run their tier's device plugin (each tier's Placement.daemonsets, accelbench.tiers).
 A DaemonSet pod's request is max(sum of its containers, its largest init container), as the scheduler
 counts it. A cluster that runs more node agents on these pools (log shippers, monitoring) declares their
 summed requests in ACCELBENCH_EXTRA_DAEMONSET_REQUESTS, e.g. "cpu=200m,memory=256Mi".
@@ -67,35 +67,6 @@ NODE_DAEMONSETS = (
 )
 DAEMONSETS_CPU_M = sum(d.cpu_m for d in NODE_DAEMONSETS)
 DAEMONSETS_MEMORY_MIB = sum(d.memory_mib for d in NODE_DAEMONSETS)
-# The device plugins our GPU and Neuron NodePools run (infra/k8s/device-plugins/), each tolerating only its
-# own pool's taints and selecting its pool: on those nodes only, beside the EKS add-ons above. The CPU pool
-# runs none. tests/unit/test_infra_accelerated.py checks these figures against the manifests.
-TIER_DAEMONSETS: dict[str, tuple[DaemonSet, ...]] = {
-    "cpu": (),
-    "gpu": (
-        DaemonSet(
-            "kube-system/accelbench-nvidia-device-plugin",
-            100,
-            128,
-            "infra/k8s/device-plugins/nvidia-device-plugin.yaml: requests = limits 100m/128Mi "
-            "(NVIDIA's static manifest sets none)",
-        ),
-    ),
-    "neuron": (
-        DaemonSet(
-            "kube-system/accelbench-neuron-device-plugin",
-            100,
-            256,
-            "infra/k8s/device-plugins/neuron-device-plugin.yaml: requests = limits 100m/256Mi "
-            "(the Neuron chart sets none)",
-        ),
-    ),
-}
-
-
-def tier_daemonsets(accelerator_type: str = "cpu") -> tuple[DaemonSet, ...]:
-    """Every DaemonSet a node of this tier runs: the EKS add-ons and the tier's device plugin."""
-    return NODE_DAEMONSETS + TIER_DAEMONSETS[accelerator_type]
 
 
 def extra_requests(raw: str | None = None) -> tuple[int, int]:
@@ -119,9 +90,14 @@ def extra_requests(raw: str | None = None) -> tuple[int, int]:
     return cpu_m, memory_mib
 
 
-def node_daemonset_requests(accelerator_type: str = "cpu") -> tuple[int, int]:
-    """(millicores, MiB) a benchmark node's DaemonSets request: the EKS add-ons and the tier's device plugin
-    (tier_daemonsets) plus the extra."""
+def node_daemonsets(tier_daemonsets: tuple[DaemonSet, ...] = ()) -> tuple[DaemonSet, ...]:
+    """Every DaemonSet a benchmark node runs: the EKS add-ons and its tier's own (a tier's Placement)."""
+    return NODE_DAEMONSETS + tier_daemonsets
+
+
+def node_daemonset_requests(tier_daemonsets: tuple[DaemonSet, ...] = ()) -> tuple[int, int]:
+    """(millicores, MiB) a benchmark node's DaemonSets request: the EKS add-ons, its tier's own (the device
+    plugin) and the extra."""
     cpu_m, memory_mib = extra_requests()
-    ours = tier_daemonsets(accelerator_type)
+    ours = node_daemonsets(tier_daemonsets)
     return sum(d.cpu_m for d in ours) + cpu_m, sum(d.memory_mib for d in ours) + memory_mib

@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from accelbench.core.spec import LoadPlan
 from accelbench.sizing.bandwidth import BandwidthAdvisory, advisory
-from accelbench.sizing.daemonsets import node_daemonset_requests
+from accelbench.sizing.daemonsets import DaemonSet, node_daemonset_requests
 from accelbench.sizing.karpenter import Allocatable, allocatable, exclusive_cpus
 from accelbench.sizing.model_config import ModelShape
 
@@ -79,45 +80,70 @@ class NodeBudget:
         architecture: str,
         max_pods: int,
         loadgen_mib: int,
-        accelerator_type: str = "cpu",
+        daemonsets: tuple[DaemonSet, ...] = (),
     ) -> NodeBudget:
+        """`daemonsets`: the tier's own beside the EKS add-ons every node runs (its device plugin)."""
         node = allocatable(
             memory_mib=round(memory_gib * 1024), vcpu=vcpu, architecture=architecture, max_pods=max_pods
         )
-        ds_cpu_m, ds_memory_mib = node_daemonset_requests(accelerator_type)
+        ds_cpu_m, ds_memory_mib = node_daemonset_requests(daemonsets)
         memory = node.memory_mib - ds_memory_mib - loadgen_mib - XCOM_SIDECAR_MEMORY_MIB
         cpu_room = node.cpu_m - ds_cpu_m - XCOM_SIDECAR_CPU_M - LOADGEN_CPU * 1000
         cpu = min(cpu_room // 1000, exclusive_cpus(vcpu) - LOADGEN_CPU)
         return cls(node, max(0, memory), max(0, cpu), loadgen_mib)
 
 
-@dataclass
-class FitPlan:
+@dataclass(kw_only=True)
+class Fit:
+    """How a model fits one server, the same shape on every tier (the CPU node's memory, the GPUs, the Neuron
+    devices): what the weights, activations and runtime take of the usable memory, the KV cache left, and
+    whether it holds what the server needs (one full-context sequence; on Neuron the compiled batch)."""
+
+    weights_gib: float
+    activation_gib: float
+    overhead_gib: float
+    usable_gib: float
+    kv_needed_gib: float  # the least KV cache the server must hold
+    kv_cache_gib: int  # what the server will hold, in whole GiB (ServerSpec.kv_cache_gib)
+    max_full_context_sequences: int
+    fits: bool
+    shortfall_gib: float  # how much more memory it would need; 0 when it fits
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """What the plan task logs of a fit that holds."""
+        return self.describe()
+
+    def describe(self) -> str:
+        return (
+            f"weights {self.weights_gib:.2f} GiB + activations {self.activation_gib:.2f} GiB + overhead "
+            f"{self.overhead_gib:.2f} GiB + KV {self.kv_cache_gib} GiB of {self.usable_gib:.2f} GiB usable"
+        )
+
+
+@dataclass(kw_only=True)
+class FitPlan(Fit):
+    """The CPU fit: the server container's share of the node (NodeBudget) holds weights, process overhead,
+    activation headroom and the KV cache (VLLM_CPU_KVCACHE_SPACE)."""
+
     model: str
     total_params: int
-    weights_gib: float
     kv_bytes_per_token: int
     kv_requested_gib: float
-    kv_cache_gib: int
-    overhead_gib: float
-    activation_gib: float
-    usable_gib: float
     budget: NodeBudget
-    min_kv_gib: float
-    fits: bool
-    max_full_context_sequences: int
     advisory: BandwidthAdvisory
-    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return f"{self.describe()}. {self.advisory}"
+
+    @property
+    def min_kv_gib(self) -> float:
+        return self.kv_needed_gib
 
     @property
     def needed_gib(self) -> float:
         """The least the server must plan: weights, overhead, activations and one full-context sequence."""
         return self.weights_gib + self.overhead_gib + self.activation_gib + math.ceil(self.min_kv_gib)
-
-    @property
-    def shortfall_gib(self) -> float:
-        """How much more server memory (its container limit) the model needs on this node; 0 if it fits."""
-        return max(0.0, self.needed_gib / FIT_FRACTION - self.budget.server_memory_gib)
 
     def describe(self) -> str:
         return (
@@ -137,6 +163,11 @@ def loadgen_memory_mib(prompts: int, input_len: int, output_len: int, range_rati
     )
     mib = LOADGEN_BASE_MIB + prompts * per_prompt / MIB
     return math.ceil(mib / 64) * 64
+
+
+def loadgen_memory(load: LoadPlan) -> int:
+    """The load-generator container's memory for a campaign's load plan (its pod and the node budget)."""
+    return loadgen_memory_mib(load.prompts_per_level, load.input_len, load.output_len, load.range_ratio)
 
 
 def process_overhead_gib(tensor_parallel_size: int) -> float:
@@ -185,8 +216,11 @@ def plan_fit(
         activation_gib=act,
         usable_gib=usable,
         budget=budget,
-        min_kv_gib=min_kv,
+        kv_needed_gib=min_kv,
         fits=fits,
+        shortfall_gib=max(
+            0.0, (weights_gib + overhead + act + math.ceil(min_kv)) / FIT_FRACTION - budget.server_memory_gib
+        ),
         max_full_context_sequences=sequences,
         advisory=advisory(generation, vcpu, numa_nodes, weights),
     )

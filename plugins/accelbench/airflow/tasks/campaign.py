@@ -10,15 +10,16 @@ import pyarrow.dataset as ds
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
-from accelbench.campaign.planner import parse_request
-from accelbench.campaign.planning import plan_request, unconfigured
+from accelbench.campaign.plan import parse_request
+from accelbench.campaign.prepare import prepare_campaign, unconfigured
 from accelbench.core.search import UNITS
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake, safe_name
-from accelbench.report.model import bracket_text, host_label, measured_on_instance
+from accelbench.report.hosts import host_label, measured_on_instance
+from accelbench.report.labels import bracket_text
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def plan_benchmarks(
     if why:
         raise AirflowSkipException(why)
     with catalog_engine() as engine:
-        planned = plan_request(request, engine, campaign_id, MODE_CHECKS, as_of=as_of)
+        planned = prepare_campaign(request, engine, campaign_id, MODE_CHECKS, as_of=as_of)
     log.info("planned %d benchmark pods", len(planned.specs))
     return [spec.model_dump(mode="json") for spec in planned.specs]
 

@@ -13,9 +13,9 @@ from accelbench.aws.ec2 import describe_instance_types
 from accelbench.catalog import queries
 from accelbench.catalog.db import migrate
 from accelbench.catalog.seed import upsert_instance_types
-from accelbench.catalog.seed_file import load_seed
 from accelbench.catalog.verify import verify
 from accelbench.config import Settings
+from accelbench.tiers import cores_per_device, load_seed
 
 
 @fail_on_library_error
@@ -48,7 +48,7 @@ def verify_catalog(region: str) -> dict[str, Any]:
         specs = queries.instance_specs(engine)
     ec2 = make_client(session, "ec2", region, settings.aws_max_attempts)
     facts, not_offered = describe_instance_types(ec2, [s.instance_type for s in specs])
-    report = verify(specs, facts, not_offered)
+    report = verify(specs, facts, not_offered, cores_per_device)
     return {
         "region": region,
         "checked": report.checked,

@@ -13,10 +13,10 @@ from airflow.sdk.exceptions import AirflowFailException
 from sqlalchemy import Engine
 
 from accelbench.airflow.connections import catalog_url
-from accelbench.campaign.planning import ModeChecks
-from accelbench.campaign.problems import Problem
+from accelbench.campaign.prepare import ModeChecks
 from accelbench.catalog.db import make_engine
 from accelbench.config import Settings
+from accelbench.core.problems import Problem
 from accelbench.errors import AccelbenchError
 
 log = logging.getLogger(__name__)

@@ -15,6 +15,7 @@ from accelbench.errors import ConfigError
 from accelbench.lake.imported import ImportTarget, import_results
 from accelbench.lake.store import Lake
 from accelbench.runtime.version_rules import check_version
+from accelbench.tiers import tier
 
 log = logging.getLogger(__name__)
 # The params that go to ImportTarget as they are: what the caller says of the server and the workload.
@@ -47,8 +48,13 @@ def import_bench_results(params: dict[str, Any], dag_run_id: str) -> dict[str, A
         )
     day, version = params.get("date"), params.get("vllm_version") or ""
     stated = {k: params[k] for k in STATED_PARAMS if params.get(k) is not None}  # empty: the default
+    of = tier(spec.accelerator_type)
+    ranks = of.ranks(spec)
     target = ImportTarget(  # checks every stated field (a ConfigError names the one at fault)
         accelerator_type=spec.accelerator_type,
+        runtime=of.runtime,
+        max_ranks=ranks.limit,
+        rank_unit=ranks.unit,
         instance_type=spec.instance_type,
         accelerator_count=spec.accelerator_count,
         model=params["model"],

@@ -13,7 +13,7 @@ from accelbench.catalog.db import migrate
 from accelbench.config import Settings
 from accelbench.runtime.discovery import record_new_releases, set_status, unannounced
 from accelbench.runtime.registry import Release, TagListing
-from accelbench.runtime.sources import release_source
+from accelbench.tiers import recipe_for
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ def _list_and_record(
 ) -> tuple[TagListing, list[Release]]:
     """The registry's releases of `runtime`, and those the catalog did not know (now recorded)."""
     prereleases = settings.include_prereleases if include_prereleases is None else include_prereleases
-    source = release_source(runtime, settings)
+    source = recipe_for(runtime).release_source(settings)
     listing = source.releases(include_prereleases=prereleases)
     log.info(
         "%s (%s): %d releases, tags %s; %d other tags ignored",

@@ -9,6 +9,7 @@ from typing import Any
 from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
 from accelbench.config import Settings
 from accelbench.lake.store import Lake
+from accelbench.report import tables as registry
 from accelbench.report.build import (
     HTML_NAME,
     ReportFilter,
@@ -52,7 +53,7 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     rid = report_id()
     written = write_report(lake, rid, tables, flt, len(runs))
     lines = []
-    for h in tables["headline"]:
+    for h in tables[registry.headline.TABLE.name]:
         cost = h.get("on_demand_usd_per_1m_output_tokens")
         shown = f", {cost:.4f} USD per 1M output tokens on-demand" if cost is not None else ""
         what = f"{h['configuration']} at {h['level']}{shown}" if h.get("configuration") else ""
@@ -62,12 +63,17 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
         "report %s: %d points, %d best under SLOs on the instance, %d local, %d on the frontier, "
         "%d version deltas, %d retracted runs\n%s",
         rid,
-        len(tables["points"]),
-        len(tables["best_under_slo"]),
-        len(tables["local_results"]),
-        len(tables["frontier"]),
-        len(tables["version_deltas"]),
-        len(tables["retracted"]),
+        *(
+            len(tables[counted.TABLE.name])
+            for counted in (
+                registry.points,
+                registry.best_under_slo,
+                registry.local_results,
+                registry.frontier,
+                registry.version_deltas,
+                registry.retracted,
+            )
+        ),
         "\n".join(lines),
     )
     log.info("report files: %s", ", ".join(sorted(written.values())))

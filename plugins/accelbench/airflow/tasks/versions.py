@@ -11,8 +11,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from accelbench.airflow.dag_defaults import version_matrix
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
-from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at
-from accelbench.campaign.planning import Planned, plan_request
+from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at, matrix_keys
+from accelbench.campaign.prepare import Prepared, prepare_campaign
 from accelbench.config import Settings, env_name
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake
@@ -22,11 +22,11 @@ log = logging.getLogger(__name__)
 
 def _plan_version(
     version: str | None, execution_mode: str, force: bool, campaign_id: str, as_of: datetime | None
-) -> Planned:
+) -> Prepared:
     request = matrix_at(version_matrix(), version, execution_mode)
     log.info("vLLM CPU %s with the matrix of %s: %s", request.version, VERSION_MATRIX_SETTING, request)
     with catalog_engine() as engine:
-        planned = plan_request(
+        planned = prepare_campaign(
             request, engine, campaign_id, MODE_CHECKS, as_of=as_of, lake=Lake.from_env(), force=force
         )
     if planned.forced:
@@ -127,24 +127,29 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
 
     from accelbench.airflow.tasks.releases import mark
     from accelbench.airflow.tasks.report import cross_tier_report
-    from accelbench.campaign.planner import parse_request
+    from accelbench.campaign.plan import parse_request
     from accelbench.catalog.queries import instance_catalog
+    from accelbench.core.model_origin import model_identity
     from accelbench.report.build import partition_filter
-    from accelbench.report.gate import gate, gate_scope
+    from accelbench.report.gate import gate, gate_scope, measured_versions
     from accelbench.report.sources import retractions
     from accelbench.runtime.version_rules import check_version
+    from accelbench.tiers import CPU
 
     version = check_version(version, "partition_key")
     notifier = _notifier()  # a bad setting fails now, not at the first regression
     fail = Settings.from_env("fail_on_regression").fail_on_regression if fail is None else fail
     mark(version, "benchmarked")
     matrix = parse_request(version_matrix())
-    scoped = Lake.from_env().read("runs", where=partition_filter(gate_scope(matrix))).to_pylist()
-    with catalog_engine() as engine:
-        verdict = gate(scoped, matrix, instance_catalog(engine), retractions(engine), version)
+    # The rows name a model by its id (a local folder by the id its provenance gives), the gate too.
+    model, tier = model_identity(matrix.model).model_id, CPU.name  # the vLLM CPU versions are gated
+    scoped = Lake.from_env().read("runs", where=partition_filter(gate_scope(model, tier))).to_pylist()
+    with catalog_engine() as engine:  # the matrix's points at the versions measured: the gate compares those
+        planned = matrix_keys(matrix, instance_catalog(engine), measured_versions(scoped))
+        verdict = gate(scoped, model, planned, retractions(engine), version)
     for unplanned, why in sorted(verdict.unplanned.items()):
         log.info("regression gate: the matrix does not plan at %s (%s): not compared", unplanned, why)
-    report = cross_tier_report({"models": [matrix.model], "tiers": ["cpu"]})
+    report = cross_tier_report({"models": [model], "tiers": [tier]})
     if not verdict.regressions:
         log.info("regression gate: vLLM CPU %s has no regression beyond noise (%s)", version, matrix.model)
         return {"version": version, "regressions": [], "report": report["html"]}

@@ -1,8 +1,8 @@
-"""The one planning entry point every campaign calls (weekly, per version, the backfill's check).
+"""Prepare a campaign: what every campaign calls before it runs (weekly, per version, the backfill's check).
 
-`planner.plan_campaign` checks and sizes a request at a given version against a given catalog; this
-finds those (the version: as asked, local mode's own or the catalog's newest; the image digest; the
-execution mode's needs) and splits off what the lake already holds, returning what to run.
+`plan.plan_campaign` checks and sizes a request at given builds against a given catalog; this finds those
+(each runtime's version: as asked, local mode's own or the catalog's newest; its image and digest; the
+execution mode's needs), plans, and splits off what the lake already holds, returning what to run.
 """
 
 from __future__ import annotations
@@ -14,18 +14,19 @@ from datetime import datetime
 
 from sqlalchemy import Engine
 
-from accelbench.campaign.planner import RuntimeBuild, plan_campaign, tier_runtime
-from accelbench.campaign.problems import Problem
-from accelbench.campaign.request import VERSION_FIELDS, CampaignRequest
+from accelbench import tiers
+from accelbench.campaign.plan import plan_campaign
+from accelbench.campaign.request import CampaignRequest
+from accelbench.campaign.size import RuntimeBuild
 from accelbench.catalog import queries
 from accelbench.catalog.retract import retracted_run_ids
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.core.modes import check_mode, default_mode
+from accelbench.core.problems import Problem
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import ConfigError
 from accelbench.lake.measured import measured_specs
 from accelbench.lake.store import Lake
-from accelbench.runtime.recipes import recipe_for
 from accelbench.runtime.version_rules import local_mode_version
 from accelbench.runtime.versions import resolve_version
 from accelbench.sizing.model_config import MODEL_STORE_SETTING, find_config
@@ -45,7 +46,7 @@ class ModeChecks:
 
 
 @dataclass(frozen=True)
-class Planned:
+class Prepared:
     """A plan split by the lake: `specs` to run; `measured`, those it already holds complete."""
 
     version: str
@@ -63,11 +64,16 @@ def campaign_runtimes(
     request: CampaignRequest, catalog: Mapping[str, InstanceSpec]
 ) -> dict[str, list[tuple[int, str]]]:
     """The runtimes a campaign runs, each with its instance types (index, name) in the request's order:
-    the request's runtime, else each catalog type's tier's (types not in the catalog: the planner says)."""
+    the request's runtime, else each catalog type's tier's (types not in the catalog or of no registered
+    tier: the planner says)."""
     out: dict[str, list[tuple[int, str]]] = {}
+    known = tiers.names()
     for i, name in enumerate(request.instance_types):
         inst = catalog.get(name)
-        if runtime := request.runtime or (inst and tier_runtime(request, inst)):
+        tier_runtime = (
+            tiers.tier(inst.accelerator_type).runtime if inst and inst.accelerator_type in known else None
+        )
+        if runtime := request.runtime or tier_runtime:
             out.setdefault(runtime, []).append((i, name))
     return out
 
@@ -87,7 +93,7 @@ def unconfigured(request: CampaignRequest) -> str | None:
     return None
 
 
-def plan_request(
+def prepare_campaign(
     request: CampaignRequest,
     engine: Engine,
     campaign_id: str,
@@ -96,7 +102,7 @@ def plan_request(
     as_of: datetime | None = None,
     lake: Lake | None = None,
     force: bool = False,
-) -> Planned:
+) -> Prepared:
     """Plan `request`; every problem raises one PlanningError (or a ConfigError) naming its field.
 
     `as_of`: the run's logical date, for the newest catalog version then. `lake`: leave out the specs
@@ -104,11 +110,38 @@ def plan_request(
     local = check_mode(request.execution_mode or default_mode()) == "local"
     problems = [] if local else checks.kubernetes_problems(request.model)
     catalog = queries.instance_catalog(engine)
+    builds, unavailable = runtime_builds(request, engine, catalog, checks, local, as_of, problems)
+    first = builds.get(tiers.CPU.runtime) or next(iter(builds.values()), None)
+    version = first.version if first else request.version or "unknown"
+    specs = plan_campaign(
+        request, catalog, version, campaign_id, preflight=problems, builds=builds, unavailable=unavailable
+    ).specs
+    if lake is None:
+        return Prepared(version, specs)
+    measured = measured_specs(lake, specs, retracted_run_ids(engine))
+    done = {s.matrix_key for s in measured}
+    todo = specs if force else [s for s in specs if s.matrix_key not in done]
+    return Prepared(version, todo, measured, forced=force and bool(measured))
+
+
+def runtime_builds(
+    request: CampaignRequest,
+    engine: Engine,
+    catalog: Mapping[str, InstanceSpec],
+    checks: ModeChecks,
+    local: bool,
+    as_of: datetime | None,
+    problems: list[Problem],
+) -> tuple[dict[str, RuntimeBuild], list[str]]:
+    """The build each runtime of the campaign runs: local mode's own vLLM environment, else the version the
+    request pins (its tier's version field) or the catalog's newest at `as_of`, with the image and digest
+    discovery recorded. A runtime this worker cannot run locally is `unavailable`, its types in `problems`."""
     builds: dict[str, RuntimeBuild] = {}
     unavailable: list[str] = []
     for runtime, names in campaign_runtimes(request, catalog).items():
-        field_name = VERSION_FIELDS[runtime]
-        version = getattr(request, field_name)
+        tier = tiers.of_runtime(runtime)
+        field_name = tier.version_field
+        version = getattr(request, field_name) if field_name else None
         if local:
             try:
                 installed, where = checks.local_vllm(runtime)
@@ -116,25 +149,15 @@ def plan_request(
                 problems += [Problem(f"instance_types[{i}]", name, exc.why) for i, name in names]
                 unavailable.append(runtime)
                 continue
-            version = local_mode_version(version, installed, where, field_name)
+            version = local_mode_version(version, installed, where, field_name or "runtime")
             log.info("%s version %s (local mode: the vLLM environment's own, %s)", runtime, version, where)
             builds[runtime] = RuntimeBuild(version)  # a local server runs its own build, no image
             continue
         if version is None:
             families = [catalog[name].family for _, name in names if name in catalog]
-            version, source = resolve_version(engine, recipe_for(runtime), as_of, instance_families=families)
+            version, source = resolve_version(engine, tier.recipe, as_of, instance_families=families)
             log.info("%s version %s (%s)", runtime, version, source)
         # Pods pull the image and digest discovery recorded (the Neuron image's tag is only known so).
         image, digest = queries.runtime_image(engine, runtime, version)
         builds[runtime] = RuntimeBuild(version, image=image, digest=digest)
-    first = builds.get("vllm-cpu") or next(iter(builds.values()), None)
-    version = first.version if first else request.version or "unknown"
-    specs = plan_campaign(
-        request, catalog, version, campaign_id, preflight=problems, builds=builds, unavailable=unavailable
-    ).specs
-    if lake is None:
-        return Planned(version, specs)
-    measured = measured_specs(lake, specs, retracted_run_ids(engine))
-    done = {s.matrix_key for s in measured}
-    todo = specs if force else [s for s in specs if s.matrix_key not in done]
-    return Planned(version, todo, measured, forced=force and bool(measured))
+    return builds, unavailable

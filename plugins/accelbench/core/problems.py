@@ -1,4 +1,5 @@
-"""Planning problems: each names a field and its value; one error carries all of them."""
+"""Planning problems: each names a field and its value; one error carries all of them. At the bottom layer:
+every stage (the request check, the tiers, kubernetes mode's preflight) reports problems the same way."""
 
 from __future__ import annotations
 

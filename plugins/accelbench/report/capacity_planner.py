@@ -13,7 +13,7 @@ The rule, per configuration (``configuration_id``: one server configuration, wor
 - a level qualifies when it holds every given limit (None: no limit; a missing latency fails its
   limit, a missing error rate does not, as in the report's best-level table) and has a request rate
   above zero;
-- a level that is a load search's capacity (``searched_capacity`` set: `accelbench.report.model.
+- a level that is a load search's capacity (``searched_capacity`` set: `accelbench.report.searches.
   mark_searched`) is used when it qualifies (the one with the highest ``request_throughput`` if
   several do, the first on a tie), even where a higher level qualifies too: the search held every
   repeat to its SLOs, where the page judges medians, so its capacity is the load the configuration
@@ -112,12 +112,78 @@ def _limits(*values: float | None) -> dict[str, float | None]:
     return dict(zip((limit.param for limit in LIMITS), values, strict=True))
 
 
+def _check_target(target_rps: float) -> None:
+    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
+        raise ValueError(f"the target request rate must be a number above 0, not {target_rps!r}")
+
+
+def _qualifying(
+    measured: list[Mapping[str, Any]], limits: Mapping[str, float | None]
+) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, dict[str, int]]:
+    """(the qualifying level with the highest request rate, the searched capacity among the qualifying
+    levels with the highest rate, how many levels failed each limit); the first one on a tie."""
+    failures = dict.fromkeys((limit.label for limit in LIMITS), 0) | {"no request rate": 0}
+    best = searched = None
+    for p in measured:
+        ok = True
+        for limit in LIMITS:
+            if limit.fails(limits.get(limit.param), p):
+                failures[limit.label] += 1
+                ok = False
+        rate = p.get("request_throughput")
+        if rate is None or rate <= 0:
+            failures["no request rate"] += 1
+            ok = False
+        if not ok:
+            continue
+        if best is None or rate > best["request_throughput"]:
+            best = p
+        if p.get("searched_capacity") and (searched is None or rate > searched["request_throughput"]):
+            searched = p
+    return best, searched, failures
+
+
+def _ranked_row(
+    measured: list[Mapping[str, Any]],
+    best: Mapping[str, Any],
+    searched: Mapping[str, Any] | None,
+    target_rps: float,
+) -> dict[str, Any]:
+    """The plan of one configuration on its level: the searched capacity that holds the limits, whatever
+    else does, else `best`; unranked yet."""
+    if searched is not None:
+        best, shown = searched, searched["searched_capacity"]
+    else:  # the configuration's searched capacities, if any, though not used
+        labels = dict.fromkeys(p["searched_capacity"] for p in measured if p.get("searched_capacity"))
+        shown = "; ".join(labels) or None
+    rate = best["request_throughput"]
+    replicas = math.ceil(target_rps / rate)
+    return {
+        "model": best["model"],
+        "point_id": best["point_id"],
+        "level": best["level"],
+        "request_throughput": rate,
+        "replicas": replicas,
+        "on_demand_usd_per_month": _monthly(replicas, best.get("on_demand_usd_per_hour")),
+        "spot_usd_per_month": _monthly(replicas, best.get("spot_usd_per_hour")),
+        "headroom": replicas * rate / target_rps,
+        "sample_warning": best.get("sample_warning"),
+        "searched_capacity": shown,
+        "uses_search": searched is not None,
+    }
+
+
+def _order(row: dict[str, Any]) -> tuple[Any, ...]:
+    """On-demand monthly cost, unpriced last; then spot, unpriced last; then the label."""
+    od, spot = row["on_demand_usd_per_month"], row["spot_usd_per_month"]
+    return (od is None, od or 0.0, spot is None, spot or 0.0, row["configuration"], row["configuration_id"])
+
+
 def _plan(
     points: Iterable[Mapping[str, Any]], target_rps: float, limits: Mapping[str, float | None]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(ranked rows, left-out configurations with why), the rule of the module docstring."""
-    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
-        raise ValueError(f"the target request rate must be a number above 0, not {target_rps!r}")
+    _check_target(target_rps)
     configurations: dict[str, list[Mapping[str, Any]]] = {}
     for p in points:
         configurations.setdefault(p["configuration_id"], []).append(p)
@@ -135,58 +201,13 @@ def _plan(
             host = first.get("host") or "another host"
             excluded.append(about | {"reason": f"not priced: measured on {host}"})
             continue
-        failures = dict.fromkeys((limit.label for limit in LIMITS), 0) | {"no request rate": 0}
-        best = searched = None
-        for p in measured:
-            ok = True
-            for limit in LIMITS:
-                if limit.fails(limits.get(limit.param), p):
-                    failures[limit.label] += 1
-                    ok = False
-            rate = p.get("request_throughput")
-            if rate is None or rate <= 0:
-                failures["no request rate"] += 1
-                ok = False
-            if not ok:
-                continue
-            if best is None or rate > best["request_throughput"]:
-                best = p
-            if p.get("searched_capacity") and (searched is None or rate > searched["request_throughput"]):
-                searched = p
+        best, searched, failures = _qualifying(measured, limits)
         if best is None:
             failed = ", ".join(f"{name} ({n} of {len(measured)} levels)" for name, n in failures.items() if n)
             excluded.append(about | {"reason": f"fails {failed}"})
             continue
-        if searched is not None:  # the searched capacity that holds the limits, whatever else does
-            best, shown = searched, searched["searched_capacity"]
-        else:  # the configuration's searched capacities, if any, though not used
-            labels = dict.fromkeys(p["searched_capacity"] for p in measured if p.get("searched_capacity"))
-            shown = "; ".join(labels) or None
-        rate = best["request_throughput"]
-        replicas = math.ceil(target_rps / rate)
-        ranked.append(
-            about
-            | {
-                "model": best["model"],
-                "point_id": best["point_id"],
-                "level": best["level"],
-                "request_throughput": rate,
-                "replicas": replicas,
-                "on_demand_usd_per_month": _monthly(replicas, best.get("on_demand_usd_per_hour")),
-                "spot_usd_per_month": _monthly(replicas, best.get("spot_usd_per_hour")),
-                "headroom": replicas * rate / target_rps,
-                "sample_warning": best.get("sample_warning"),
-                "searched_capacity": shown,
-                "uses_search": searched is not None,
-            }
-        )
-
-    def order(row: dict[str, Any]) -> tuple[Any, ...]:
-        od, spot = row["on_demand_usd_per_month"], row["spot_usd_per_month"]
-        label = (row["configuration"], row["configuration_id"])
-        return (od is None, od or 0.0, spot is None, spot or 0.0, *label)
-
-    ranked.sort(key=order)
+        ranked.append(about | _ranked_row(measured, best, searched, target_rps))
+    ranked.sort(key=_order)
     for rank, row in enumerate(ranked, 1):
         row["rank"] = rank
     return ranked, excluded

@@ -1,0 +1,146 @@
+"""Planning, stage 1: check the request. Each instance type against the catalog and its tier, the request's
+fields against every tier in the campaign, the model's shape against the workloads, the search's fields.
+Every problem is collected (each naming its field); what passes goes on to the load plan and the sizing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelbench import tiers
+from accelbench.campaign import guards
+from accelbench.campaign.request import CampaignRequest
+from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.core.families import refuse_graviton2
+from accelbench.core.model_origin import model_identity
+from accelbench.core.problems import Problem
+from accelbench.core.search import SearchPlan
+from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
+from accelbench.errors import ConfigError
+from accelbench.sizing.model_config import ModelShape
+from accelbench.tiers.base import Tier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One instance type of the request that the catalog has and its tier can plan."""
+
+    index: int  # in request.instance_types: problems name `instance_types[index]`
+    name: str
+    spec: InstanceSpec
+    tier: Tier
+
+    @property
+    def where(self) -> str:
+        return f"instance_types[{self.index}]"
+
+
+@dataclass
+class Checked:
+    """What the check leaves for the next stages: the plannable types, the tiers in the campaign, the
+    model's shape, the workloads and the search, with every problem and warning found so far."""
+
+    instances: list[Placed]
+    tiers: list[Tier]  # in registry order: the types' tiers and the request's runtime's
+    shape: ModelShape | None
+    workloads: list[Workload | None]
+    search: SearchPlan | None
+    # The model's id when it is named by a local folder (its provenance or config gives it): the rows name
+    # the model by it, so one model is one model wherever it ran. None: the model is named by its id.
+    model_id: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_request(
+    req: CampaignRequest,
+    catalog: Mapping[str, InstanceSpec],
+    load_shape: Callable[[str], ModelShape],
+    preflight: list[Problem],
+) -> Checked:
+    """`preflight`: problems of the execution environment the caller found, reported first."""
+    problems = [*preflight, *guards.check_engine_args(req)]
+    instances: list[Placed] = []
+    for i, name in enumerate(req.instance_types):
+        placed, found = _instance(req, i, name, catalog)
+        problems += found
+        if placed is not None:
+            instances.append(placed)
+    in_campaign = {p.tier.name for p in instances}
+    if req.runtime:
+        in_campaign.add(tiers.of_runtime(req.runtime).name)
+    campaign_tiers = [t for t in tiers.all_tiers() if t.name in in_campaign]
+    reasons = [t.single_node_reason for t in campaign_tiers if t.single_node_reason]
+    problems += guards.check_deployment(req, reasons[0] if reasons else None)
+    for t in campaign_tiers:
+        problems += t.request_problems(req, [p.name for p in instances if p.tier is t])
+    checked = Checked(instances, campaign_tiers, None, req.workload_specs(), None, problems=problems)
+    checked.model_id = model_identity(req.model).spec_model_id
+    _check_model(req, load_shape, checked)
+    _check_workloads(req, checked)
+    try:
+        checked.search = req.search_plan()
+    except ConfigError as exc:
+        problems.append(Problem(exc.field, exc.value, exc.why))
+    if checked.search is not None:
+        s = checked.search
+        log.info("load search: %s in [%g, %g], %s", s.variable, s.lower, s.upper, s.slos)
+    return checked
+
+
+def _instance(
+    req: CampaignRequest, index: int, name: str, catalog: Mapping[str, InstanceSpec]
+) -> tuple[Placed | None, list[Problem]]:
+    where = f"instance_types[{index}]"
+    try:
+        refuse_graviton2(name, where)
+    except ConfigError as exc:
+        return None, [Problem(where, name, exc.why)]
+    spec = catalog.get(name)
+    if spec is None:
+        return None, [Problem(where, name, "not in the instance catalog (run accelbench_instance_catalog)")]
+    try:
+        tier = tiers.tier(spec.accelerator_type, where)
+    except ConfigError as exc:
+        return None, [Problem(where, name, f"its catalog row's accelerator_type {exc.why}")]
+    wanted = tiers.of_runtime(req.runtime) if req.runtime else tier
+    if wanted is not tier:
+        why = (
+            f"is a {tier.name} instance; runtime {wanted.runtime} needs a {wanted.name} instance (leave "
+            "runtime empty: each type runs its tier's runtime)"
+        )
+        return None, [Problem(where, name, why)]
+    if unplannable := tier.instance_problem(spec):
+        return None, [Problem(where, name, unplannable)]
+    return Placed(index, name, spec, tier), []
+
+
+def _check_model(req: CampaignRequest, load_shape: Callable[[str], ModelShape], checked: Checked) -> None:
+    """The model's shape (its config.json), what each tier refuses of it, and its context length."""
+    try:
+        checked.shape = load_shape(req.model)
+    except ConfigError as exc:
+        checked.problems.append(Problem("model", req.model, exc.why))
+        return
+    for t in checked.tiers:
+        checked.problems += t.model_problems(req, checked.shape, checked.warnings)
+    limit = checked.shape.max_position_embeddings
+    if 0 < limit < req.context_len:
+        named = req.workloads != [DEFAULT_WORKLOAD]
+        why = (
+            f"the longest prompt + output (+ headroom) = {req.context_len} tokens exceeds {req.model}'s "
+            f"context of {limit}"
+        )
+        field_name, value = ("workloads", req.workloads) if named else ("input_len", req.input_len)
+        checked.problems.append(Problem(field_name, value, why))
+
+
+def _check_workloads(req: CampaignRequest, checked: Checked) -> None:
+    for w in checked.workloads:
+        if w is not None and w.dataset == "custom" and not (w.path and Path(w.path).is_file()):
+            why = "the custom workload needs a JSONL file here"
+            checked.problems.append(Problem("custom_prompts", req.custom_prompts, why))

@@ -1,0 +1,76 @@
+"""Plan a campaign: a CampaignRequest becomes BenchmarkSpecs, or is refused with every problem at once.
+
+In four stages, each a module: check the request (campaign.check), build the load plan (campaign.load),
+size each instance type through its tier (campaign.size), make the specs (campaign.specs). An import-linter
+contract keeps them in that order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from accelbench.campaign.check import check_request
+from accelbench.campaign.load import build_load_plan
+from accelbench.campaign.request import CampaignRequest
+from accelbench.campaign.size import RuntimeBuild, size_instances
+from accelbench.campaign.specs import make_specs
+from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.core.problems import PlanningError, Problem, problems_from_validation
+from accelbench.core.spec import BenchmarkSpec
+from accelbench.sizing.fit import Fit
+from accelbench.sizing.model_config import ModelShape, load_model_shape
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Plan:
+    specs: list[BenchmarkSpec]
+    fits: dict[str, Fit] = field(default_factory=dict)  # instance type -> how the model fits it
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_request(params: Mapping[str, object]) -> CampaignRequest:
+    """DAG params -> CampaignRequest; every invalid field becomes a Problem."""
+    try:
+        return CampaignRequest.model_validate(dict(params))
+    except ValidationError as exc:
+        raise PlanningError(problems_from_validation(exc)) from None
+
+
+def plan_campaign(
+    req: CampaignRequest,
+    catalog: Mapping[str, InstanceSpec],
+    version: str,
+    campaign_id: str,
+    load_shape: Callable[[str], ModelShape] = load_model_shape,
+    image_digest: str | None = None,
+    preflight: Sequence[Problem] = (),
+    builds: Mapping[str, RuntimeBuild] | None = None,
+    unavailable: Collection[str] = (),
+) -> Plan:
+    """All guards run; a PlanningError lists every problem, each naming its field and value.
+
+    Each instance type runs its tier's runtime (or the request's), at its build in `builds`, else at
+    `version` (with `image_digest`); a type whose runtime is `unavailable` is left out (the caller found no
+    build of it and said why in `preflight`). `preflight`: problems of the execution environment found by
+    the caller (kubernetes mode's lake, image, connection), reported with the campaign's own."""
+    checked = check_request(req, catalog, load_shape, list(preflight))
+    load, load_problems = build_load_plan(req, checked)
+    checked.problems += load_problems
+    runs = {
+        t.runtime: (builds or {}).get(t.runtime) or RuntimeBuild(version, digest=image_digest)
+        for t in checked.tiers
+    }
+    sized = size_instances(req, checked, load, catalog, runs, unavailable)
+    if checked.problems:
+        raise PlanningError(checked.problems)
+    plan = Plan(make_specs(req, checked, load, sized, campaign_id), warnings=checked.warnings)
+    plan.fits = {one.placed.name: one.fit for one in sized}
+    for warning in plan.warnings:
+        log.warning("%s", warning)
+    return plan

@@ -1,0 +1,70 @@
+"""The words a reader sees for a point's parts: the model, the workload, the configuration, the load
+level, a search's bracket and the SLOs it held."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.core.slos import LIMITS
+from accelbench.core.workloads import DEFAULT_WORKLOAD
+from accelbench.report.keys import WARMUPS_IN_WINDOW_LABEL
+
+
+def short_model(model: str | None) -> str:
+    """The id's last part ("Qwen2.5-0.5B-Instruct"): tables stay narrow; the full id is on hover."""
+    return str(model or "?").rstrip("/").rsplit("/", 1)[-1]
+
+
+def workload_label(p: dict[str, Any]) -> str:
+    """ "random 128→32" (± the length range), what the point's requests looked like; with the profile's
+    name in front for a named workload ("chat: random 256→128 ±50% (chat)"), the shared prefix and the
+    chat endpoint when they apply."""
+    dataset = p.get("dataset") or "unknown dataset"
+    if p.get("input_len") is None or p.get("output_len") is None:
+        return f"{dataset}, lengths not recorded"
+    spread = f" ±{p['range_ratio']:.0%}" if p.get("range_ratio") else ""
+    text = f"{dataset} {p['input_len']}→{p['output_len']}{spread}"
+    if p.get("prefix_len"):
+        text += f", {p['prefix_len']}-token shared prefix"
+    if p.get("endpoint") == "chat":
+        text += " (chat)"
+    name = p.get("workload")
+    return f"{name}: {text}" if name and name != DEFAULT_WORKLOAD else text
+
+
+def configuration_label(p: dict[str, Any]) -> str:
+    """ "m8g.xlarge · vLLM 0.32.0 · TP1 · bfloat16" plus quantization and engine arguments when set, and
+    "warm-ups in the measured window" for runs from before per-level warm-ups ran apart."""
+    parts = [
+        p["instance_type"],
+        f"vLLM {p.get('vllm_version') or '?'}",
+        f"TP{p.get('tensor_parallel_size') or 1}",
+    ]
+    parts += [str(p[k]) for k in ("dtype", "quantization", "engine_args") if p.get(k)]
+    if p.get("warmups_in_window"):
+        parts.append(WARMUPS_IN_WINDOW_LABEL)
+    return " · ".join(parts)
+
+
+def level_label(kind: str, value: float) -> str:
+    """ "concurrency 16" or "4 req/s": the load level as the form asked for it."""
+    return f"concurrency {value:g}" if kind == "concurrency" else f"{value:g} req/s"
+
+
+def bracket_text(passing: float | None, failing: float | None) -> str | None:
+    """ "[5, 6]": a search's bracket, an open end left blank ("[4, ]"); None when neither end exists."""
+    ends = ["" if end is None else f"{end:g}" for end in (passing, failing)]
+    return f"[{ends[0]}, {ends[1]}]" if any(ends) else None
+
+
+def slos_text(capacity: dict[str, Any]) -> str | None:
+    """ "p99 TTFT <= 2000 ms, error rate <= 1%": the SLOs a search held (`capacities.slo_*`; None in
+    rows written before schema 5)."""
+    held = []
+    for limit in LIMITS:
+        bound = capacity.get(f"slo_{limit.param}")
+        if bound is not None:
+            held.append(
+                f"{limit.label} <= {bound:.0%}" if limit.unit == "%" else f"{limit.label} <= {bound:g} ms"
+            )
+    return ", ".join(held) or None

@@ -1,0 +1,112 @@
+"""Load searches as the report reads them: each `capacities` row with its capacity priced from its own
+probe there, and the points that are a search's capacity marked for the capacity planner."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from accelbench.core.price import Price
+from accelbench.report.hosts import host_label
+from accelbench.report.labels import bracket_text, level_label, short_model, slos_text
+from accelbench.report.points import level_points
+
+# What the capacities table shows of a search's capacity probe: fields of the report's point, made by
+# level_points from that probe's repeats, so medians and the cost per 1M tokens follow one rule.
+AT_CAPACITY = (
+    "point_id",
+    "configuration_id",
+    "repeats",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "on_demand_usd_per_hour",
+    "spot_usd_per_hour",
+    "on_demand_price_source",
+    "spot_price_source",
+    "on_demand_usd_per_1m_output_tokens",
+    "on_demand_usd_per_1m_total_tokens",
+    "spot_usd_per_1m_output_tokens",
+    "spot_usd_per_1m_total_tokens",
+)
+
+
+def _search_of(row: dict[str, Any]) -> tuple[Any, Any]:
+    """One search: its spec in one ingest (a `capacities` row and its probes' `runs` rows share both)."""
+    return (row.get("spec_id"), row.get("dag_run_id"))
+
+
+def capacity_point(
+    capacity: dict[str, Any], probes: Iterable[dict[str, Any]], prices: Sequence[Price], region: str
+) -> dict[str, Any] | None:
+    """The report's point of the search's own probe at its capacity (the passing end of the bracket):
+    medians over that probe's measured repeats, priced as any point is (at the newest repeat's time,
+    only when measured on the instance). None without a capacity (client-limited, untrusted, below the
+    lower bound) or without a measured repeat there (retracted, filtered out)."""
+    load = capacity.get("capacity")
+    if load is None:
+        return None
+    found = level_points((r for r in probes if r.get("level_value") == load), prices, region)
+    return found[0] if len(found) == 1 else None  # one probe, one load: one point
+
+
+def capacity_rows(
+    capacities: list[dict[str, Any]],
+    runs: Iterable[dict[str, Any]],
+    prices: Sequence[Price],
+    region: str,
+) -> list[dict[str, Any]]:
+    """The load searches' `capacities` rows as the report shows them: the capacity under the SLOs, the
+    bracket it lies in, what limited it and what the search cost, and at the capacity the request and
+    token throughput and the cost per 1M tokens from the search's own probe rows in `runs`
+    (`capacity_point`); largest capacity first per model."""
+    probes: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        if run.get("search_step") is not None:
+            probes[_search_of(run)].append(run)
+    rows = []
+    for c in capacities:
+        at = capacity_point(c, probes.get(_search_of(c), []), prices, region) or {}
+        rows.append(
+            {
+                "model_short": short_model(c.get("model")),
+                "model": c.get("model"),
+                "instance_type": c.get("instance_type"),
+                "vllm_version": c.get("vllm_version"),
+                "search_variable": c.get("variable"),
+                "capacity": c.get("capacity"),
+                "bracket": bracket_text(c.get("bracket_passing"), c.get("bracket_failing")),
+                "limiting_metric": c.get("limiting_metric"),
+                "search_slos": slos_text(c),
+                "search_outcome": c.get("outcome"),
+                "search_precision": c.get("precision"),
+                "probes": c.get("probes"),
+                "server_s": c.get("server_s"),
+                "host": host_label(c),
+                "spec_id": c.get("spec_id"),
+            }
+            | {k: at.get(k) for k in AT_CAPACITY}
+        )
+    return sorted(rows, key=lambda r: (r["model_short"], -(r["capacity"] or 0), r["instance_type"] or ""))
+
+
+def searched_label(row: dict[str, Any]) -> str:
+    """ "concurrency 5 [5, 6]": a capacities-table row's capacity as a load level, with its bracket."""
+    kind = "concurrency" if row.get("search_variable") == "concurrency" else "rate"
+    text = f"{level_label(kind, row['capacity'])} {row.get('bracket') or ''}".strip()
+    return f"{text} (upper bound passed)" if row.get("search_outcome") == "upper_bound" else text
+
+
+def mark_searched(
+    points: Iterable[dict[str, Any]], capacities: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The points with `searched_capacity`: the label of each search whose capacity is that point
+    (`searched_label`, "; " between several), else None. The capacity planner prefers these levels."""
+    labels: dict[str, list[str]] = defaultdict(list)
+    for c in capacities:
+        if c.get("point_id") and c.get("capacity") is not None:
+            text = searched_label(c)
+            if text not in labels[c["point_id"]]:
+                labels[c["point_id"]].append(text)
+    return [p | {"searched_capacity": "; ".join(labels.get(p["point_id"], ())) or None} for p in points]

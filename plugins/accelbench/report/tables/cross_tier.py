@@ -1,0 +1,192 @@
+"""The cross-tier comparison: like with like only; and the best levels it sets apart, with why.
+
+Each configuration's best level under the SLOs stands beside the other tiers' best levels of the same
+model on the same workload (keys.COMPARISON_KEY: profile, endpoint, shared prefix, dataset, lengths and
+their range), measured or imported, never beside another workload's. A group that more than one tier
+measured is compared, cheapest first (the `cross_tier` table); a point whose group only one tier
+measured is set apart with why (the `not_compared` table): another tier measured the model on a
+different workload (and what differs), the other tiers' levels on this workload miss the SLOs, or no
+other tier measured the model.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from accelbench.report.columns import COSTS, LATENCIES
+from accelbench.report.keys import WORKLOAD_KEY
+from accelbench.report.pricing import cost_order
+from accelbench.report.table import Inputs, Section, Table
+
+DIFFERENT_WORKLOAD = "different workload"
+OTHERS_MISS_SLOS = "the other tiers' levels on this workload miss the SLOs"
+NO_OTHER_TIER = "no other tier measured this model"
+# A point's workload fields by the names its row has them (`workload` there is the label in words).
+_WORKLOAD_FIELDS = tuple(("workload_profile" if k == "workload" else k, k) for k in WORKLOAD_KEY)
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "not recorded"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def workload_differences(p: dict[str, Any], q: dict[str, Any]) -> str:
+    """ "input_len 1024 vs 64, output_len 128 vs 32": the workload fields in which point p differs from q."""
+    return ", ".join(
+        f"{name} {_shown(p.get(column))} vs {_shown(q.get(column))}"
+        for column, name in _WORKLOAD_FIELDS
+        if p.get(column) != q.get(column)
+    )
+
+
+def _why_apart(p: dict[str, Any], points: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Why point p has no other tier beside it (`not_compared_because`) and, for a different workload, how
+    the other tiers' workloads of the model differ from p's (`workload_differs`)."""
+    others = [
+        q for q in points if q["model"] == p["model"] and q["accelerator_type"] != p["accelerator_type"]
+    ]
+    if not others:
+        return {"not_compared_because": NO_OTHER_TIER, "workload_differs": None}
+    if any(q["comparison_id"] == p["comparison_id"] for q in others):
+        return {"not_compared_because": OTHERS_MISS_SLOS, "workload_differs": None}
+    workloads: dict[str, dict[str, Any]] = {}
+    for q in sorted(others, key=lambda q: (q["accelerator_type"], q["workload"])):
+        workloads.setdefault(f"{q['accelerator_type']} {q['comparison_id']}", q)
+    differs = "; ".join(
+        f"{q['accelerator_type']} {q['workload']}: {workload_differences(p, q)}" for q in workloads.values()
+    )
+    return {"not_compared_because": DIFFERENT_WORKLOAD, "workload_differs": differs}
+
+
+def _groups(best: Sequence[dict[str, Any]]) -> list[tuple[list[str], list[dict[str, Any]]]]:
+    """(tiers, members) per model and workload, in order of first appearance in `best`."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in best:
+        groups[p["comparison_id"]].append(p)
+    return [(sorted({str(p["accelerator_type"]) for p in members}), members) for members in groups.values()]
+
+
+def _group(p: dict[str, Any]) -> tuple[str, str]:
+    return (p["comparison"], p["comparison_id"])
+
+
+def compared(best: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best levels of the groups more than one tier measured, with `tiers_compared`, by comparison
+    group, cheapest first within it; a local host's rows stay unpriced and last, labelled with that host."""
+    rows = []
+    for tiers, members in _groups(best):
+        if len(tiers) > 1:
+            rows += [p | {"tiers_compared": ", ".join(tiers)} for p in sorted(members, key=cost_order)]
+    return sorted(rows, key=_group)  # sorted() is stable: the rows keep their cost order within a group
+
+
+def not_compared(best: Sequence[dict[str, Any]], points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best levels of the groups one tier measured, each with why (`points`: every point, to say it)."""
+    apart = []
+    for tiers, members in _groups(best):
+        if len(tiers) == 1:
+            apart += [p | _why_apart(p, points) for p in members]
+    return sorted(apart, key=lambda p: (*_group(p), cost_order(p)))
+
+
+def cross_tier(
+    best: Sequence[dict[str, Any]], points: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(compared, not compared) from the best levels under the SLOs (`best`) and every point (`points`)."""
+    return compared(best), not_compared(best, points)
+
+
+def comparison_groups(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
+    """The section's `groups`: the compared rows by comparison group, one HTML table each."""
+    groups = []
+    for cid, members in groupby(rows, itemgetter("comparison_id")):
+        group = list(members)
+        first = group[0]
+        groups.append(
+            {"id": cid, "label": first["comparison"], "tiers": first["tiers_compared"], "rows": group}
+        )
+    return {"groups": groups}
+
+
+def _compared(inputs: Inputs) -> list[dict[str, Any]]:
+    return compared(inputs.best)
+
+
+def _not_compared(inputs: Inputs) -> list[dict[str, Any]]:
+    return not_compared(inputs.best, inputs.points)
+
+
+TABLE = Table(
+    name="cross_tier",
+    compute=_compared,
+    columns=(
+        "accelerator_type",
+        "instance_type",
+        "measured_where",
+        "vllm_version",
+        "tensor_parallel_size",
+        "ran",
+        "configuration",
+        "level",
+        "output_throughput",
+        "output_throughput_per_accelerator",
+        "request_throughput",
+        *COSTS,
+        *LATENCIES,
+        "error_rate",
+        "repeats_campaigns",
+    ),
+    section=Section(
+        heading="Cross-tier comparison: the same model on the same workload",
+        anchor="cross-tier",
+        table_id="cross-tier",  # one table per group: cross-tier-<comparison id>
+        variables=comparison_groups,
+        text="""\
+<p>Per model and workload (the profile, its endpoint, shared prefix, dataset, input and output lengths and
+their range: all must be the same), each configuration's best level under the SLOs beside the other tiers',
+cheapest first, with its cost per 1M tokens, throughput per accelerator (blank on CPU) and where it was
+measured: by this suite on the instance type (kubernetes), on a local host (named, never priced), or
+imported from a result file, on the instance type its importer stated. A point of another workload is never
+in the same group: those that no other tier measured on their workload are listed below with why.</p>""",
+        body="""\
+{% for group in groups %}
+<h3 id="{{ section.table_id }}-{{ group.id }}-heading">{{ group.label }}
+<span class="empty">({{ group.tiers }})</span></h3>
+{{ table(section.table_id ~ "-" ~ group.id, group.rows, columns) }}
+{% else %}<p class="empty"
+id="{{ section.table_id }}-empty">No model and workload was measured on more than one tier.</p>
+{% endfor %}""",
+    ),
+)
+
+NOT_COMPARED = Table(
+    name="not_compared",
+    compute=_not_compared,
+    columns=(
+        "model_short",
+        "workload",
+        "accelerator_type",
+        "measured_where",
+        "configuration",
+        "level",
+        "not_compared_because",
+        "workload_differs",
+        "output_throughput",
+        "on_demand_usd_per_1m_output_tokens",
+    ),
+    section=Section(
+        heading="Not compared",
+        anchor="not-compared",
+        level=3,
+        table_id="not-compared-table",
+        text="""\
+<p>Best levels with no other tier beside them: another tier measured the model on a different workload
+(what differs is listed, this point's value first), the other tiers' levels on this workload miss the SLOs,
+or no other tier measured the model.</p>""",
+    ),
+)

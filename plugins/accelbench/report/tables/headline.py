@@ -1,0 +1,128 @@
+"""The answer, first on the page: per model and workload, the cheapest configuration measured on its
+instance type that meets every SLO; where none does, it says so; local results get their own line."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from accelbench.report.columns import COSTS, LATENCIES
+from accelbench.report.labels import short_model
+from accelbench.report.pricing import cost_order
+from accelbench.report.table import Inputs, Section, Table
+
+HEADLINE_FIELDS = (
+    "configuration",
+    "level",
+    "host",
+    "measured_where",
+    "measured_on_instance",
+    "accelerator_type",
+    "instance_type",
+    "vllm_version",
+    "level_kind",
+    "level_value",
+    "request_throughput",
+    "output_throughput",
+    "request_goodput",
+    "on_demand_usd_per_1m_output_tokens",
+    "on_demand_usd_per_1m_total_tokens",
+    "spot_usd_per_1m_output_tokens",
+    "spot_usd_per_1m_total_tokens",
+    "p99_ttft_ms",
+    "p99_tpot_ms",
+    "p99_e2el_ms",
+    "error_rate",
+    "repeats",
+    "campaigns",
+    "sample_warning",
+)
+
+
+def _answer(on_instance: bool, candidates: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+    """(the answer in words, the point it names) among the best levels of one model and workload."""
+    priced = [p for p in candidates if p.get("on_demand_usd_per_1m_output_tokens") is not None]
+    fastest = max(candidates, key=lambda p: p["output_throughput"] or 0) if candidates else None
+    if on_instance and priced:
+        return "cheapest under the SLOs", min(priced, key=cost_order)
+    if on_instance:
+        return ("meets the SLOs, not priced" if fastest else "no configuration meets the SLOs"), fastest
+    if fastest:
+        return "local host only: not an instance measurement, not priced", fastest
+    return "local host only: nothing meets the SLOs", None
+
+
+def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answer, per model and workload: the cheapest configuration measured on its instance type
+    that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
+    measured: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for p in points:  # per model and workload: one comparison (keys.COMPARISON_KEY)
+        measured[(p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])].add(
+            p["configuration_id"]
+        )
+    chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for p in best:
+        chosen[(p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])].append(p)
+    rows = []
+    for key in sorted(measured, key=lambda k: (str(k[0]), k[1], k[2], not k[3])):
+        model, workload, _, on_instance = key
+        candidates = chosen.get(key, [])
+        answer, top = _answer(on_instance, candidates)
+        row: dict[str, Any] = {
+            "model": model,
+            "model_short": short_model(model),
+            "workload": workload,
+            "configurations_measured": len(measured[key]),
+            "configurations_meeting_slos": len(candidates),
+            "answer": answer,
+        }
+        rows.append(row | {k: (top or {}).get(k) for k in HEADLINE_FIELDS})
+    return rows
+
+
+def _rows(inputs: Inputs) -> list[dict[str, Any]]:
+    return headline(inputs.points, inputs.best)
+
+
+TABLE = Table(
+    name="headline",
+    compute=_rows,
+    columns=(
+        "model_short",
+        "workload",
+        "answer",
+        "configuration",
+        "level",
+        "request_throughput",
+        *COSTS,
+        *LATENCIES,
+        "error_rate",
+        "measured_where",
+    ),
+    section=Section(
+        heading="The answer: cheapest configuration under the SLOs",
+        anchor="answer",
+        table_id="headline-table",
+        scroll=False,
+        text="""\
+<p>Per model and workload, the configuration measured on its instance type with the lowest on-demand cost
+per 1M output tokens whose level meets every SLO: p99 TTFT{% if slos.ttft_p99_ms %}
+≤ {{ slos.ttft_p99_ms | cell }} ms{% endif %}, p99 TPOT{% if slos.tpot_p99_ms %}
+≤ {{ slos.tpot_p99_ms | cell }} ms{% endif %}, p99 E2E latency{% if slos.e2el_p99_ms %}
+≤ {{ slos.e2el_p99_ms | cell }} ms{% endif %}{% if slos.max_error_rate is not none %},
+error rate ≤ {{ slos.max_error_rate | cell("error_rate") }}{% endif %}
+(a limit left empty is not applied). "Requests per s" is what one replica sustains at that level.</p>
+{% for h in rows %}
+<p class="answer{{ ' local' if h.host and h.host != 'instance' else '' }}">
+{{- '' }}<strong title="{{ h.model }}">{{ h.model_short }}</strong>, {{ h.workload }}:
+{% if h.configuration %}{{ h.answer }}: <strong>{{ h.configuration }}</strong> at {{ h.level }},
+{{ h.request_throughput | cell }} requests/s per replica
+{%- if h.on_demand_usd_per_1m_output_tokens is not none %},
+{{ h.on_demand_usd_per_1m_output_tokens | cell }} USD per 1M output tokens on-demand
+{%- if h.spot_usd_per_1m_output_tokens is not none %}
+({{ h.spot_usd_per_1m_output_tokens | cell }} spot){% endif %}{% endif %} ({{ h.measured_where }}).
+{% else %}{{ h.answer }} ({{ h.configurations_measured }} measured).{% endif %}</p>
+{% endfor %}""",
+    ),
+)

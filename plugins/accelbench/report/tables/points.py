@@ -1,0 +1,55 @@
+"""Every point: one load level of one configuration, medians over its measured repeats
+(`accelbench.report.points.level_points` makes them: every other table starts from them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from accelbench.core.slos import SAMPLE_WARNING_REQUESTS
+from accelbench.report.columns import COSTS, WHAT
+from accelbench.report.table import Inputs, Section, Table
+
+
+def _points(inputs: Inputs) -> list[dict[str, Any]]:
+    return inputs.points
+
+
+def _sample_warning(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
+    return {"sample_warning_requests": SAMPLE_WARNING_REQUESTS}
+
+
+TABLE = Table(
+    name="points",
+    compute=_points,
+    columns=(
+        *WHAT,
+        "measured_where",
+        "host",
+        "execution_mode",
+        "repeats",
+        "campaigns",
+        "request_throughput",
+        "output_throughput",
+        "output_throughput_cv",
+        "request_goodput",
+        *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("p50", "p99")),
+        "error_rate",
+        *COSTS,
+        "output_throughput_per_accelerator",
+        "server_memory_peak_gib",
+        "sample_warning",
+        "on_demand_price_source",
+        "spot_price_source",
+        "ran",
+    ),
+    section=Section(
+        heading="All points",
+        table_id="points-table",
+        variables=_sample_warning,
+        text="""\
+<p>Medians over measured repeats (a repeat with some failed requests counts; its error rate says how many).
+A level with fewer than {{ sample_warning_requests }} requests per repeat carries a sample-size warning:
+its p99 rests on few requests.</p>""",
+    ),
+)

@@ -1,0 +1,91 @@
+"""The Neuron tier: AWS Inferentia2 and Trainium1 with the Neuron vLLM DLC. A model is sharded over
+NeuronCores (two per device on both) and compiled for a fixed batch (--max-num-seqs = the plan's most requests
+in flight), whose whole KV cache must fit the devices' memory; compilation takes minutes per GiB."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.core.problems import Problem
+from accelbench.core.spec import LoadPlan
+from accelbench.runtime.recipes import VllmNeuron
+from accelbench.sizing.accelerator import AcceleratorFit, plan_neuron_fit
+from accelbench.sizing.daemonsets import DaemonSet
+from accelbench.sizing.fit import Fit
+from accelbench.tiers.base import Placement, Ranks, ServerRequest, Sizing, Startup, Taint, Tier
+
+# NeuronCores per Neuron device (Inferentia2 and Trainium1 each have two NeuronCore-v2): vLLM on Neuron shards
+# a model over NeuronCores (--tensor-parallel-size), the device plugin hands out whole devices.
+CORES_PER_DEVICE = {"inf2": 2, "trn1": 2}
+
+
+@dataclass(frozen=True)
+class NeuronTier(Tier):
+    cores_by_family: Mapping[str, int] = field(default_factory=dict)
+
+    def cores_per_device(self, spec: InstanceSpec) -> int | None:
+        return self.cores_by_family.get(spec.family)
+
+    def ranks(self, spec: InstanceSpec) -> Ranks:
+        return Ranks(spec.accelerator_count * self.cores_by_family[spec.family], "NeuronCores")
+
+    def load_problems(self, load: LoadPlan) -> list[Problem]:
+        if load.search is None or load.search.variable == "concurrency":
+            return []
+        why = (
+            "a Neuron server is compiled for a fixed batch (--max-num-seqs), taken from the most requests in "
+            "flight: search over concurrency on Neuron types"
+        )
+        return [Problem("search_variable", load.search.variable, why)]
+
+    def fit(self, sizing: Sizing) -> AcceleratorFit:
+        return plan_neuron_fit(
+            sizing.shape,
+            devices=sizing.instance.accelerator_count,
+            memory_per_device_gib=sizing.instance.accelerator_memory_gib,
+            context_len=sizing.request.context_len,
+            concurrency=sizing.concurrency,
+            kv_cache_dtype=sizing.request.kv_cache_dtype,
+        )
+
+    def refusal(self, fit: Fit, sizing: Sizing, catalog: Mapping[str, InstanceSpec]) -> str:
+        request = sizing.request
+        return (
+            f"{request.model} does not fit: {fit.describe()}; the KV cache of {sizing.concurrency} sequences "
+            f"(--max-num-seqs) of {request.context_len} tokens needs {fit.kv_needed_gib:.2f} GiB: short by "
+            f"{fit.shortfall_gib:.2f} GiB. lower the largest concurrency, shorten the workload, or use a "
+            "type with more Neuron devices"
+        )
+
+    def server_fields(self, request: ServerRequest, load: LoadPlan) -> dict[str, Any]:
+        return {"max_num_seqs": self.concurrency(load)}
+
+
+NEURON = NeuronTier(
+    name="neuron",
+    title="Neuron (AWS Inferentia2, Trainium1, the Neuron vLLM image)",
+    families=frozenset(CORES_PER_DEVICE),
+    recipe=VllmNeuron(),
+    placement=Placement(
+        nodepool="accelbench-neuron",
+        architecture="amd64",
+        taints=(Taint("aws.amazon.com/neuron", "true"), Taint("accelbench.io/dedicated", "true")),
+        device_resource="aws.amazon.com/neuron",
+        daemonsets=(
+            DaemonSet(
+                "kube-system/accelbench-neuron-device-plugin",
+                100,
+                256,
+                "infra/k8s/device-plugins/neuron-device-plugin.yaml: requests = limits 100m/256Mi "
+                "(the Neuron chart sets none)",
+            ),
+        ),
+    ),
+    # neuronx-cc compiles the model for its batch and ranks before /health answers: minutes per GiB.
+    startup=Startup(compile_base_s=900, compile_per_gib_s=120),
+    version_field="neuron_version",
+    cores_by_family=CORES_PER_DEVICE,
+)
