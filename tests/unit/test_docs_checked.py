@@ -628,3 +628,17 @@ def test_the_readmes_tables_name_pages_and_paths_that_exist() -> None:
         for path in beside:
             full = REPO / Path(first.rstrip("/")).parent / path
             assert full.exists(), f"README.md's layout table names {path} ({full.relative_to(REPO)})"
+
+
+def test_the_architecture_pages_layer_diagram_is_the_layers_contract() -> None:
+    """docs/explanation/architecture.md draws the package layers: the same layers, in the same order, as the
+    import-linter contract over `accelbench` in pyproject.toml, and states the planning stages' order."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in config if c["type"] == "layers" and c["containers"] == ["accelbench"]]
+    page = (REPO / "docs" / "explanation" / "architecture.md").read_text()
+    drawn = re.findall(r'^  L\d+\["?([^"<\]]+)', page, re.M)
+    assert [d.strip() for d in drawn] == [layer.strip() for layer in layers]
+    (stages,) = [c["layers"] for c in config if c.get("containers") == ["accelbench.campaign"]]
+    said = re.search(r"\*\*the planning stages\*\* \([^)]*: (.*?), so each stage", page, re.S)
+    assert said, "the page no longer states the planning stages"
+    assert re.findall(r"`([^`]+)`", said.group(1)) == [s.split("#")[0].strip() for s in stages]
