@@ -17,26 +17,30 @@ answers HTTP 500 to every Nth completion request, for tests of levels with some 
 `--degrade-after N` (off by default) makes a server that degrades past a known load: while more than N
 requests stream at once, each delay (the TTFT, then each ITL) is multiplied by 1 + slope x (in flight -
 N) at the time it starts (`--degrade-slope`, 1 by default), for the load search's tests.
-`--degrade-above-rate R` (off by default) degrades past a known request rate instead: while the arrival
-rate of the last RATE_WINDOW arrivals (from their median gap, after a pause at least RATE_MIN of them)
-is above R req/s, each delay is multiplied by 1 + slope. An
+`--degrade-above-rate R` (off by default) degrades past a known request rate instead: while the level's
+arrival rate (ZeroServer.arrival_rate: from the server's own arrival stamps of the level's requests, once
+RATE_MIN of them have arrived) is above R req/s, each delay is multiplied by 1 + slope. An
 in-flight count under Poisson arrivals has no sharp threshold in rate (Little's law: it is rate x latency,
-and its tail reaches any count now and then); the windowed arrival rate of regular arrivals has one.
+and its tail reaches any count now and then); the arrival rate of regular arrivals has one.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
+import re
 import statistics
 import time
-from collections import deque
 
 from aiohttp import web
 
-RATE_WINDOW, RATE_MIN, RATE_PAUSE = 16, 8, 3.0  # --degrade-above-rate: ZeroServer.arrival_rate()
+# --degrade-above-rate (ZeroServer.arrival_rate): the arrivals before a level's rate is judged; how close
+# two arrivals are when the second was held back with the first (a schedule's gaps are far longer below
+# 400 req/s); the gap that starts a new level for a client that names no requests (times the median gap).
+RATE_MIN, RATE_BURST_S, RATE_PAUSE = 40, 0.002, 3.0
 SPIN_S = 0.002  # the event loop's timers wake up to ~1 ms late: the last stretch yields in a loop
 
 
@@ -46,6 +50,21 @@ async def until(due: float) -> None:
         await asyncio.sleep(due - time.perf_counter() - SPIN_S)
     while time.perf_counter() < due:
         await asyncio.sleep(0)
+
+
+def _schedule_rate(points: list[tuple[int, float]]) -> float | None:
+    """The rate of the schedule that (index, arrival time) `points` follow, however late some arrived
+    (ZeroServer.arrival_rate): the median of (t_j - t_i) / (j - i) over consecutive requests i < j, leaving
+    out each request that arrived within RATE_BURST_S of the one before it (held back with it)."""
+    kept: list[tuple[int, float]] = []
+    previous: float | None = None
+    for index, at in points:
+        if previous is None or abs(at - previous) > RATE_BURST_S:
+            kept.append((index, at))
+        previous = at
+    gaps = [(tj - ti) / (j - i) for (i, ti), (j, tj) in itertools.pairwise(kept)]
+    gap = statistics.median(gaps) if gaps else 0.0
+    return 1.0 / gap if gap > 0 else None
 
 
 class ZeroServer:
@@ -63,7 +82,11 @@ class ZeroServer:
         self.fail_every, self.received = fail_every, 0  # fail_every 0: every request succeeds
         self.degrade_after, self.degrade_slope = degrade_after, degrade_slope  # None: never degrades
         self.degrade_above_rate = degrade_above_rate  # None: the arrival rate never degrades it
-        self.arrivals: deque[float] = deque(maxlen=RATE_WINDOW)
+        # The current level's arrivals: request index -> perf_counter at its handler's start.
+        self.level: str | None = None
+        self.arrivals: dict[int, float] = {}
+        self._rate_of: int = 0  # arrival_rate() is worked out once per arrival: for this many
+        self._rate: float | None = None
         self.running = 0
         self.streaming = 0  # requests between their first and last token: the load that degrades
         self.prompt_tokens = 0
@@ -105,23 +128,39 @@ class ZeroServer:
     def degrades(self) -> bool:
         return self.degrade_after is not None or self.degrade_above_rate is not None
 
-    def _gaps(self) -> list[float]:
-        return [b - a for a, b in zip(self.arrivals, list(self.arrivals)[1:], strict=False)]
-
     def arrival_rate(self) -> float | None:
-        """Requests per second of the last RATE_WINDOW arrivals, from their median gap: a client's stall and
-        its catch-up make one long gap and a few short ones, not a faster rate. None until RATE_MIN
-        arrivals since the last pause (a gap RATE_PAUSE times the median: the next level began)."""
-        gaps = self._gaps()
-        if len(gaps) < RATE_MIN - 1 or statistics.median(gaps) <= 0:
-            return None
-        return 1.0 / statistics.median(gaps)
+        """Requests per second of the current level, from the server's own arrival stamps of its requests
+        (request index -> time), once RATE_MIN of them have arrived; None before.
 
-    def arrive(self, at: float) -> None:
-        gaps = self._gaps()
-        if gaps and at - self.arrivals[-1] > RATE_PAUSE * statistics.median(gaps):
-            self.arrivals.clear()  # a new level: the last one's rate is not this one's
-        self.arrivals.append(at)
+        `vllm bench serve` sends on an absolute schedule, so a request arrives on time or late, never
+        early: when the client or this server stalls on a loaded machine, the requests it held back arrive
+        together when it runs again. A median of consecutive gaps took that burst for a faster rate (one
+        long gap and several near zero). Here a held-back burst counts once, by its first request: the gap
+        into it is long by the stall, the one from it to the next on-time request short by as much, spread
+        over the requests held back (two gaps off, whatever the stall's length). So the median is the
+        schedule's gap unless stalls surround most of the level's gaps: the rate the client was asked
+        for, however loaded the machine."""
+        if len(self.arrivals) < RATE_MIN:
+            return None
+        if self._rate_of != len(self.arrivals):
+            self._rate_of, self._rate = len(self.arrivals), _schedule_rate(sorted(self.arrivals.items()))
+        return self._rate
+
+    def arrive(self, at: float, request_id: str | None) -> None:
+        """Count an arrival in its level. `vllm bench serve` names its requests <prefix><index>, with a
+        fresh prefix for each run (each level). A request without such an id (a client that sends none,
+        or the bench's own untimed test request) counts in arrival order, and a pause (a gap RATE_PAUSE
+        times the median gap so far) starts its next level."""
+        named = re.fullmatch(r"(.*?)(\d+)", request_id or "")
+        level, index = (named[1], int(named[2])) if named else (None, None)
+        if level is None and self.level is None and len(self.arrivals) >= 2:
+            times = list(self.arrivals.values())  # in arrival order: the indices are arrival counts
+            gaps = [b - a for a, b in itertools.pairwise(times)]
+            if at - times[-1] > RATE_PAUSE * statistics.median(gaps):
+                self.arrivals, self._rate_of = {}, 0
+        if level != self.level:
+            self.level, self.arrivals, self._rate_of = level, {}, 0
+        self.arrivals[len(self.arrivals) if index is None else index] = at
 
     def slowdown(self) -> float:
         """The factor on the next delay: 1, or 1 + slope x the requests streaming beyond degrade_after,
@@ -140,7 +179,7 @@ class ZeroServer:
         prompt = body.get("prompt") or ""
         n_in = len(prompt) if isinstance(prompt, list) else max(1, len(str(prompt).split()))
         self.received += 1
-        self.arrive(arrived)
+        self.arrive(arrived, request.headers.get("x-request-id"))
         if self.fail_every and self.received % self.fail_every == 0:
             return web.json_response({"error": {"message": "injected failure", "code": 500}}, status=500)
         response = web.StreamResponse(

@@ -1,28 +1,61 @@
 #!/usr/bin/env bash
 # The full test suite: installs PostgreSQL and Chromium (Debian) when missing, builds .venv, runs ruff,
 # lint-imports (the package layers), mypy and pytest over the three tiers (tests/unit, tests/integration,
-# tests/e2e) in parallel lanes, one per CPU (pytest-xdist; the vLLM tests share one lane, tests/conftest.py).
+# tests/e2e) in parallel lanes, one per CPU (pytest-xdist; how the tests share the lanes: tests/conftest.py).
 #   scripts/test.sh --fast      the unit tier only: .venv, ruff, lint-imports, mypy, tests/unit
 #   scripts/test.sh -k pricing  extra arguments go to pytest (-n 0: one process, no lanes)
+# Steps that wait on the network or the disk run beside the others (Debian's packages beside the Python
+# environments; the vLLM and checkov environments beside the checks; mypy beside the unit tier): their
+# output comes whole when they end, and a step that fails fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Python writes its bytecode caches even where the environment says not to (PYTHONDONTWRITEBYTECODE): .venv is
+# installed without them, and a run starts Python many times (each lane, every Airflow process and task,
+# each DAG file's parse check), each of which would compile Airflow's and the library's modules anew.
+unset PYTHONDONTWRITEBYTECODE
 
 lanes=(-n logical --no-loadscope-reorder)  # the lanes: tests/conftest.py (pytest_xdist_make_scheduler)
+logs=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT  # a step that failed stops the ones beside it
+declare -A beside=()
+
+start_beside() {  # <name> <command>...: run it in the background, its output kept for finish_beside
+  "${@:2}" >"$logs/$1.log" 2>&1 &
+  beside[$1]=$!
+}
+
+finish_beside() {  # <name>: wait for it, print its output, and stop the run if it failed
+  local rc=0
+  wait "${beside[$1]}" || rc=$?
+  cat "$logs/$1.log"
+  if [ "$rc" -ne 0 ]; then
+    echo "test: $1 failed (exit $rc)" >&2
+    exit "$rc"
+  fi
+}
+
+mypy_check() {
+  echo "test: mypy"
+  .venv/bin/python -m mypy  # [tool.mypy] in pyproject.toml: the library (strict) and dags/
+}
+
 if [ "${1:-}" = "--fast" ]; then
   shift
   scripts/bootstrap.sh
   .venv/bin/ruff check . && .venv/bin/ruff format --check .
   .venv/bin/lint-imports --no-cache
-  echo "test: mypy"
-  .venv/bin/python -m mypy  # [tool.mypy] in pyproject.toml: the library (strict) and dags/
-  exec .venv/bin/python -m pytest "${lanes[@]}" tests/unit "$@"
+  start_beside mypy mypy_check
+  rc=0
+  .venv/bin/python -m pytest "${lanes[@]}" tests/unit "$@" || rc=$?
+  finish_beside mypy
+  exit "$rc"
 fi
 
-# Debian packages the tests start for real: PostgreSQL (catalog) and Chromium (the Benchmarks view).
-need=()
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
-if [ ${#need[@]} -gt 0 ]; then
+debian_packages() {  # the Debian packages the tests start for real: PostgreSQL (catalog), Chromium (the view)
+  local need=()
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  [ ${#need[@]} -gt 0 ] || return 0
   if [ "$(id -u)" = 0 ]; then
     echo "test: installing ${need[*]} from Debian's packages"
     export DEBIAN_FRONTEND=noninteractive
@@ -31,17 +64,21 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "test: ${need[*]} missing; run as root or: sudo apt-get install ${need[*]}" >&2
   fi
-fi
+}
 
-scripts/bootstrap.sh
-scripts/checkov-env.sh  # checkov pins an old boto3: its own environment
-scripts/vllm-env.sh     # vLLM CPU for local-mode servers: its own environment
+start_beside debian debian_packages
+scripts/bootstrap.sh  # .venv first: the other environments install with its uv
+start_beside checkov-env scripts/checkov-env.sh  # checkov pins an old boto3: its own environment
+start_beside vllm-env scripts/vllm-env.sh        # vLLM CPU for local-mode servers: its own environment
 echo "test: ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 echo "test: import contracts"
 .venv/bin/lint-imports --no-cache  # the contracts in pyproject.toml's [tool.importlinter]
-echo "test: mypy"
-.venv/bin/python -m mypy  # [tool.mypy] in pyproject.toml: the library (strict) and dags/
+mypy_check
+finish_beside debian
+finish_beside checkov-env
+finish_beside vllm-env
 echo "test: pytest (set-up took ${SECONDS} s)"
+rm -rf "$logs"
 exec .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,34 +132,165 @@ def _tier(item: pytest.Item) -> str | None:
     return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in TIERS else None
 
 
+# ---- lanes: how a parallel run (pytest-xdist, one lane per CPU) shares out the tests -----------------------
+#
+# A unit of work (a "scope") goes to one lane whole. The e2e tier's tests are a scope each, except where they
+# share something expensive: the tests that use the session's vLLM server (`vllm_server`, also through
+# `driven`) are one scope (the lane that runs them starts the server once), and so is each module whose
+# tests share a module-scoped fixture, and the real model's tests (the conversion, once). Every other file
+# is a scope. The lanes take the longest scope first (the real scheduler's test, then the session server's)
+# and, while a lane still has a long test to run, the next scope it is given (pytest-xdist hands a lane its
+# next test before the last one ends) is the cheapest left: so the long scopes start only on a lane that is
+# about to be free, and the short ones fill the end. From node ids alone: pytest-xdist's controller
+# schedules without collecting.
+SESSION_SERVER = "e2e: the session's vLLM server"
+SESSION_SERVER_TESTS = (  # every e2e test that uses `vllm_server` (checked at collection)
+    "e2e/test_faults.py::test_s3_",
+    "e2e/test_faults.py::test_worker_death_in_kubernetes_mode",
+    "e2e/test_images.py::test_loadgen_image_environments_drive_a_real_server",
+    "e2e/test_lake.py",
+    "e2e/test_loadgen.py::test_driver_runs_every_level_and_repeat_with_server_evidence",
+    "e2e/test_loadgen_pod.py::test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it",
+    "e2e/test_local_server.py::test_the_session_server_serves_the_tiny_model_pinned",
+)
+E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
+    "e2e/test_version_scheduling.py": "scheduler",  # one Airflow deployment (module fixture)
+    "e2e/test_images.py": "e2e/test_images.py",  # the Airflow image's environment (module fixture)
+    "e2e/test_fit_against_vllm.py": "e2e/test_fit_against_vllm.py",  # vLLM's answers (module fixture)
+    "e2e/test_version_campaign.py": "e2e/test_version_campaign.py",  # a few seconds in all
+    "e2e/test_real_model.py": "e2e: the real model",  # its conversion (30 s on a clean clone)
+    "e2e/test_model_identity.py": "e2e: the real model",
+}
+# Seconds a test (or a whole file) takes on this 2-core machine (`--durations` of a parallel run, rounded);
+# the lanes' order and balance come from them. A test not listed costs DEFAULT_COST_S by its tier: add a new
+# e2e test that starts a server or runs a DAG here.
+COST_S = {
+    "e2e/test_version_scheduling.py": 200,
+    "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 85,
+    "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 80,
+    "e2e/test_campaign_dag.py::test_a_server_that_cannot_start": 20,
+    "e2e/test_campaign_dag.py::test_kubernetes_mode_is_refused": 7,
+    "e2e/test_campaign_dag.py::test_bad_campaign_input": 3,
+    "e2e/test_prefix_caching.py": 72,
+    "e2e/test_images.py::test_loadgen_image_environments": 80,
+    "e2e/test_images.py::test_airflow_image_environment_parses": 25,
+    "e2e/test_load_search.py::test_a_request_rate_search": 55,
+    "e2e/test_load_search.py::test_a_local_campaign_in_search_mode": 50,
+    "e2e/test_load_search.py::test_a_concurrency_search": 45,
+    "e2e/test_load_search.py::test_a_search_the_client_cannot_drive": 8,
+    "e2e/test_real_model.py::test_a_real_server_answers_in_english": 50,
+    "e2e/test_real_model.py::test_conversion_is_keyed_by_the_gguf": 25,  # the conversion, on a clean clone
+    "e2e/test_faults.py::test_worker_death_in_local_mode": 40,
+    "e2e/test_faults.py::test_worker_death_in_kubernetes_mode": 35,
+    "e2e/test_faults.py::test_s3_outage_during_ingest": 50,  # the session server's start and `driven`
+    "e2e/test_faults.py::test_a_server_killed_mid_level": 8,
+    "e2e/test_faults.py::test_a_benchmark_pod_that_never_schedules": 8,
+    "e2e/test_faults.py::test_pricing_throttling": 5,
+    "e2e/test_loadgen.py::test_a_server_killed_mid_run": 34,
+    "e2e/test_loadgen_pod.py::test_pod_load_generator": 16,
+    "e2e/test_loadgen_pod.py::test_the_load_generator_records_its_host": 8,
+    "e2e/test_bench_client.py::test_a_bad_or_crashed_level": 19,
+    "e2e/test_bench_client.py::test_levels_share_one_warm_process": 14,
+    "e2e/test_bench_client.py::test_a_loopback_server": 13,
+    "e2e/test_local_server.py::test_a_server_that_cannot_start": 8,
+    "e2e/test_fit_against_vllm.py": 8,
+    "e2e/test_version_campaign.py": 10,
+    "integration/test_dags.py": 38,
+    "integration/test_releases.py": 25,
+    "integration/test_benchmarks_view.py": 22,
+    "integration/test_checkov.py": 14,
+    "integration/test_import_retract.py": 10,
+    "integration/test_benchmark_pod.py": 8,
+    "integration/test_pricing.py": 7,
+}
+DEFAULT_COST_S = {"unit": 0.05, "integration": 0.3, "e2e": 1.0}
+LONG_S = 10.0  # a lane with a test this long still to run gets the cheapest scope next
+
+
+def _key(nodeid: str) -> str:
+    """`tests/e2e/test_x.py::test_y[p]` -> `e2e/test_x.py::test_y`: what the tables above name."""
+    return nodeid.split("[", 1)[0].removeprefix("tests/")
+
+
 def lane(nodeid: str) -> str:
-    """A test's lane in a parallel run (pytest-xdist): the real scheduler's test has one of its own; the
-    e2e tier shares one, one test after another (they share the session's vLLM server and would fight over
-    the cores); every other file is one unit of work for whichever lane is free. From the node id alone,
-    since pytest-xdist's controller schedules without collecting."""
-    path = nodeid.split("::", 1)[0]
-    if path.endswith("e2e/test_version_scheduling.py"):
-        return "scheduler"
-    return "e2e" if "/e2e/" in f"/{path}" else path
+    """The scope (unit of work for one lane) of a test, from its node id alone (see above)."""
+    key = _key(nodeid)
+    if key.startswith(SESSION_SERVER_TESTS):
+        return SESSION_SERVER
+    path = key.split("::", 1)[0]
+    named = [v for k, v in E2E_SCOPES.items() if key == k or key.startswith(k + ("" if "::" in k else "::"))]
+    if named:
+        return named[0]
+    return key if path.startswith("e2e/") else path
+
+
+def cost(nodeid: str) -> float:
+    """Seconds a test is expected to take: its own entry in COST_S, else its tier's default (a file's entry
+    counts once for the whole scope: scope_cost)."""
+    key = _key(nodeid)
+    for k, v in COST_S.items():
+        if "::" in k and key.startswith(k):
+            return float(v)
+    tier = key.split("/", 1)[0]
+    return DEFAULT_COST_S.get(tier, DEFAULT_COST_S["unit"])
+
+
+def scope_cost(nodeids: Iterable[str]) -> float:
+    """A scope's expected seconds: its tests' own entries, a file's entry once for all its unlisted tests."""
+    total, files = 0.0, set()
+    for nodeid in nodeids:
+        key = _key(nodeid)
+        path = key.split("::", 1)[0]
+        if any("::" in k and key.startswith(k) for k in COST_S) or path not in COST_S:
+            total += cost(nodeid)
+        else:
+            files.add(path)
+    return total + sum(COST_S[f] for f in files)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """pytest-xdist's scope scheduling with `lane` as the scope (its `loadgroup` mode cannot mark tests on
-    pytest 9: it rewrites a node id attribute pytest no longer reads)."""
+    """pytest-xdist's scope scheduling with `lane` as the scope, the longest scope first and the cheapest
+    as a busy lane's next (see above). (Its `loadgroup` mode cannot mark tests on pytest 9: it rewrites a
+    node id attribute pytest no longer reads.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class Lanes(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return lane(nodeid)
 
+        def _reschedule(self, node: Any) -> None:
+            """The next scope once the lane has one test left (pytest-xdist runs a test only when it knows
+            the next one), not two: the later the choice, the better it is."""
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            work = self.assigned_work.get(node, {}).values()
+            left = [nodeid for tests in work for nodeid, done in tests.items() if not done]
+            costs = {scope: scope_cost(tests) for scope, tests in self.workqueue.items()}
+            if sum(cost(n) for n in left) >= LONG_S:
+                scope = min(costs, key=lambda s: costs[s])  # busy for a while: something short after it
+            else:  # free soon: the longest, the real scheduler's first of all
+                scope = max(costs, key=lambda s: (s == "scheduler", costs[s]))
+            work_unit = self.workqueue.pop(scope)
+            self.assigned_work.setdefault(node, {})[scope] = work_unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(n) for n, done in work_unit.items() if not done])
+
     return Lanes(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tier and resource markers from where a test lives and what it uses; a test that uses more than its
-    tier allows fails collection; the two long lanes first, so a parallel run starts them at once and
-    fills in with the rest."""
-    wrong = []
+    tier allows fails collection, and so does one that uses the session's vLLM server outside its lane
+    (it would start a second one)."""
+    wrong, lanes = [], []
     for item in items:
         marks = _marks(item)
         for mark in marks:
@@ -169,10 +300,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(tier)
             if marks & TIER_REFUSES[tier]:
                 wrong.append(f"{item.nodeid}: {tier} test uses {sorted(marks & TIER_REFUSES[tier])}")
+        if "vllm_server" in getattr(item, "fixturenames", ()) and lane(item.nodeid) != SESSION_SERVER:
+            lanes.append(item.nodeid)
     if wrong:
         raise pytest.UsageError("tests in the wrong tier (move them down a tier):\n" + "\n".join(wrong))
-    first = {"scheduler": 0, "e2e": 1}
-    items.sort(key=lambda i: first.get(lane(i.nodeid), 2))
+    if lanes:
+        raise pytest.UsageError(
+            "tests that use the session's vLLM server outside its lane (it would start another): add them "
+            "to SESSION_SERVER_TESTS in tests/conftest.py:\n" + "\n".join(lanes)
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -238,19 +374,46 @@ def real_model(vllm_python: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def vllm_server(tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):
-    """One real vLLM server on the tiny model for the session, for tests that only need a server to drive.
-    Tests that start, kill or inspect a server start their own."""
+    """One real vLLM server on the tiny model for the session, its engine pinned to CPU 1 (the client's CPU
+    0) where there are two, for tests that only need a server to drive or to look at while it runs (they
+    run in one lane: SESSION_SERVER_TESTS). Tests that start, kill or configure a server start their own.
+    Stopped at the end of the session, it leaves no process behind, and stopping it again is harmless."""
+    import psutil
     from accelbench.local.server import LocalServer, Pinning
 
     from tests.support.specs import tiny_spec
 
+    pinning = Pinning({1}, {0}) if (psutil.cpu_count() or 1) >= 2 else None
     work = tmp_path_factory.mktemp("vllm-server")
-    with LocalServer(tiny_spec(tiny_model), work, python=vllm_python, pinning=Pinning.from_env()) as server:
+    server = LocalServer(tiny_spec(tiny_model), work, python=vllm_python, pinning=pinning)
+    with server:
         yield server
+        pids = [p.pid for p in server.tree()]
+
+    def alive(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    assert not any(alive(pid) for pid in pids), "the session's vLLM server left processes behind"
+    server.stop()  # idempotent
 
 
 @pytest.fixture(scope="session")
-def driven(vllm_server, vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+def bench_client(vllm_python: Path):
+    """One warm `vllm bench serve` runner for the session (importing vLLM takes seconds), for the Drivers of
+    tests that need a client and do not test the client itself (tests/e2e/test_bench_client.py does)."""
+    from accelbench.loadgen.bench_client import BenchClient
+
+    with BenchClient(str(vllm_python.parent / "vllm")) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def driven(
+    vllm_server, vllm_python: Path, tiny_model: Path, bench_client, tmp_path_factory: pytest.TempPathFactory
+):
     """One real driver run (2 concurrency levels x 2 repeats) against the session's server."""
     from accelbench.loadgen.driver import Driver
 
@@ -264,6 +427,7 @@ def driven(vllm_server, vllm_python: Path, tiny_model: Path, tmp_path_factory: p
         vllm=str(vllm_python.parent / "vllm"),
         server_pid=vllm_server.process.pid,
         metrics_interval_s=0.5,
+        client=bench_client,
     )
     return driver, driver.run()
 

@@ -23,7 +23,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
@@ -416,15 +415,24 @@ dag.test(run_after=when, logical_date=when, run_conf=json.loads(sys.argv[3]))
 @pytest.mark.airflow
 @pytest.mark.vllm
 def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_once(
-    airflow_db, accelbench_env, tiny_model, vllm_python, tmp_path, monkeypatch, capfd, caplog, aws_on_moto
+    airflow_db,
+    accelbench_env,
+    tiny_model,
+    vllm_python,
+    vllm_server,
+    tmp_path,
+    monkeypatch,
+    capfd,
+    caplog,
+    aws_on_moto,
 ) -> None:
     """Attempt 1 (its own process) creates the pod and watches it; it is SIGKILLed mid-benchmark. The retry
     finds the pod still running, reattaches, and reads its result. The pod's two containers are played for
     real: when the fake API lets the main container finish, `accelbench-loadgen` runs with the pod's
-    environment against a real vLLM server (the sidecar's part) and writes the evidence to the lake."""
+    environment against a real vLLM server (the sidecar's part: the session's server, on the tiny model
+    under the name the campaign asks for) and writes the evidence to the lake."""
     import pendulum
     from accelbench.core.spec import BenchmarkSpec
-    from accelbench.local.server import LocalServer
 
     from tests.support.airflow_dags import dagbag, run_dag, task_states
     from tests.support.loadgen import run_loadgen
@@ -432,24 +440,29 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     from tests.support.paths import DAGS
     from tests.support.specs import tiny_campaign_conf
 
-    # The pod names the model by its id; the server and the tokenizer find it in the Hugging Face cache.
+    # The pod names the model by its id; the tokenizer finds it in the Hugging Face cache.
     model_id, store = hub_model(tiny_model, tmp_path, monkeypatch)
-    conf = tiny_campaign_conf(tiny_model) | {"model": model_id, "execution_mode": "kubernetes"}
+    served = vllm_server.spec.served_model_name
+    conf = tiny_campaign_conf(tiny_model) | {
+        "model": model_id,
+        "execution_mode": "kubernetes",
+        "served_model_name": served,
+    }
     pods_ran: list[str] = []
 
     def main_container(pod: dict[str, Any]) -> dict[str, Any]:
         (base,) = [c for c in pod["spec"]["containers"] if c["name"] == "base"]
         env = {e["name"]: e["value"] for e in base["env"] if "value" in e}
         spec = BenchmarkSpec.model_validate_json(env["ACCELBENCH_BENCHMARK_SPEC"])
+        assert spec.server.served_model_name == served  # what the session's server answers to
         pods_ran.append(pod["metadata"]["name"])
         work = tmp_path / f"pod-{len(pods_ran)}"
-        with LocalServer(spec.server, work / "server", python=vllm_python) as server:
-            # The pod's environment, but the server is on its own port here, and the Hugging Face cache is
-            # the prefilled one of this test, not the pod's empty /tmp/hf.
-            pod_env = {k: v for k, v in env.items() if k not in ("ACCELBENCH_SERVER_URL", "HF_HOME")}
-            proc = run_loadgen(
-                spec, server, lake_uri, work / "raw", vllm=vllm_python.parent / "vllm", pod_env=pod_env
-            )
+        # The pod's environment, but the server is on its own port here, and the Hugging Face cache is the
+        # prefilled one of this test, not the pod's empty /tmp/hf.
+        pod_env = {k: v for k, v in env.items() if k not in ("ACCELBENCH_SERVER_URL", "HF_HOME")}
+        proc = run_loadgen(
+            spec, vllm_server, lake_uri, work / "raw", vllm=vllm_python.parent / "vllm", pod_env=pod_env
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -521,13 +534,6 @@ def _zero_spec(tiny_model: Path, concurrency: tuple[int, ...], prompts: int) -> 
     return BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="server-faults")
 
 
-@pytest.fixture(scope="module")
-def warm_bench(vllm_python: Path) -> Iterator[BenchClient]:
-    """One warm `vllm bench serve` runner for these tests: vLLM's import is most of each one's time."""
-    with BenchClient(str(vllm_python.parent / "vllm")) as client:
-        yield client
-
-
 def _landed(driver: Any, envelope: dict[str, Any], tmp_path: Path, **hints: Any) -> Lake:
     lake = Lake(str(tmp_path / "lake"))
     where = RawLocation("cpu", DATE, envelope["spec"]["campaign_id"], envelope["spec_id"])
@@ -538,7 +544,7 @@ def _landed(driver: Any, envelope: dict[str, Any], tmp_path: Path, **hints: Any)
 
 @pytest.mark.vllm
 def test_a_server_killed_mid_level_leaves_a_failed_row_with_the_clients_counts(
-    tiny_model: Path, vllm_python: Path, warm_bench: BenchClient, tmp_path: Path
+    tiny_model: Path, vllm_python: Path, bench_client: BenchClient, tmp_path: Path
 ) -> None:
     from accelbench.loadgen import server_metrics
     from accelbench.loadgen.driver import Driver, summary
@@ -558,7 +564,7 @@ def test_a_server_killed_mid_level_leaves_a_failed_row_with_the_clients_counts(
             server_pid=server.process.pid,
             server_exit=server.exit_status,
             metrics_interval_s=0.2,
-            client=warm_bench,
+            client=bench_client,  # the session's warm runner: vLLM's import is most of a fresh one's time
         )
 
         def kill_mid_level() -> None:
@@ -597,7 +603,7 @@ def test_a_server_killed_mid_level_leaves_a_failed_row_with_the_clients_counts(
 
 @pytest.mark.vllm
 def test_a_level_with_some_failed_requests_is_errors_and_the_next_level_runs(
-    tiny_model: Path, vllm_python: Path, warm_bench: BenchClient, tmp_path: Path
+    tiny_model: Path, vllm_python: Path, bench_client: BenchClient, tmp_path: Path
 ) -> None:
     from accelbench.lake.ingest import Provenance, ingest
     from accelbench.lake.raw import dir_reader
@@ -612,7 +618,7 @@ def test_a_level_with_some_failed_requests_is_errors_and_the_next_level_runs(
             tmp_path / "raw",
             vllm=str(vllm_python.parent / "vllm"),
             server_exit=server.exit_status,
-            client=warm_bench,
+            client=bench_client,
         )
         envelope = driver.run()
         assert server.exit_status() is None  # alive to the end

@@ -124,7 +124,7 @@ def test_driver_runs_every_level_and_repeat_with_server_evidence(driven: tuple[D
 
 @pytest.mark.vllm
 def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
-    tiny_model: Path, vllm_python: Path, tmp_path: Path
+    tiny_model: Path, vllm_python: Path, bench_client, tmp_path: Path
 ) -> None:
     import os
     import signal
@@ -140,6 +140,7 @@ def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
         vllm=str(vllm_python.parent / "vllm"),
         server_pid=server.process.pid,
         server_exit=server.exit_status,
+        client=bench_client,  # the session's warm client: what is under test is the server's death
     )
 
     def kill_after_first_level() -> None:

@@ -20,29 +20,21 @@ def _get(url: str) -> dict:
         return json.loads(resp.read())
 
 
-def test_server_serves_the_tiny_model_and_leaves_nothing_behind(
-    tiny_model: Path, vllm_python: Path, tmp_path: Path
-) -> None:
-    server = LocalServer(
-        tiny_spec(tiny_model),
-        tmp_path / "server",
-        python=vllm_python,
-        pinning=Pinning({1}, {0}) if (psutil.cpu_count() or 1) >= 2 else None,
-    )
-    with server:
-        models = _get(f"{server.url}/v1/models")
-        assert [m["id"] for m in models["data"]] == ["tiny"]
-        assert _get(f"{server.url}/version")["version"].startswith("0.32")
-        pids = [p.pid for p in server.tree()]
-        assert len(pids) >= 2  # API server + engine core
-        assert server.startup_s is not None and server.startup_s > 0
-        if server.pinning:
-            engine = next(p for p in server.tree() if p.pid != server.process.pid)
-            assert engine.cpu_affinity() == [1]
-    assert not any(
-        psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids
-    )
-    server.stop()  # idempotent
+def test_the_session_server_serves_the_tiny_model_pinned(vllm_server: LocalServer) -> None:
+    """The session's server (tests/conftest.py, `vllm_server`), started like any LocalServer: it serves the
+    tiny model, its engine is pinned. That stopped it leaves nothing behind is checked when the session
+    stops it (the fixture's teardown), and so is a second stop."""
+    server = vllm_server
+    models = _get(f"{server.url}/v1/models")
+    assert [m["id"] for m in models["data"]] == ["tiny"]
+    assert _get(f"{server.url}/version")["version"].startswith("0.32")
+    pids = [p.pid for p in server.tree()]
+    assert len(pids) >= 2  # API server + engine core
+    assert server.startup_s is not None and server.startup_s > 0
+    assert server.pinning == (Pinning({1}, {0}) if (psutil.cpu_count() or 1) >= 2 else None)
+    if server.pinning:
+        engine = next(p for p in server.tree() if p.pid != server.process.pid)
+        assert engine.cpu_affinity() == [1]
 
 
 def test_a_server_that_cannot_start_fails_with_its_log_tail(vllm_python: Path, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from accelbench.core.workloads import Workload
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
+from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
@@ -62,7 +63,9 @@ def _prefix_cache(url: str) -> dict[str, float]:
     return out
 
 
-def _measure(flag: str, model: Path, python: Path, work: Path, lake: Lake) -> dict[str, float]:
+def _measure(
+    flag: str, model: Path, python: Path, work: Path, lake: Lake, client: BenchClient
+) -> dict[str, float]:
     """One server with `flag`, the workload at concurrency 1, its evidence into `lake` as a local
     executor leaves it; returns the prefix-cache counters' change over the run."""
     server = tiny_spec(model).model_copy(
@@ -87,6 +90,7 @@ def _measure(flag: str, model: Path, python: Path, work: Path, lake: Lake) -> di
             work / "raw",
             vllm=str(python.parent / "vllm"),
             client_cpus=pinning.client if pinning else None,
+            client=client,
         )
         envelope = driver.run()
         after = _prefix_cache(running.url)
@@ -100,11 +104,11 @@ def _measure(flag: str, model: Path, python: Path, work: Path, lake: Lake) -> di
 
 
 def test_a_shared_prefix_has_a_lower_ttft_with_prefix_caching(
-    tiny_model: Path, vllm_python: Path, tmp_path: Path
+    tiny_model: Path, vllm_python: Path, bench_client: BenchClient, tmp_path: Path
 ) -> None:
     lake = Lake(str(tmp_path / "lake"))
-    on = _measure(PREFIX_CACHING_ON, tiny_model, vllm_python, tmp_path / "on", lake)
-    off = _measure(PREFIX_CACHING_OFF, tiny_model, vllm_python, tmp_path / "off", lake)
+    on = _measure(PREFIX_CACHING_ON, tiny_model, vllm_python, tmp_path / "on", lake, bench_client)
+    off = _measure(PREFIX_CACHING_OFF, tiny_model, vllm_python, tmp_path / "off", lake, bench_client)
     # The server's own account: with caching on the prefix came from the cache (at least half of the
     # prompts' prefix tokens, in full blocks); with it off nothing did.
     hits = "vllm:prefix_cache_hits_total"

@@ -142,7 +142,9 @@ def test_an_unfinished_conversion_never_counts_as_done(
     assert sorted(p.name for p in (cache / key).iterdir()) == [rm.PROVENANCE_FILE]
 
 
-def test_a_real_server_answers_in_english(real_model: Path, vllm_python: Path, tmp_path: Path) -> None:
+def test_a_real_server_answers_in_english(
+    real_model: Path, vllm_python: Path, bench_client, tmp_path: Path
+) -> None:
     spec = rm.server_spec(real_model)
     assert "--enforce-eager" in spec.extra_engine_args and spec.dtype == "bfloat16"
     # ~90 s to ready alone; slower beside the other lanes of a full run on 2 cores.
@@ -168,7 +170,12 @@ def test_a_real_server_answers_in_english(real_model: Path, vllm_python: Path, t
         bench = BenchmarkSpec(server=spec, load=load, campaign_id="real-model")
         pid = server.process.pid if server.process else None
         driver = Driver(
-            bench, server.url, tmp_path / "raw", vllm=str(vllm_python.parent / "vllm"), server_pid=pid
+            bench,
+            server.url,
+            tmp_path / "raw",
+            vllm=str(vllm_python.parent / "vllm"),
+            server_pid=pid,
+            client=bench_client,
         )
         envelope = driver.run()
     text = reply["choices"][0]["message"]["content"] or ""

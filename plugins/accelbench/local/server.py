@@ -252,7 +252,25 @@ class LocalServer:
             self.pin()
         return self
 
+    def _share_model_infos(self) -> None:
+        """vLLM inspects a model class in a subprocess at every start (~7 s of CPU on 2 cores) unless its
+        `modelinfos` cache has the answer. The answer depends only on vLLM's own code (each entry carries
+        the hash of its module and a stale one is ignored; vLLM writes entries atomically), so every server
+        of one vLLM environment shares one cache beside it; the rest of VLLM_CACHE_ROOT stays per server.
+        An environment that cannot be written to (a read-only image) keeps the per-server cache."""
+        python = self.python or vllm_python(self.spec.runtime)
+        shared = python.parents[1] / "var" / "vllm-modelinfos"
+        link = self.workdir / "cache" / "vllm" / "modelinfos"
+        try:
+            shared.mkdir(parents=True, exist_ok=True)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.is_symlink() and not link.exists():
+                link.symlink_to(shared, target_is_directory=True)
+        except OSError as exc:
+            log.info("vLLM's model-info cache stays per server (%s)", exc)
+
     def _launch(self) -> None:
+        self._share_model_infos()
         cmd = self.command()
         log.info("starting vLLM server: %s", " ".join(cmd))
         started = time.monotonic()
