@@ -165,7 +165,7 @@ E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
 # the lanes' order and balance come from them. A test not listed costs DEFAULT_COST_S by its tier: add a new
 # e2e test that starts a server or runs a DAG here.
 COST_S = {
-    "e2e/test_version_scheduling.py": 200,
+    "e2e/test_version_scheduling.py": 160,
     "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 85,
     "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 80,
     "e2e/test_campaign_dag.py::test_a_server_that_cannot_start": 20,
