@@ -22,6 +22,8 @@ arrival rate (ZeroServer.arrival_rate: from the server's own arrival stamps of t
 RATE_MIN of them have arrived) is above R req/s, each delay is multiplied by 1 + slope. An
 in-flight count under Poisson arrivals has no sharp threshold in rate (Little's law: it is rate x latency,
 and its tail reaches any count now and then); the arrival rate of regular arrivals has one.
+`--slow-after-requests N --slow-factor X` (off by default) makes a host that drifts: from the (N+1)th
+completion request on, every delay (TTFT and ITL) is X times what it was, for the load search's drift test.
 """
 
 from __future__ import annotations
@@ -77,8 +79,11 @@ class ZeroServer:
         degrade_after: int | None = None,
         degrade_slope: float = 1.0,
         degrade_above_rate: float | None = None,
+        slow_after_requests: int | None = None,
+        slow_factor: float = 1.0,
     ) -> None:
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
+        self.slow_after_requests, self.slow_factor = slow_after_requests, slow_factor  # None: never drifts
         self.fail_every, self.received = fail_every, 0  # fail_every 0: every request succeeds
         self.degrade_after, self.degrade_slope = degrade_after, degrade_slope  # None: never degrades
         self.degrade_above_rate = degrade_above_rate  # None: the arrival rate never degrades it
@@ -179,6 +184,8 @@ class ZeroServer:
         prompt = body.get("prompt") or ""
         n_in = len(prompt) if isinstance(prompt, list) else max(1, len(str(prompt).split()))
         self.received += 1
+        if self.slow_after_requests is not None and self.received == self.slow_after_requests + 1:
+            self.ttft_s, self.itl_s = self.ttft_s * self.slow_factor, self.itl_s * self.slow_factor
         self.arrive(arrived, request.headers.get("x-request-id"))
         if self.fail_every and self.received % self.fail_every == 0:
             return web.json_response({"error": {"message": "injected failure", "code": 500}}, status=500)
@@ -263,6 +270,8 @@ def main() -> None:
     parser.add_argument("--degrade-after", type=int, help="slow down while more requests than this stream")
     parser.add_argument("--degrade-slope", type=float, default=1.0, help="the slowdown per request beyond")
     parser.add_argument("--degrade-above-rate", type=float, help="slow down while arrivals exceed this req/s")
+    parser.add_argument("--slow-after-requests", type=int, help="from the request after this many, drift")
+    parser.add_argument("--slow-factor", type=float, default=1.0, help="every delay x this once drifted")
     args = parser.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
@@ -274,6 +283,8 @@ def main() -> None:
         args.degrade_after,
         args.degrade_slope,
         args.degrade_above_rate,
+        slow_after_requests=args.slow_after_requests,
+        slow_factor=args.slow_factor,
     )
 
     async def serve() -> None:

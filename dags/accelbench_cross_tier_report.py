@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET, RETRACTIONS_ASSET
 from accelbench.airflow.dag_defaults import DEFAULT_SLOS, VERSION_PATTERN, dag_kwargs, slos_schema
-from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE
+from accelbench.core.slos import DEFAULT_MAX_ERROR_RATE
 from accelbench.tiers import names as tier_names
 from airflow.sdk import Param, dag, task
 

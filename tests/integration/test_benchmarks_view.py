@@ -44,28 +44,48 @@ LAPTOP = {
 }
 
 
-def _level(instance: str, tier: str, level: int, rps: float, ttft: float, tpot: float, **kw):
-    """One repeat of one level serving `rps` requests/s of 32 output tokens each."""
-    return run_row(
-        instance,
-        tier,
-        level,
-        0,
-        rps * 32,
-        rps * 160,
-        ttft,
-        tpot,
-        request_throughput=rps,
-        p99_e2el_ms=ttft + 31 * tpot,
-        **kw,
-    )
+# Three repeats of a level, as a campaign measures them: throughput 1/16 either side of the level's (exact
+# in binary, so the mean the report shows is the level's own and the hand computations below hold),
+# latencies 3% either side: every figure gets a 95% interval the page shows under it.
+SPREAD = ((1 - 1 / 16, 0.97), (1.0, 1.0), (1 + 1 / 16, 1.03))
+
+
+def _level(
+    instance: str,
+    tier: str,
+    level: int,
+    rps: float,
+    ttft: float,
+    tpot: float,
+    spread: tuple[tuple[float, float], ...] = SPREAD,
+    **kw,
+):
+    """Three repeats of one level serving `rps` requests/s of 32 output tokens each."""
+    return [
+        run_row(
+            instance,
+            tier,
+            level,
+            repeat,
+            rps * rate * 32,
+            rps * rate * 160,
+            ttft * slower,
+            tpot * slower,
+            request_throughput=rps * rate,
+            p99_e2el_ms=(ttft + 31 * tpot) * slower,
+            **kw,
+        )
+        for repeat, (rate, slower) in enumerate(spread)
+    ]
 
 
 # Made so that the planner's ranking turns over when the TPOT SLO tightens from 50 to 30 ms.
-RUNS = [
+LEVELS = [
     _level("m8g.xlarge", "cpu", 1, 1.0, 100, 20),
     _level("m8g.xlarge", "cpu", 2, 2.5, 500, 35),
     _level("m8g.xlarge", "cpu", 4, 3.0, 2500, 40),  # the most req/s, beyond the 2000 ms TTFT SLO
+    # p99 TTFT 1800 ms [1034, 3133]: undecided against 2000 ms, never used; the page says what decides it
+    _level("m8g.xlarge", "cpu", 3, 2.8, 1800, 38, ((1 - 1 / 16, 0.8), (1.0, 1.0), (1 + 1 / 16, 1.25))),
     _level("m8g.xlarge", "cpu", 1, 0.8, 150, 22, vllm_version="0.31.0"),
     _level("m8g.xlarge", "cpu", 2, 2.0, 600, 45, vllm_version="0.31.0"),
     _level("g6e.xlarge", "gpu", 16, 36.0, 300, 15, completed=1200),
@@ -75,6 +95,7 @@ RUNS = [
     _level("c7g.xlarge", "cpu", 8, 4.0, 2600, 30),  # beyond the TTFT SLO at its only level
     _level("c8g.2xlarge", "cpu", 4, 5.0, 400, 25),  # no price in the catalog
 ]
+RUNS = [run for level in LEVELS for run in level]
 PRICES = [
     Price("m8g.xlarge", "us-east-1", "on_demand", 0.20, JULY, "snapshot"),
     Price("m8g.xlarge", "us-east-1", "spot", 0.07, JULY, "spot history"),
@@ -94,9 +115,7 @@ def api_server(
     home = tmp_path_factory.mktemp("view")
     lake = Lake(str(home / "lake"))
     runs = [r | {"run_id": f"r{i}", "date": "2026-11-10"} for i, r in enumerate(RUNS)]
-    retracted = [
-        Retraction(next(r["run_id"] for r in runs if r["instance_type"] == "r8g.large"), "bad node", None)
-    ]
+    retracted = [Retraction(r["run_id"], "bad node", None) for r in runs if r["instance_type"] == "r8g.large"]
     tables = build_report(runs, PRICES, retracted, FILTER)
     write_report(lake, REPORT_ID, tables, FILTER, len(runs), datetime(2026, 11, 30, 12, tzinfo=UTC))
     (home / "passwords.json").write_text(json.dumps({"alice": "wonderland"}))
@@ -255,8 +274,10 @@ def test_headline_and_best_tables_fit_1400_px_without_horizontal_scroll(api_serv
             alone = page.context.new_page()
             alone.goto(f"{base}/accelbench/reports/{REPORT_ID}", wait_until="load")
             alone.screenshot(path=str(artifacts_dir() / "report-1400-top.png"))
-            _assert_no_horizontal_scroll(view, ("headline-table", "best-table"))
-            _assert_no_horizontal_scroll(alone, ("headline-table", "best-table"))
+            for frame in (view, alone):  # with every figure's interval on a second line of its cell
+                assert frame.locator("#best-table .ci").count() >= 4 * 6, "no intervals under the figures"
+                assert frame.locator("#headline-table .ci").count() >= 4, "no intervals in the headline"
+                _assert_no_horizontal_scroll(frame, ("headline-table", "best-table"))
         finally:
             browser.close()
 

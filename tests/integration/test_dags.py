@@ -56,7 +56,7 @@ sqlalchemy.create_engine = refuse
 import sqlite3
 sqlite3.connect = refuse
 bag = DagBag(dag_folder=sys.argv[1])
-slow = [m for m in ("kubernetes", "pyarrow", "pandas", "alembic") if m in sys.modules]
+slow = [m for m in ("kubernetes", "pyarrow", "pandas", "alembic", "scipy") if m in sys.modules]
 errors = {k: str(v) for k, v in bag.import_errors.items()}
 print({"errors": errors, "dags": sorted(bag.dag_ids), "slow": slow})
 """

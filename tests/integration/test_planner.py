@@ -89,6 +89,59 @@ TWO_SEARCHES = [
 ]
 
 
+def _ci(field: str, low: float | None, high: float | None) -> dict[str, Any]:
+    return {f"{field}_low": low, f"{field}_high": high}
+
+
+# Levels with 95% intervals (accelbench.report.points): judged on them, undecided when a limit is inside.
+UNSURE = [
+    _pt("m7i.large", 1, 1.0, 400, 18, **_ci("p99_ttft_ms", 350, 460), **_ci("p99_tpot_ms", 15, 22), **DEAR),
+    _pt(
+        "m7i.large",
+        2,
+        2.0,
+        1700,
+        24,
+        latency_interval_basis="repeats",
+        latency_interval_n=2,
+        **_ci("p99_ttft_ms", 1300, 2400),
+        **_ci("p99_tpot_ms", 20, 31),
+        **DEAR,
+    ),
+    _pt(
+        "m7i.large",
+        4,
+        3.0,
+        1800,
+        26,
+        latency_interval_basis="requests",
+        latency_interval_n=200,
+        **_ci("p99_ttft_ms", 1500, None),
+        **DEAR,
+    ),
+    _pt("m5.large", 2, 2.0, 450, 25, **_ci("p99_ttft_ms", 400, 500), **_ci("p99_tpot_ms", 19, 33), **DEAR),
+]
+
+
+def test_an_undecided_level_is_never_used_and_says_what_would_decide_it() -> None:
+    (row,) = plan_capacity(UNSURE[:3], 10, **SLOS)
+    # c2's p99 TTFT interval [1300, 2400] holds the 2000 ms limit, c4's has no upper bound: c1 is used.
+    assert (row["level"], row["replicas"]) == ("concurrency 1", 10)
+    # The spread of 2 repeats, ln(2400 / 1700) sqrt(2) / t(0.975, 1), leaves 2000 ms out with 3 repeats:
+    # t(0.975, 2) x that / sqrt(3) = 0.095 < ln(2000 / 1700) = 0.163.
+    assert row["undecided_above"] == (
+        "concurrency 2: p99 TTFT 1700 ms [1300, 2400] vs 2000 ms: about 3 repeats (now 2) would decide it | "
+        "concurrency 4: p99 TTFT 1800 ms [1500, ?] vs 2000 ms: at least 368 requests per repeat (now 200) "
+        "would bound it on both sides, or a second repeat"
+    )
+    (gone,) = left_out(UNSURE[3:], 10, ttft_p99_ms=450)
+    assert gone["reason"] == (
+        "undecided concurrency 2: p99 TTFT 450 ms [400, 500] vs 450 ms: the estimate is at the limit: more "
+        "measurement narrows the interval but may not decide it"
+    )
+    assert plan_capacity(UNSURE[3:], 10, ttft_p99_ms=600)  # the whole interval under the limit: it meets
+
+
 def _summary(rows: list[dict[str, Any]]) -> list[tuple]:
     return [
         (r["rank"], r["configuration_id"], r["point_id"], r["replicas"], r["on_demand_usd_per_month"])
@@ -297,7 +350,7 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     hostile = _pt("hostile", 1, 1.0, 1, 1, configuration=HOSTILE, spot_usd_per_hour=None)
-    points = [*POINTS, *SEARCHED, *TWO_SEARCHES, hostile]
+    points = [*POINTS, *SEARCHED, *TWO_SEARCHES, *UNSURE, hostile]
     page_file = tmp_path / "planner.html"
     page_file.write_text(_page(points, target_rps=10, ttft_p99_ms=2000, tpot_p99_ms=50, max_error_rate=0.01))
     with sync_playwright() as pw:

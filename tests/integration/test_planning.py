@@ -14,18 +14,7 @@ from accelbench.tiers import load_seed
 
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.paths import REPO
-from tests.support.planning import CATALOG, STORE
-
-
-def plan(**fields):
-    req = CampaignRequest(**({"model": "local/tiny-llama"} | fields))
-    return plan_campaign(req, CATALOG, "0.19.1", "c-1", load_shape=lambda m: load_model_shape(m, STORE))
-
-
-def problems(**fields) -> dict[str, str]:
-    with pytest.raises(PlanningError) as err:
-        plan(**fields)
-    return {p.field: f"{p.value!r}: {p.message}" for p in err.value.problems}
+from tests.support.planning import CATALOG, STORE, plan, problems
 
 
 def test_a_good_request_plans_one_spec_per_instance() -> None:

@@ -6,10 +6,13 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from accelbench.catalog.db import make_engine
 from accelbench.catalog.queries import latest_prices
+from accelbench.lake.ingest import request_table
 from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
@@ -32,6 +35,17 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
     for tier in ("cpu", "gpu"):
         mine = [r for r in rows if r["accelerator_type"] == tier]
         lake.write_table("runs", pa.Table.from_pylist(mine, schema=RUNS), tier, "2026-11-10", "c--s")
+    # The requests of m8g.xlarge c2's one repeat (run c/s/2): the task reads them for its latency intervals.
+    ttft = np.random.default_rng(3).lognormal(np.log(0.3), 0.2, 400)
+    result = {
+        "ttfts": ttft,
+        "latencies": ttft + 31 * 0.03,
+        "itls": [[0.03] * 31] * 400,
+        "input_lens": [128] * 400,
+        "output_lens": [32] * 400,
+        "errors": [""] * 400,
+    }
+    lake.write_table("requests", request_table(result, "c/s/2", "c", "s"), "cpu", "2026-11-10", "c--s")
     run = run_dag(
         airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 2000, "tpot_p99_ms": 50}}
     )
@@ -60,6 +74,16 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
         gpu_price / 3600 / 3600 * 1e6
     )
     assert lake.fs.exists(f"{folder}/points.parquet") and lake.fs.exists(f"{folder}/version_deltas.csv")
+    points = pq.read_table(f"{folder}/points.parquet").to_pylist()
+    c2 = next(p for p in points if p["instance_type"] == "m8g.xlarge" and p["level_value"] == 2)
+    # From the 400 request samples (order statistics), not the runs row's 500 ms without an interval.
+    assert (c2["latency_interval_basis"], c2["latency_interval_n"], c2["run_ids"]) == (
+        "requests",
+        400,
+        ["c/s/2"],
+    )
+    assert c2["p99_ttft_ms"] == pytest.approx(np.quantile(ttft * 1000, 0.99))
+    assert c2["p99_ttft_ms_low"] < c2["p99_ttft_ms"] < c2["p99_ttft_ms_high"] < 2000
     html = Path(folder, "report.html").read_text()
     assert html.count("<svg") == 3 and "g6e.xlarge" in html
     summary = json.loads(Path(folder, "summary.json").read_text())

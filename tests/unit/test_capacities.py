@@ -130,6 +130,10 @@ def test_a_search_lands_its_probes_as_runs_and_its_capacity_as_one_row() -> None
         "min_requests": 100,
         "model_origin": None,  # a model-store id: no provenance file to read
         "model_path": None,  # named by its id, not served from a folder
+        "stopped_why": None,
+        "capacity_low": None,  # the point rule: no interval (the interval rule: test_search_intervals)
+        "capacity_high": None,
+        "capacity_method": None,
     }
     assert result.server_s == 2.0 * result.probes_used
     # The configuration columns are the runs rows' own.
@@ -401,8 +405,9 @@ def test_the_planner_uses_the_searched_capacity_and_a_fixed_level_pools_into_its
     assert plan_capacity(tables["points"], 10, ttft_p99_ms=40) == []
 
     # A fixed-level campaign measures concurrency 5 of the same configuration once more: 10 req/s. The
-    # report's point pools its repeats (median of 2.0, 3.0, 10.0: 3.0 req/s), and the planner uses that
-    # point; the capacities row stays the search's own probe (2.5 req/s).
+    # report's point pools its repeats (the mean of 2.0, 3.0, 10.0: 5.0 req/s, report/points.py), and the
+    # planner uses that point (ceil(10 / 5) = 2 replicas); the capacities row stays the search's own probe
+    # (2.5 req/s).
     fixed = LoadPlan(input_len=8, output_len=4, prompts_per_level=200, concurrency=(5,))
     _land_evidence(
         lake,
@@ -417,7 +422,7 @@ def test_the_planner_uses_the_searched_capacity_and_a_fixed_level_pools_into_its
     (capacity,) = tables["capacities"]
     assert (capacity["repeats"], capacity["request_throughput"]) == (2, 2.5)
     (row,) = plan_capacity(tables["points"], 10, ttft_p99_ms=2000)
-    assert (row["point_id"], row["request_throughput"], row["replicas"]) == (capacity["point_id"], 3.0, 4)
+    assert (row["point_id"], row["request_throughput"], row["replicas"]) == (capacity["point_id"], 5.0, 2)
 
 
 def test_no_capacity_no_cost_even_where_a_probe_passed(tmp_path) -> None:
@@ -437,7 +442,10 @@ def test_no_capacity_no_cost_even_where_a_probe_passed(tmp_path) -> None:
     )
     tables = _report(lake, ReportFilter(ttft_p99_ms=60))
     (row,) = tables["capacities"]
-    assert (row["search_outcome"], row["capacity"], row["bracket"]) == ("client_limited", None, "[2, ]")
+    assert (row["capacity"], row["bracket"]) == (None, "[2, ]")
+    assert row["search_outcome"] == (
+        "client_limited at 4 req/s: the client could not send the requested load in repeat 1"
+    )
     measured = [k for k in ("point_id", "request_throughput", "output_throughput") if row[k] is not None]
     priced = [k for k in row if k.endswith(("_usd_per_hour", "_tokens")) and row[k] is not None]
     assert measured == [] and priced == []

@@ -1,5 +1,5 @@
 """The report's prefix-caching table (issue 19): points that differ only in the prefix-caching flag are
-paired, their TTFT compared with the version deltas' noise rule; everything else stays unpaired."""
+paired, their TTFT change tested as the version deltas' are (issue 29); everything else stays unpaired."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import csv
 import io
 from datetime import UTC, datetime
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.report.html import render_html
 from accelbench.report.points import level_points
+from accelbench.report.samples import Samples
 from accelbench.report.tables.prefix_caching import prefix_caching, prefix_caching_flag
 
 from tests.support.report_data import PRICES, run_row
@@ -35,15 +37,27 @@ SHARED_PREFIX = {
 def _runs(engine_args: str, p50s: tuple[float, ...], p99s: tuple[float, ...], **kw) -> list[dict]:
     """One point's repeats on m8g.xlarge at concurrency 1: TTFT p50 and p99 per repeat."""
     return [
-        run_row("m8g.xlarge", "cpu", 1, i, 100, 150, p99, 20, p50_ttft_ms=p50, engine_args=engine_args)
+        run_row(
+            "m8g.xlarge",
+            "cpu",
+            1,
+            i,
+            100,
+            150,
+            p99,
+            20,
+            p50_ttft_ms=p50,
+            engine_args=engine_args,
+            run_id=f"{engine_args}-{kw.get('level_value', 1)}-{i}",
+        )
         | SHARED_PREFIX
         | kw
         for i, (p50, p99) in enumerate(zip(p50s, p99s, strict=True))
     ]
 
 
-def _pairs(runs: list[dict]) -> list[dict]:
-    return prefix_caching(level_points(runs, PRICES, "us-east-1"))
+def _pairs(runs: list[dict], samples: Samples = Samples.EMPTY) -> list[dict]:
+    return prefix_caching(level_points(runs, PRICES, "us-east-1"), runs, samples)
 
 
 def test_the_flag_is_read_as_vllm_reads_it() -> None:
@@ -56,18 +70,23 @@ def test_the_flag_is_read_as_vllm_reads_it() -> None:
     assert prefix_caching_flag(None) == prefix_caching_flag("") == (None, "")
 
 
-def test_a_pair_shows_both_ttfts_and_the_change_beyond_noise() -> None:
-    (pair,) = _pairs([*_runs(ON, (40, 60), (100, 120)), *_runs(OFF, (250, 270), (300, 340))])
-    assert (pair["p50_ttft_ms_on"], pair["p50_ttft_ms_off"]) == (50, 260)  # medians over the repeats
-    assert (pair["p99_ttft_ms_on"], pair["p99_ttft_ms_off"]) == (110, 320)
-    # p50: 260 -> 50 ms is -80.8%; noise limit = 2 x the larger CV, stdev(40, 60) / 50 = 28.3%: 56.6%.
-    assert pair["p50_ttft_ms_change"] == pytest.approx((50 - 260) / 260)
-    assert pair["p50_ttft_ms_noise_limit"] == pytest.approx(2 * 14.1421356 / 50)
-    assert pair["p50_ttft_ms_verdict"] == "improvement"
-    # p99: 320 -> 110 ms is -65.6%; limit 2 x stdev(100, 120) / 110 = 25.7%.
-    assert pair["p99_ttft_ms_change"] == pytest.approx((110 - 320) / 320)
-    assert pair["p99_ttft_ms_noise_limit"] == pytest.approx(2 * 14.1421356 / 110)
-    assert pair["p99_ttft_ms_verdict"] == "improvement"
+def test_a_pair_shows_both_ttfts_and_the_tested_change() -> None:
+    runs = [*_runs(ON, (40, 60), (100, 120)), *_runs(OFF, (250, 270), (300, 340))]
+    (pair,) = _pairs(runs)
+    on, off = sorted(level_points(runs, PRICES, "us-east-1"), key=lambda p: p["p50_ttft_ms"])
+    for metric in ("p50_ttft_ms", "p99_ttft_ms"):  # each side's figure, as the points show it
+        assert (pair[f"{metric}_on"], pair[f"{metric}_off"]) == (on[metric], off[metric])
+    # No request samples: each repeat's own percentile, a t test on their logs; the change is the ratio of
+    # the geometric means, its 95% interval beyond -5% and q <= 0.05 across the table's two tests.
+    for metric, on, off in (("p50_ttft_ms", (40, 60), (250, 270)), ("p99_ttft_ms", (100, 120), (300, 340))):
+        change = float(np.sqrt(np.prod(on) / np.prod(off))) - 1
+        assert pair[f"{metric}_change"] == pytest.approx(change)
+        assert pair[f"{metric}_change_low"] < change < pair[f"{metric}_change_high"] < -0.05
+        assert pair[f"{metric}_q"] <= 0.05 and pair[f"{metric}_verdict"] == "improvement"
+    assert pair["p50_ttft_ms_finding"].startswith("p50 TTFT -81% [-92%, ")
+    assert (
+        pair["change_method"] == "p50 TTFT, p99 TTFT: no request samples, repeats only: t test, 2 + 2 repeats"
+    )
     # What was compared: the arguments both share, the workload, the host and the level.
     assert pair["engine_args"] == "--enforce-eager"
     assert pair["configuration"] == "m8g.xlarge · vLLM 0.32.0 · TP1 · --enforce-eager"
@@ -77,16 +96,39 @@ def test_a_pair_shows_both_ttfts_and_the_change_beyond_noise() -> None:
     assert pair["point_id_on"] != pair["point_id_off"]
 
 
-def test_changes_within_noise_and_a_slower_cache_are_called_so() -> None:
-    # One repeat each: no CV, so the 5% floor: p50 100 -> 103 ms (+3%) is noise, p99 100 -> 130 is not.
+def test_a_pair_with_request_samples_is_tested_from_its_requests() -> None:
+    """With the requests of each repeat, the percentiles are each repeat's own of its requests: one repeat
+    each is enough to test (what the requests alone can tell, the method says), where the repeats' figures
+    alone could not."""
+    runs = [*_runs(ON, (103,), (130,)), *_runs(OFF, (100,), (100,))]
+    rng = np.random.default_rng(1)
+    ttft = {
+        f"{ON}-1-0": 50 * np.exp(rng.normal(0, 0.2, 400)),
+        f"{OFF}-1-0": 250 * np.exp(rng.normal(0, 0.2, 400)),
+    }
+    (pair,) = _pairs(runs, Samples({run: {"ttft": values} for run, values in ttft.items()}))
+    assert pair["p50_ttft_ms_change"] == pytest.approx(-0.8, abs=0.03)
+    assert pair["p50_ttft_ms_verdict"] == pair["p99_ttft_ms_verdict"] == "improvement"
+    assert (
+        "1 + 1 repeats of 400+ requests, from the requests alone: host-to-host noise not measured"
+        in pair["change_method"]
+    )
+
+
+def test_small_changes_and_what_one_repeat_cannot_tell_are_called_so() -> None:
+    # One repeat each without request samples: no spread to test a change against: undecided, whatever its
+    # size; the finding says why.
     (pair,) = _pairs([*_runs(ON, (103,), (130,)), *_runs(OFF, (100,), (100,))])
-    assert pair["p50_ttft_ms_noise_limit"] == 0.05 and pair["p50_ttft_ms_verdict"] == "within noise"
-    assert pair["p99_ttft_ms_change"] == pytest.approx(0.3) and pair["p99_ttft_ms_verdict"] == "regression"
-    # A p50 the runs did not record: blank change and verdict, never a made-up zero.
+    assert pair["p99_ttft_ms_change"] == pytest.approx(0.3) and pair["p99_ttft_ms_verdict"] == "undecided"
+    assert "no spread to test against" in pair["p99_ttft_ms_finding"]
+    # Two close repeats each: +2% is "no change" (within the 5% minimum effect); a slower cache, +30%, is
+    # a regression.
+    (pair,) = _pairs([*_runs(ON, (102, 102.5), (130, 131)), *_runs(OFF, (100, 100.5), (100, 101))])
+    assert pair["p50_ttft_ms_verdict"] == "no change" and pair["p99_ttft_ms_verdict"] == "regression"
+    # A p50 the runs did not record: blank change, undecided, never a made-up zero.
     (blank,) = _pairs([*_runs(ON, (1,), (130,), p50_ttft_ms=None), *_runs(OFF, (100,), (100,))])
     assert blank["p50_ttft_ms_on"] is None
-    assert blank["p50_ttft_ms_change"] is blank["p50_ttft_ms_verdict"] is None
-    assert blank["p99_ttft_ms_verdict"] == "regression"
+    assert blank["p50_ttft_ms_change"] is None and blank["p50_ttft_ms_verdict"] == "undecided"
 
 
 def test_only_points_identical_but_for_the_flag_pair() -> None:
@@ -122,21 +164,18 @@ def test_the_page_and_the_files_have_the_table_only_when_a_pair_exists(tmp_path)
     table = page[
         page.index('id="prefix-caching-table"') : page.index("</table>", page.index("prefix-caching-"))
     ]
-    for cell in ("p50 TTFT, prefix caching on, ms (median)", ">50<", ">260<", "-80.8%", "improvement"):
+    for cell in ("p50 TTFT, prefix caching on", "p50 TTFT -81% [", "q = 0.0", "improvement", "2 + 2 repeats"):
         assert cell in table, cell
     # Parquet keeps the machine names, the CSV the human ones, like every table.
     lake = Lake(str(tmp_path / "lake"))
     written = write_report(lake, "rid", tables, flt, len(runs), when)
     (row,) = pq.read_table(lake.fs.open(written["prefix_caching.parquet"], "rb")).to_pylist()
-    assert (row["p50_ttft_ms_on"], row["p50_ttft_ms_off"], row["p50_ttft_ms_verdict"]) == (
-        50,
-        260,
-        "improvement",
-    )
+    assert row["p50_ttft_ms_verdict"] == "improvement" and row["p50_ttft_ms_q"] <= 0.05
+    assert row["p50_ttft_ms_change_low"] < row["p50_ttft_ms_change"] < row["p50_ttft_ms_change_high"]
     with lake.fs.open(written["prefix_caching.csv"], "rb") as f:
         (line,) = csv.DictReader(io.TextIOWrapper(f, encoding="utf-8"))
-    assert line["p99 TTFT, prefix caching off, ms (median)"] == "320"
     assert line["p99 TTFT, ms: verdict"] == "improvement"
+    assert line["p99 TTFT: change [95% interval], q-value"].startswith("p99 TTFT -")
     # Without a pair (only the on point): no section on the page, an empty table in the files.
     alone = build_report(runs[:2], PRICES, [], flt)
     assert alone["prefix_caching"] == []

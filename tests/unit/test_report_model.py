@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -41,11 +42,13 @@ def test_price_in_force_at_the_run_date() -> None:
     assert price_at(PRICES, "m8g.xlarge", "us-east-1", "spot", JULY) is None  # no spot price yet
 
 
-def test_level_points_take_medians_over_ok_repeats_and_price_them() -> None:
+def test_level_points_estimate_over_ok_repeats_and_price_them() -> None:
     points = level_points(RUNS, PRICES, "us-east-1")
     c1 = _point(points, "m8g.xlarge", 1)
+    # Throughputs: the mean of 100 and 120; percentiles: the geometric mean of the repeats' (100, 200 ms).
     assert c1["repeats"] == 2 and c1["output_throughput"] == 110 and c1["total_token_throughput"] == 160
-    assert c1["p99_ttft_ms"] == 150 and c1["p99_tpot_ms"] == 25
+    assert c1["p99_ttft_ms"] == pytest.approx(math.sqrt(100 * 200))
+    assert c1["p99_tpot_ms"] == pytest.approx(math.sqrt(20 * 30))
     assert c1["output_throughput_cv"] == pytest.approx(14.1421356 / 110)  # stdev(100, 120) / mean
     assert c1["on_demand_usd_per_hour"] == 0.18  # the 0.20 price took effect after the runs
     assert c1["on_demand_price_source"] == "snapshot, 2026-07-20"
@@ -97,25 +100,32 @@ def _version_runs(
     ]
 
 
-def test_version_deltas_call_a_clear_regression_and_leave_noise_alone() -> None:
+def test_version_deltas_test_each_change_and_leave_small_ones_alone() -> None:
     runs = [
         *_version_runs("0.31.0", (100, 104), 100, 20),
         *_version_runs("0.32.0", (80, 82), 103, 15),
         *_version_runs("0.10.0", (50, 50), 100, 10, "r8g.large"),
         *_version_runs("0.9.0", (40, 40), 100, 10, "r8g.large"),
     ]
-    deltas = {d["instance_type"]: d for d in version_deltas(level_points(runs, PRICES, "us-east-1"))}
+    deltas = {d["instance_type"]: d for d in version_deltas(level_points(runs, PRICES, "us-east-1"), runs)}
     m8g = deltas["m8g.xlarge"]
     assert (m8g["from_version"], m8g["to_version"]) == ("0.31.0", "0.32.0")
-    # Throughput 102 -> 81 (-20.6%); noise limit = max(5%, 2 x CV 2.77%) = 5.5%: a regression.
-    assert m8g["output_throughput_change"] == pytest.approx((81 - 102) / 102)
-    assert m8g["output_throughput_noise_limit"] == pytest.approx(2 * 2.8284271 / 102)
-    assert m8g["output_throughput_verdict"] == "regression"
-    assert m8g["p99_ttft_ms_verdict"] == "within noise"  # +3%, under the 5% floor
+    # Throughput 100, 104 -> 80, 82 (no request samples: the repeats alone, a t test on their logs): the
+    # ratio of geometric means, -20.6%, its interval beyond -5%, q <= 0.05 across the table: a regression.
+    change = (80 * 82) ** 0.5 / (100 * 104) ** 0.5 - 1
+    assert m8g["output_throughput_change"] == pytest.approx(change)
+    assert m8g["output_throughput_change_low"] < change < m8g["output_throughput_change_high"] < -0.05
+    assert m8g["output_throughput_q"] <= 0.05 and m8g["output_throughput_verdict"] == "regression"
+    assert m8g["output_throughput_finding"].startswith("output tokens/s -21% [")
+    assert m8g["p99_ttft_ms_verdict"] == "no change"  # +3%, under the 5% minimum effect
     assert m8g["p99_tpot_ms_verdict"] == "improvement"  # 20 -> 15 ms
+    assert "no request samples, repeats only" in m8g["change_method"]
     r8g = deltas["r8g.large"]
     assert (r8g["from_version"], r8g["to_version"]) == ("0.9.0", "0.10.0")  # semantic, not string order
     assert r8g["output_throughput_verdict"] == "improvement"
+    # Without the runs (their repeats' figures) nothing can be tested: undecided, never a made-up verdict.
+    blind = version_deltas(level_points(runs, PRICES, "us-east-1"))
+    assert {d["output_throughput_verdict"] for d in blind} == {"undecided"}
 
 
 def test_retracted_runs_leave_the_report_and_are_listed_with_why() -> None:

@@ -251,3 +251,26 @@ def test_throughput_svg_carries_the_slo_label() -> None:
 
 def test_no_points_no_plots() -> None:
     assert all(fn([], Limits()) is None for _title, fn, _source in plots.PLOTS.values())
+
+
+def _with_bounds(p: dict[str, Any], column: str, low: float | None, high: float | None) -> dict[str, Any]:
+    return p | {f"{column}_low": low, f"{column}_high": high}
+
+
+def test_error_bars_are_the_intervals_and_a_missing_bound_draws_none() -> None:
+    """The latency panel's bars span each point's 95% interval; no interval, no bar; the curve as before."""
+    first, second, third = _curve()
+    rows = [
+        _with_bounds(_with_bounds(first, "p99_ttft_ms", 250, 380), "output_throughput", 36, 44),
+        _with_bounds(second, "p99_ttft_ms", 1000, None),  # one-sided: a bar down to 1000 only
+        third,
+    ]
+    ((ttft, *_),) = _latency_axes(rows)
+    (curve,) = _curves_on(ttft)
+    assert list(curve.get_ydata()) == [300, 1200, 4800]  # the estimates, as before
+    segments = [seg.tolist() for c in ttft.collections for seg in c.get_segments() if len(seg) == 2]
+    assert [[40.0, 250.0], [40.0, 380.0]] in segments  # the first point's TTFT interval, vertical
+    assert [[36.0, 300.0], [44.0, 300.0]] in segments  # and its throughput interval, horizontal
+    assert [[120.0, 1000.0], [120.0, 1200.0]] in segments  # one-sided: from the low bound to the estimate
+    assert not any(seg[0][0] == 180.0 and seg[0] != seg[1] for seg in segments)  # the third has none
+    assert not [c for c in _latency_axes(_curve())[0][0].collections if len(c.get_segments())]

@@ -84,7 +84,7 @@ def test_a_new_table_is_one_entry_in_the_registry(tmp_path) -> None:
     assert parquet.column("output_throughput").to_pylist() == [3600, 300, 50]
     assert (
         lake.fs.cat_file(written["busiest.csv"]).decode().splitlines()[0]
-        == '"Instance type","Output tokens per s (median)"'
+        == '"Instance type","Output tokens per s (mean)"'
     )
     summary = json.loads(lake.fs.cat_file(written["summary.json"]))
     assert summary["rows"]["busiest"] == 3 and list(summary["rows"])[:2] == ["headline", "busiest"]

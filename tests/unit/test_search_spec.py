@@ -94,11 +94,15 @@ def test_the_driver_probes_what_the_search_asks_and_marks_each_level(tmp_path: P
     assert Envelope.model_validate_json(envelope.model_dump_json()) == envelope
 
 
-def test_a_failed_level_stops_the_search_without_a_result(tmp_path: Path) -> None:
+def test_a_failed_level_stops_the_search_with_what_it_found(tmp_path: Path) -> None:
     driver = _driver(tmp_path, fail_at=4)
     failure, result = driver._search(PLAN)
-    assert result is None and failure is not None
-    assert failure.startswith("search step 2 at 4 concurrent: c/s/c4-r0")
+    assert failure is not None and failure.startswith("search step 2 at 4 concurrent: c/s/c4-r0")
+    assert result is not None and (result.outcome, result.passing, result.stopped_at) == (
+        "probe_failed",
+        2,
+        4,
+    )
     assert [r.level_value for r in driver.records] == [1, 2, 4]
 
 
@@ -125,8 +129,31 @@ def test_a_search_spec_is_already_measured_once_a_search_found_an_answer(tmp_pat
     assert measured_specs(lake, [spec, other]) == [spec]
 
 
-@pytest.mark.parametrize("outcome", ["client_limited", "untrusted"])
+@pytest.mark.parametrize("outcome", ["probe_failed"])
 def test_a_search_that_stopped_without_an_answer_is_run_again(tmp_path: Path, outcome: str) -> None:
     spec, lake = _spec(search=PLAN), Lake(str(tmp_path / "lake"))
     land_search(lake, spec, outcome=outcome)
     assert measured_specs(lake, [spec]) == []
+
+
+def test_the_request_field_search_max_requests_turns_on_the_interval_rule_and_is_checked() -> None:
+    """The campaign's `search_max_requests` reaches the plan (the interval rule); below the minimum it is
+    refused naming the request's field; empty keeps the point rule and the spec ids of before."""
+    from accelbench.campaign.request import CampaignRequest
+    from accelbench.errors import ConfigError
+
+    base = {
+        "model": "m",
+        "instance_types": ["m8g.xlarge"],
+        "load_mode": "search",
+        "prompts_per_level": 1000,
+        "slos": {"ttft_p99_ms": 2000},
+    }
+    plan = CampaignRequest(**base, search_max_requests=3000).search_plan()
+    assert plan is not None and plan.max_requests == 3000
+    default = CampaignRequest(**base).search_plan()
+    assert default is not None and default.max_requests is None
+    assert "max_requests" not in default.model_dump()
+    with pytest.raises(ConfigError) as refused:
+        CampaignRequest(**base, search_max_requests=500).search_plan()
+    assert refused.value.field == "search_max_requests"

@@ -15,6 +15,7 @@ from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.core.families import refuse_graviton2
 from accelbench.core.model_origin import model_identity
+from accelbench.core.modes import default_mode
 from accelbench.core.problems import Problem
 from accelbench.core.search import SearchPlan
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
@@ -140,7 +141,20 @@ def _check_model(req: CampaignRequest, load_shape: Callable[[str], ModelShape], 
 
 
 def _check_workloads(req: CampaignRequest, checked: Checked) -> None:
+    """A custom workload's file is read by the load generator: on this worker in local mode, in the
+    benchmark pod in kubernetes mode, whose containers see no file of the worker's (the pod gets its
+    spec alone: `accelbench.k8s.pod`), so kubernetes mode refuses it here rather than after a node was
+    bought."""
+    kubernetes = (req.execution_mode or default_mode()) == "kubernetes"
     for w in checked.workloads:
-        if w is not None and w.dataset == "custom" and not (w.path and Path(w.path).is_file()):
+        if w is None or w.dataset != "custom":
+            continue
+        if kubernetes:
+            why = (
+                "the custom workload's file is read by the load generator, and a kubernetes benchmark pod "
+                "cannot read a file on the worker: run the custom workload with execution_mode=local"
+            )
+            checked.problems.append(Problem("custom_prompts", req.custom_prompts, why))
+        elif not (w.path and Path(w.path).is_file()):
             why = "the custom workload needs a JSONL file here"
             checked.problems.append(Problem("custom_prompts", req.custom_prompts, why))

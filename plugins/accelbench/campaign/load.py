@@ -37,7 +37,42 @@ def build_load_plan(req: CampaignRequest, checked: Checked) -> tuple[LoadPlan, l
         repeats=req.repeats,
         goodput_slos_ms={GOODPUT_METRIC[k]: v for k, v in req.slos.items()},
     )
-    return load, [p for t in checked.tiers for p in t.load_problems(load)]
+    problems = [p for w in longest for p in workload_problems(load, w)]
+    return load, problems + [p for t in checked.tiers for p in t.load_problems(load)]
+
+
+def workload_problems(load: LoadPlan, workload: Workload) -> list[Problem]:
+    """The request counts a workload's dataset cannot send (`Workload.sends`): refused here, naming the
+    field, rather than rounded, so that every workload of a campaign measures the count asked for and the
+    driver's count check (every request recorded) keeps holding; a failed level would say it too late."""
+    m = workload.request_multiple
+    problems = []
+    n = load.prompts_per_level
+    if workload.sends(n) != n:
+        near = " or ".join(str(c) for c in sorted({max(m, n // m * m), n // m * m + m}))
+        why = (
+            f"the {workload.name} workload's prompts come in {m} groups sharing a prefix and vLLM makes "
+            f"(n // {m}) x {m} of them ({workload.sends(n)} here): every level would fail its request "
+            f"count; use a multiple of {m} ({near})"
+        )
+        problems.append(Problem("prompts_per_level", n, why))
+    counts = [c for c in _level_warmup_counts(load) if c]
+    if counts and workload.sends(min(counts)) == 0:
+        why = (
+            f"{min(counts)} warm-up request(s) before a level: vLLM refuses fewer than {m} prompts of the "
+            f"{workload.name} workload ({m} groups sharing a prefix); use 0 or at least {m}"
+        )
+        problems.append(Problem("level_warmups", load.level_warmups, why))
+    return problems
+
+
+def _level_warmup_counts(load: LoadPlan) -> list[int]:
+    """The warm-up counts of the plan's levels (a search's smallest: its lower bound's)."""
+    if load.search is not None:
+        lowest = int(load.search.lower) if load.search.variable == "concurrency" else None
+        return [load.level_warmup_count(lowest)]
+    counts = [load.level_warmup_count(c) for c in load.concurrency]
+    return counts + [load.level_warmup_count(None) for _ in load.request_rates[:1]]
 
 
 def for_workload(req: CampaignRequest, load: LoadPlan, workload: Workload | None) -> LoadPlan:

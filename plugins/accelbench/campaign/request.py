@@ -74,6 +74,7 @@ SEARCH_FIELDS = {
     "search_precision": "relative",
     "search_step": "step",
     "search_min_requests": "min_requests",
+    "search_max_requests": "max_requests",
     "repeats": "repeats",
 }
 
@@ -182,7 +183,7 @@ class CampaignRequest(BaseModel):
         max_length=500,
         pattern=PATH_PATTERN,
         description='The custom workload\'s prompts: a JSONL file of {"prompt": ...} lines the load '
-        "generator reads (local mode: a path on the worker)",
+        "generator reads: a path on the worker, local mode only (a kubernetes benchmark pod cannot read it)",
         json_schema_extra={"section": _LOAD},
     )
     level_warmups: int = Field(
@@ -241,6 +242,16 @@ class CampaignRequest(BaseModel):
         le=100000,
         description=f"Requests a probe's repeat must complete for its p99 to be trusted (prompts_per_level "
         f"must be at least this; below {SAMPLE_WARNING_REQUESTS:,} the report warns of the sample size)",
+        json_schema_extra={"section": _SEARCH},
+    )
+    search_max_requests: int | None = Field(
+        default=None,
+        ge=MIN_P99_REQUESTS,
+        le=1000000,
+        description="Judge each probe on the 95% intervals of its p99s: a probe whose interval holds an "
+        "SLO's limit is measured again at the same load until a repeat reaches this many requests (then "
+        "it counts as undecided, never as meeting); the capacity gets its interval and the search "
+        "rechecks its first probe for drift. Empty: each repeat's p99s judged as measured",
         json_schema_extra={"section": _SEARCH},
     )
     burstiness: PositiveFloat = Field(

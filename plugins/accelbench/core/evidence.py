@@ -86,8 +86,9 @@ class Envelope(_Document):
     ended_at: str | None = None
     levels: list[LevelRecord] = []
     failure: str | None = None  # the level (or warm-up) that stopped the run, and why
-    # A search's outcome (LoadPlan.search): its capacity, bracket and probes; None for fixed levels, and
-    # for a search that a failed level cut short (its probes are in `levels`, `failure` says why).
+    # A search's outcome (LoadPlan.search): its capacity, bracket and probes; None for fixed levels. A search
+    # that a failed level cut short has the outcome "probe_failed" with the bracket found so far (its probes
+    # are in `levels`, `failure` says why).
     search: SearchResult | None = None
 
 

@@ -11,7 +11,8 @@ Profiles (`PROFILES`), chosen from what the peers offer (vLLM's `random` with le
   with the model's chat template;
 - `summarise`: long input, short output: 1,024 +/- 25% in, 128 out;
 - `shared-prefix`: long-context retrieval over a few shared documents: `prefix_repetition`, a 1,024-token
-  prefix shared by 4 groups of prompts, 64 own tokens, 64 out (what prefix caching speeds up);
+  prefix shared by 4 groups of prompts, 64 own tokens, 64 out (what prefix caching speeds up); its
+  request counts come in whole groups (`Workload.request_multiple`, which planning holds them to);
 - `decode-heavy`: 64 in, 512 out;
 - `custom`: the user's own prompts, a JSONL file of {"prompt": ...} lines (`custom_prompts`), with the
   request's output length.
@@ -56,6 +57,17 @@ class Workload(BaseModel):
     @property
     def max_output_len(self) -> int:
         return int(self.output_len * (1 + self.range_ratio)) + 1
+
+    @property
+    def request_multiple(self) -> int:
+        """The count a level's requests must be a multiple of: vLLM 0.32's `prefix_repetition` makes
+        num_requests // num_prefixes prompts per prefix, so (n // num_prefixes) x num_prefixes in all, and
+        refuses fewer than num_prefixes; the other datasets make exactly n."""
+        return self.num_prefixes if self.dataset == "prefix_repetition" else 1
+
+    def sends(self, requests: int) -> int:
+        """The requests `vllm bench serve --num-prompts requests` sends of this workload (0: it fails)."""
+        return requests // self.request_multiple * self.request_multiple
 
     def label(self) -> str:
         """ "chat: random 256→128 ±50% (chat)", what a report says the requests looked like."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.dataset as ds
 
 from accelbench.core.levels import levels
-from accelbench.core.search import ANSWERED_OUTCOMES
+from accelbench.core.search import SETTLED_OUTCOMES
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.lake.store import Lake
@@ -16,7 +16,7 @@ def measured_specs(
 ) -> list[BenchmarkSpec]:
     """The specs whose every level x repeat already has a measured (MEASURED_STATUSES), unretracted run
     in the lake, from any campaign, for the same server (version and image included) and load:
-    `matrix_key`. A load search's spec counts once a search with its matrix_key found an answer
+    `matrix_key`. A load search's spec counts once a search with its matrix_key settled
     (`searched_keys`)."""
     if not specs:
         return []
@@ -53,15 +53,15 @@ def measured_specs(
 def searched_keys(
     lake: Lake, specs: list[BenchmarkSpec], retracted: set[str] | frozenset[str] = frozenset()
 ) -> set[str]:
-    """The matrix keys of `specs` whose search landed an answer (a capacity, the upper bound passed, or
-    none in range) in `capacities`, none of whose probes was retracted. A search that stopped at a
-    client-limited or untrusted probe found nothing: it is run again."""
+    """The matrix keys of `specs` whose search settled (`SETTLED_OUTCOMES`: an answer, or a stop the same
+    spec would meet again, client-limited or untrusted) in `capacities`, none of whose probes was
+    retracted. A search stopped by a failed probe may find its answer next time: it is run again."""
     keys = sorted({s.matrix_key for s in specs})
     if not keys:
         return set()
     found = lake.read(
         "capacities",
-        where=ds.field("matrix_key").isin(keys) & ds.field("outcome").isin(ANSWERED_OUTCOMES),
+        where=ds.field("matrix_key").isin(keys) & ds.field("outcome").isin(SETTLED_OUTCOMES),
         columns=["matrix_key", "spec_id", "dag_run_id"],
     ).to_pylist()
     if not found or not retracted:

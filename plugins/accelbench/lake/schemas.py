@@ -11,9 +11,12 @@ import pyarrow as pa
 # level_warmups), the model's origin (model_origin), the SLOs and repeats a search held (capacities.slo_*);
 # 6: host_accelerators (the GPUs a local run really ran on, as their driver names them);
 # 7: a model served from a local folder is named by its id in `model` (accelbench.core.model_origin), the
-# folder kept in model_path (runs, capacities). Older files read the newer columns as null; their `model`
-# still holds what the spec named, a path for a folder.
-SCHEMA_VERSION = 7
+# folder kept in model_path (runs, capacities); 8: a search's capacity interval (capacities.capacity_low,
+# capacity_high, capacity_method) and why it stopped where it did (stopped_why; the outcomes probe_failed,
+# saturated, drifted).
+# Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
+# folder.
+SCHEMA_VERSION = 8
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -172,13 +175,15 @@ CAPACITIES = pa.schema(
         ("lower", pa.float64()),  # the bounds searched
         ("upper", pa.float64()),
         ("precision", pa.string()),  # what the bracket was narrowed to: "1 concurrent", "10%"
-        # "capacity", "upper_bound" (the upper bound passed), "below_lower", "client_limited", "untrusted"
+        # "capacity", "upper_bound" (the upper bound passed), "below_lower", "saturated" (bracketing stopped
+        # past the server's throughput), "client_limited", "untrusted", "probe_failed" (a probe's level
+        # failed: the bracket before it is kept), "drifted" (the first probe measured again disagreed)
         ("outcome", pa.string()),
-        ("capacity", pa.float64()),  # null unless outcome is capacity or upper_bound
+        ("capacity", pa.float64()),  # null unless outcome is capacity, upper_bound or saturated
         ("bracket_passing", pa.float64()),  # the largest passing load; null if none passed
         ("bracket_failing", pa.float64()),  # the smallest failing load; null if none failed
         ("limiting_metric", pa.string()),  # the SLO the failing end missed furthest ("p99 TTFT")
-        ("stopped_at", pa.float64()),  # the client-limited or untrusted probe's load
+        ("stopped_at", pa.float64()),  # where it stopped early: the probe's load (drifted: the first's)
         ("probes", pa.int32()),
         ("server_s", pa.float64()),  # seconds under load over every repeat of every probe
         # what the capacity holds: every repeat of a passing probe within these (null: no limit)
@@ -190,6 +195,10 @@ CAPACITIES = pa.schema(
         ("min_requests", pa.int32()),  # requests a repeat needed for its p99 to count
         ("model_origin", pa.string()),
         ("model_path", pa.string()),
+        ("stopped_why", pa.string()),  # why the search stopped at stopped_at (null: it did not stop early)
+        ("capacity_low", pa.float64()),  # the capacity's interval (null: none, or written before schema 8)
+        ("capacity_high", pa.float64()),
+        ("capacity_method", pa.string()),  # how the interval was found, as the report says it
     ]
 )
 

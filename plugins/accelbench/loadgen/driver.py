@@ -8,7 +8,9 @@ outputs and an envelope land in `out_dir`.
 With a load search (`LoadPlan.search`) the levels are the search's probes (accelbench.core.search): each
 probe is a level at the load the search asks for, its repeats the level's repeats, each record marked with
 the probe's step and phase, and the search's result goes into the envelope. A failed level stops a search
-as it stops fixed levels: its probes are kept, and the envelope has no search result.
+as it stops fixed levels: its probes are kept, and the search's result says "probe_failed" with the
+bracket found before it. A concurrency probe whose client kept fewer requests in flight than asked
+(`in_flight_kept`) is client-limited, as a rate probe whose client sent below the rate.
 
 A level is "ok" (every request finished), "errors" (some failed, the server is still healthy: the run
 goes on, as one failed request in 10^4 must not end a campaign) or "failed" (no usable result, nothing
@@ -26,11 +28,13 @@ import shutil
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord, LevelStatus, RunSummary
@@ -40,6 +44,7 @@ from accelbench.core.model_origin import model_origin
 from accelbench.core.search import LoadSearch, Phase, ProbeResult, RepeatResult, SearchPlan, SearchResult
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
+from accelbench.lake.ingest import request_table
 from accelbench.lake.raw import ENVELOPE
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_client import BenchClient, BenchProcessError
@@ -109,6 +114,29 @@ def read_result(path: Path, spec: BenchmarkSpec, num_prompts: int) -> dict[str, 
     if len(data["ttfts"]) != num_prompts:
         raise LevelFailed(f"{path.name}: {len(data['ttfts'])} per-request records for {num_prompts} prompts")
     return data
+
+
+def in_flight_kept(starts: Sequence[float], latencies: Sequence[float], concurrency: float) -> float | None:
+    """How much of a concurrency level the client kept in flight: the time-weighted mean of requests in
+    flight (each from its start stamp to its end) over the sending span, first start to last start,
+    divided by the concurrency it could have (the level's, or fewer when it has fewer requests). After
+    the last start the level drains, so that tail is left out. A client that cannot send the next request
+    as soon as one ends (a saturated one-core load generator) leaves slots empty: below
+    CLIENT_LIMITED_RATIO (the rate levels' tolerance, 10%) its latencies are the client's, not the
+    server's. None when it cannot be told (no stamps, or every request started at once)."""
+    start = np.asarray(starts, dtype=float)
+    if len(start) < 2 or len(start) != len(latencies):
+        return None
+    first, last = float(start.min()), float(start.max())
+    if last <= first:
+        return None
+    times = np.concatenate([start, start + np.asarray(latencies, dtype=float)])
+    steps = np.concatenate([np.ones(len(start)), -np.ones(len(start))])
+    order = np.lexsort((-steps, times))  # at one instant a start before an end: no gap between them
+    times, in_flight = times[order], np.cumsum(steps[order])
+    spans = np.diff(np.clip(times, first, last))  # how long each count held within the sending span
+    mean = float(np.dot(in_flight[:-1], spans) / (last - first))
+    return mean / min(concurrency, len(start))
 
 
 @dataclass
@@ -241,7 +269,8 @@ class Driver:
                 rec.achieved_rate is not None and rec.achieved_rate < CLIENT_LIMITED_RATIO * level.value
             )
         else:
-            rec.client_limited = False
+            kept = in_flight_kept(result.get("start_times") or [], result.get("latencies") or [], level.value)
+            rec.client_limited = None if kept is None else kept < CLIENT_LIMITED_RATIO
 
     def _server_after(self, before: dict[str, float] | None) -> tuple[dict[str, float] | None, str | None]:
         """The server's counters after a level, or why it cannot be trusted any more (gone, restarted)."""
@@ -282,12 +311,13 @@ class Driver:
         return "ok", None
 
     def _level(
-        self, level: Level, step: int | None = None, phase: Phase | None = None
+        self, level: Level, step: int | None = None, phase: Phase | None = None, first: int = 0
     ) -> tuple[list[LevelRecord], str | None]:
-        """Every repeat of one level (a search's probe with its step and phase): (records, failure), where
-        failure is the failed repeat's "run_id: error" that stops the run."""
+        """Every repeat of one level (a search's probe with its step and phase; a probe measured again
+        numbers its repeats on from `first`): (records, failure), where failure is the failed repeat's
+        "run_id: error" that stops the run."""
         done: list[LevelRecord] = []
-        for repeat in range(self.spec.load.repeats):
+        for repeat in range(first, first + self.spec.load.repeats):
             rec = self.run_level(level, repeat)
             rec.search_step, rec.search_phase = step, phase
             self.records.append(rec)
@@ -308,24 +338,40 @@ class Driver:
         return done, None
 
     def _search(self, plan: SearchPlan) -> tuple[str | None, SearchResult | None]:
-        """Probe the loads the search asks for until it is done: (failure, result); no result when a
-        failed level cut it short."""
+        """Probe the loads the search asks for until it is done: (failure, result); a failed level stops
+        it with the outcome "probe_failed" and the bracket found before it."""
         search = LoadSearch(plan)
         while (load := search.next_load()) is not None:
-            step = search.step
-            done, failure = self._level(Level(plan.level_kind, load), step, search.phase)
+            level, step = Level(plan.level_kind, load), search.step
+            # A load measured again (a probe made longer, the recheck) numbers its repeats on: run ids differ.
+            first = sum(1 for r in self.records if (r.level_kind, r.level_value) == (level.kind, level.value))
+            done, failure = self._level(level, step, search.phase, first)
             if failure:
-                return f"search step {step} at {load:g} {plan.unit}: {failure}", None
+                # The bracket found so far is kept: the result says where and why the search stopped.
+                server_s = sum(r.duration_s for r in map(self.repeat_result, done))
+                search.fail(failure, server_s)
+                result = search.result()
+                log.warning("search: %s", result.summary())
+                return f"search step {step} at {load:g} {plan.unit}: {failure}", result
             probe = search.record(ProbeResult(load=load, repeats=tuple(map(self.repeat_result, done))))
-            log.info("search step %d (%s) at %g %s: %s", step, probe.phase, load, plan.unit, probe.verdict)
+            verdict = "measuring again" if search.extending else probe.verdict
+            log.info("search step %d (%s) at %g %s: %s", step, probe.phase, load, plan.unit, verdict)
         result = search.result()
         log.info("search: %s", result.summary())
         return None, result
 
     def repeat_result(self, rec: LevelRecord) -> RepeatResult:
-        """A measured level as the search judges it: its counts, its p99s, whether the client kept up
-        and how long the server was under its load."""
+        """A measured level as the search judges it: its counts, its p99s, whether the client kept up,
+        how long the server was under its load and its completed requests' latencies (in ms, as the
+        lake's `requests` rows compute them: `lake.ingest.request_table`)."""
         result = json.loads((self.spec_dir / rec.result_file).read_text()) if rec.result_file else {}
+        samples: dict[str, tuple[float, ...]] = {}
+        if all(key in result for key in ("ttfts", "latencies", "itls", "input_lens", "output_lens")):
+            rows = request_table(result, rec.run_id, self.spec.campaign_id, self.spec.spec_id)
+            ok = rows.filter(rows["success"])
+            for metric in ("ttft", "tpot", "e2el"):
+                seconds = ok[f"{metric}_s"].drop_null().to_numpy()
+                samples[f"{metric}_ms"] = tuple((seconds * 1000.0).tolist())
         return RepeatResult(
             completed=rec.client_completed or 0,
             failed=rec.client_failed or 0,
@@ -334,6 +380,7 @@ class Driver:
             p99_e2el_ms=result.get("p99_e2el_ms"),
             client_limited=rec.client_limited,
             duration_s=float(result.get("duration") or 0.0),
+            **samples,
         )
 
     def run(self) -> Envelope:

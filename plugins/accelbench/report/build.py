@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -22,8 +23,9 @@ from accelbench.lake.store import Lake
 from accelbench.report.columns import label
 from accelbench.report.points import level_points
 from accelbench.report.retractions import Retraction, split_retracted
+from accelbench.report.samples import Samples
 from accelbench.report.searches import capacity_rows, mark_searched
-from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos, best_under_slos
+from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos, best_under_slos, judged
 from accelbench.report.table import Inputs, Table
 from accelbench.report.tables import TABLES
 
@@ -61,9 +63,10 @@ class ReportFilter:
         )
 
 
-def partition_filter(flt: ReportFilter) -> ds.Expression | None:
+def partition_filter(flt: ReportFilter, *, rows: bool = True) -> ds.Expression | None:
     """The filter as a pyarrow expression: tier and date prune partitions (directories) unread, model
-    and version drop rows while reading. `ReportFilter.keeps` still applies to what comes back."""
+    and version drop rows while reading (`rows=False`: the partitions only, for the `requests` table,
+    which has no model column). `ReportFilter.keeps` still applies to what comes back."""
     parts = []
     if flt.tiers:
         parts.append(ds.field("accelerator_type").isin(flt.tiers))
@@ -71,9 +74,9 @@ def partition_filter(flt: ReportFilter) -> ds.Expression | None:
         parts.append(ds.field("date") >= flt.date_from.isoformat())
     if flt.date_to:
         parts.append(ds.field("date") <= flt.date_to.isoformat())
-    if flt.models:
+    if rows and flt.models:
         parts.append(ds.field("model").isin(flt.models))
-    if flt.versions:
+    if rows and flt.versions:
         parts.append(ds.field("vllm_version").isin(flt.versions))
     return functools.reduce(operator.and_, parts) if parts else None
 
@@ -84,15 +87,19 @@ def gather(
     retracted: list[Retraction],
     flt: ReportFilter,
     capacities: list[dict[str, Any]] | None = None,
+    samples: Samples | None = None,
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
     priced into points; the load searches' `capacities` priced at their capacity from their probes' runs,
-    marking those points for the capacity planner; and the best level under the SLOs per configuration."""
+    marking those points for the capacity planner; each point's three-valued verdict against the SLOs
+    (`accelbench.report.slos.judged`); and the best level under the SLOs per configuration.
+    `samples`: the kept runs' request samples (`read_samples`), from which the latency percentiles'
+    intervals pool the requests; without them those intervals come from the repeats alone."""
     chosen = [r for r in runs if flt.keeps(r)]
     kept, gone = split_retracted(chosen, retracted)
     searched = capacity_rows([c for c in capacities or [] if flt.keeps(c)], kept, prices, flt.region)
-    points = mark_searched(level_points(kept, prices, flt.region), searched)
-    return Inputs(kept, gone, searched, points, best_under_slos(points, flt.slos))
+    points = judged(mark_searched(level_points(kept, prices, flt.region, samples), searched), flt.slos)
+    return Inputs(kept, gone, searched, points, best_under_slos(points, flt.slos), samples or Samples.EMPTY)
 
 
 def build_report(
@@ -101,17 +108,27 @@ def build_report(
     retracted: list[Retraction],
     flt: ReportFilter,
     capacities: list[dict[str, Any]] | None = None,
+    samples: Samples | None = None,
     *,
     registry: Sequence[Table] = TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
     """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
-    runs and `capacities` (the load searches' rows): see `gather`."""
-    inputs = gather(runs, prices, retracted, flt, capacities)
+    runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`."""
+    inputs = gather(runs, prices, retracted, flt, capacities, samples)
     return {table.name: table.compute(inputs) for table in registry}
 
 
 def report_id(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _flat(arrow: pa.Table) -> pa.Table:
+    """CSV holds no lists: a list column (a point's `run_ids`) becomes its items joined by "; "."""
+    for i, f in enumerate(arrow.schema):
+        if pa.types.is_list(f.type) or pa.types.is_large_list(f.type):
+            joined = pc.binary_join(arrow.column(i).cast(pa.list_(pa.string())), "; ")
+            arrow = arrow.set_column(i, f.name, joined)
+    return arrow
 
 
 def write_report(
@@ -137,7 +154,7 @@ def write_report(
         arrow = pa.Table.from_pylist(rows) if rows else pa.table({})
         parquet, csv = io.BytesIO(), io.BytesIO()
         pq.write_table(arrow, parquet, compression="zstd")
-        pacsv.write_csv(arrow.rename_columns([label(c) for c in arrow.column_names]), csv)
+        pacsv.write_csv(_flat(arrow).rename_columns([label(c) for c in arrow.column_names]), csv)
         for name, buf in ((t.parquet, parquet), (t.csv, csv)):
             written[name] = lake.uri_of(lake.put_bytes(buf.getvalue(), "reports", rid, name))
     html = render_html(rid, tables, flt, runs_read, generated_at, registry=registry)

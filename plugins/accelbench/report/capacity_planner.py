@@ -10,9 +10,14 @@ The rule, per configuration (``configuration_id``: one server configuration, wor
 
 - only levels measured on the instance type itself (``measured_on_instance`` is True) count; a
   configuration measured elsewhere (a laptop, a CI runner) is left out: its prices would not apply;
-- a level qualifies when it holds every given limit (None: no limit; a missing latency fails its
+- a level qualifies when it meets every given limit (None: no limit; a missing latency fails its
   limit, a missing error rate does not, as in the report's best-level table) and has a request rate
-  above zero;
+  above zero. A latency limit is met when the figure's 95% interval is at or under it, missed when the
+  interval is wholly over it, and otherwise undecided (`accelbench.report.slos.limit_verdict`; a figure
+  without an interval is judged on its value, the error rate on the requests that failed): an undecided
+  level never qualifies. The row names the configuration's undecided levels above the one used
+  (``undecided_above``), a left-out configuration its undecided levels, each with what more measurement
+  would decide it (`accelbench.report.slos.to_decide`);
 - a level that is a load search's capacity (``searched_capacity`` set: `accelbench.report.searches.
   mark_searched`) is used when it qualifies (the one with the highest ``request_throughput`` if
   several do, the first on a tie), even where a higher level qualifies too: the search held every
@@ -39,7 +44,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from accelbench.report.slos import LIMITS
+from accelbench.core.intervals import CONFIDENCE
+from accelbench.report.slos import (
+    JUDGED_ON_ESTIMATE,
+    LIMITS,
+    QUANTILES,
+    Slos,
+    judge,
+    limit_verdict,
+    t_quantiles,
+)
 
 HOURS_PER_MONTH = 730
 DEFAULT_TARGET_RPS = 10.0  # what the form starts with when the report names no target rate
@@ -56,6 +70,10 @@ PLANNER_FIELDS = (
     "level",
     "request_throughput",
     *(limit.field for limit in LIMITS),
+    *(f"{limit.field}_{side}" for limit in LIMITS for side in ("low", "high")),
+    "latency_interval_basis",
+    "latency_interval_n",
+    "repeats",
     "measured_on_instance",
     "host",
     "on_demand_usd_per_hour",
@@ -99,6 +117,10 @@ def planner_context(
             "max_error_rate": max_error_rate,
         },
         "limits": [asdict(limit) for limit in LIMITS],
+        "judged_on_estimate": list(JUDGED_ON_ESTIMATE),
+        "confidence": CONFIDENCE,
+        "quantiles": QUANTILES,
+        "t_quantiles": list(t_quantiles()),
     }
 
 
@@ -119,28 +141,43 @@ def _check_target(target_rps: float) -> None:
 
 def _qualifying(
     measured: list[Mapping[str, Any]], limits: Mapping[str, float | None]
-) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, dict[str, int]]:
+) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, dict[str, int], list[Mapping[str, Any]]]:
     """(the qualifying level with the highest request rate, the searched capacity among the qualifying
-    levels with the highest rate, how many levels failed each limit); the first one on a tie."""
+    levels with the highest rate, how many levels missed each limit, the levels that miss none but are
+    undecided on one); the first one on a tie."""
     failures = dict.fromkeys((limit.label for limit in LIMITS), 0) | {"no request rate": 0}
     best = searched = None
+    undecided = []
     for p in measured:
-        ok = True
+        ok, unsure = True, False
         for limit in LIMITS:
-            if limit.fails(limits.get(limit.param), p):
+            verdict = limit_verdict(limit, limits.get(limit.param), p)
+            if verdict == "misses":
                 failures[limit.label] += 1
                 ok = False
+            unsure = unsure or verdict == "undecided"
         rate = p.get("request_throughput")
         if rate is None or rate <= 0:
             failures["no request rate"] += 1
             ok = False
         if not ok:
             continue
+        if unsure:
+            undecided.append(p)
+            continue
         if best is None or rate > best["request_throughput"]:
             best = p
         if p.get("searched_capacity") and (searched is None or rate > searched["request_throughput"]):
             searched = p
-    return best, searched, failures
+    return best, searched, failures, undecided
+
+
+def _undecided_words(levels: list[Mapping[str, Any]], limits: Mapping[str, float | None]) -> str | None:
+    """ "c8: p99 TTFT 1900 ms [1700, 2300] vs 2000 ms: about 5 repeats (now 2) would decide it | ...";
+    None for no level."""
+    slos = Slos(**limits)
+    words = [f"{p['level']}: {'; '.join(judge(p, slos)[1])}" for p in levels]
+    return " | ".join(words) or None
 
 
 def _ranked_row(
@@ -148,6 +185,7 @@ def _ranked_row(
     best: Mapping[str, Any],
     searched: Mapping[str, Any] | None,
     target_rps: float,
+    undecided: str | None,
 ) -> dict[str, Any]:
     """The plan of one configuration on its level: the searched capacity that holds the limits, whatever
     else does, else `best`; unranked yet."""
@@ -170,6 +208,7 @@ def _ranked_row(
         "sample_warning": best.get("sample_warning"),
         "searched_capacity": shown,
         "uses_search": searched is not None,
+        "undecided_above": undecided,
     }
 
 
@@ -201,12 +240,16 @@ def _plan(
             host = first.get("host") or "another host"
             excluded.append(about | {"reason": f"not priced: measured on {host}"})
             continue
-        best, searched, failures = _qualifying(measured, limits)
+        best, searched, failures, undecided = _qualifying(measured, limits)
         if best is None:
             failed = ", ".join(f"{name} ({n} of {len(measured)} levels)" for name, n in failures.items() if n)
-            excluded.append(about | {"reason": f"fails {failed}"})
+            unsure = _undecided_words(undecided, limits)
+            reasons = [*([f"fails {failed}"] if failed else []), *([f"undecided {unsure}"] if unsure else [])]
+            excluded.append(about | {"reason": "; ".join(reasons)})
             continue
-        ranked.append(about | _ranked_row(measured, best, searched, target_rps))
+        used = (searched or best)["request_throughput"]
+        above = _undecided_words([p for p in undecided if p["request_throughput"] > used], limits)
+        ranked.append(about | _ranked_row(measured, best, searched, target_rps, above))
     ranked.sort(key=_order)
     for rank, row in enumerate(ranked, 1):
         row["rank"] = rank

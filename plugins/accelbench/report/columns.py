@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from accelbench.core.intervals import CONFIDENCE
+
 LABELS: dict[str, str] = {
     "accelerator_type": "Tier",
     "instance_type": "Instance type",
@@ -54,11 +56,11 @@ LABELS: dict[str, str] = {
     "repeats_campaigns": "Repeats / campaigns",
     "ran": "What ran (image digest or local build)",
     "repeats": "Repeats",
-    "request_throughput": "Requests per s per replica (median)",
-    "request_goodput": "Goodput, requests per s (median)",
-    "error_rate": "Error rate (median)",
-    "output_throughput": "Output tokens per s (median)",
-    "total_token_throughput": "Total tokens per s (median)",
+    "request_throughput": "Requests per s per replica (mean)",
+    "request_goodput": "Goodput, requests per s (mean)",
+    "error_rate": "Error rate (all requests)",
+    "output_throughput": "Output tokens per s (mean)",
+    "total_token_throughput": "Total tokens per s (mean)",
     "output_throughput_per_accelerator": "Output tokens per s per accelerator (blank on CPU)",
     "output_throughput_cv": "Output tokens per s, CV over repeats",
     "p50_ttft_ms_cv": "p50 TTFT, CV over repeats",
@@ -101,6 +103,36 @@ LABELS: dict[str, str] = {
     "repeats_on": "Repeats, prefix caching on",
     "repeats_off": "Repeats, prefix caching off",
     "warmups_in_window": "Warm-ups in the measured window (runs before per-level warm-ups ran apart)",
+    # intervals (accelbench.report.points) and the three-valued SLO verdicts (accelbench.report.slos)
+    "run_ids": "Run ids (oldest first)",
+    "throughput_interval": "Throughput interval: method",
+    "latency_interval": "Latency percentile interval: method (p99 TTFT's)",
+    "latency_interval_basis": "Latency interval from (repeats or requests)",
+    "latency_interval_n": "Latency interval from how many (repeats or requests per repeat)",
+    "slo_verdict": "SLO verdict",
+    "slo_why": "SLO verdict: why (undecided: what would decide it)",
+    "undecided_above": "Undecided higher levels (what would decide them)",
+    "undecided": "Undecided levels that could change the answer",
+}
+# The changes tested between two points (accelbench.report.noise: the version deltas, prefix caching).
+LABELS |= {
+    f"{metric}_{suffix}": f"{name}: {what}"
+    for metric, name in (
+        ("output_throughput", "Output tokens per s"),
+        ("p99_ttft_ms", "p99 TTFT"),
+        ("p50_ttft_ms", "p50 TTFT"),
+        ("p99_tpot_ms", "p99 TPOT"),
+    )
+    for suffix, what in (
+        ("finding", "change [95% interval], q-value"),
+        ("change_low", "change, 95% interval low"),
+        ("change_high", "change, 95% interval high"),
+        ("q", "q-value (Benjamini-Hochberg)"),
+    )
+} | {
+    "change_method": "How each change was tested",
+    "repeats_from": "Repeats, from version",
+    "repeats_to": "Repeats, to version",
 }
 # Columns that several HTML tables show together (each table's own list is in its module, report/tables/).
 COSTS = (
@@ -115,7 +147,8 @@ RATES = ("request_throughput", "output_throughput", "request_goodput")
 SIZE = ("error_rate", "server_memory_peak_gib", "repeats_campaigns")
 _METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E latency"}
 _PERCENTILE = re.compile(r"^p(\d+)_(ttft|tpot|itl|e2el)_ms$")
-_DELTA = re.compile(r"^(.+)_(change|noise_limit|verdict)$")
+_DELTA = re.compile(r"^(.+)_(change|verdict)$")
+_BOUND = re.compile(r"^(.+)_(low|high)$")  # a figure's interval bounds (accelbench.report.points)
 _CACHING = re.compile(r"^(.+)_(on|off)$")  # the prefix-caching table's two sides of a metric
 
 
@@ -124,10 +157,11 @@ def label(column: str) -> str:
     if column in LABELS:
         return LABELS[column]
     if m := _PERCENTILE.match(column):
-        return f"p{m[1]} {_METRIC_NAMES[m[2]]}, ms (median)"
+        return f"p{m[1]} {_METRIC_NAMES[m[2]]}, ms"
+    if m := _BOUND.match(column):
+        return f"{label(m[1])}: {CONFIDENCE:.0%} interval, {m[2]}"
     if m := _DELTA.match(column):
-        what = {"change": "change", "noise_limit": "noise limit", "verdict": "verdict"}
-        return f"{label(m[1]).removesuffix(' (median)')}: {what[m[2]]}"
+        return f"{label(m[1])}: {m[2]}"
     if (m := _CACHING.match(column)) and (pm := _PERCENTILE.match(m[1])):
-        return f"p{pm[1]} {_METRIC_NAMES[pm[2]]}, prefix caching {m[2]}, ms (median)"
+        return f"p{pm[1]} {_METRIC_NAMES[pm[2]]}, prefix caching {m[2]}, ms"
     return column.replace("_", " ").capitalize()

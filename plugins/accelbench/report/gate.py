@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from accelbench.report.build import ReportFilter, gather
-from accelbench.report.regressions import describe, regressions_of
+from accelbench.report.regressions import describe, regressions_in, undecided_in
 from accelbench.report.retractions import Retraction
+from accelbench.report.samples import Samples
+from accelbench.report.tables.version_deltas import version_deltas
 
 
 class MatrixPoints(Protocol):
@@ -37,11 +39,20 @@ def measured_versions(runs: Iterable[dict[str, Any]]) -> set[str]:
     return {r["vllm_version"] for r in runs if r["vllm_version"]}
 
 
+def gated_runs(runs: Iterable[dict[str, Any]], matrix: MatrixPoints) -> list[dict[str, Any]]:
+    """The runs of a matrix point (its matrix_key planned at the version it measured): the gate compares
+    these, so its caller reads their requests (`accelbench.report.samples.read_samples`)."""
+    return [r for r in runs if r["matrix_key"] in matrix.keys]
+
+
 @dataclass(frozen=True)
 class GateVerdict:
     version: str
     regressions: list[dict[str, Any]] = field(default_factory=list)
     unplanned: dict[str, str] = field(default_factory=dict)  # measured versions the matrix does not plan at
+    undecided: list[str] = field(
+        default_factory=list
+    )  # what the samples could not decide, and what they resolve
 
     @property
     def lines(self) -> list[str]:
@@ -54,10 +65,12 @@ def gate(
     matrix: MatrixPoints,
     retracted: list[Retraction],
     version: str,
+    samples: Samples = Samples.EMPTY,
 ) -> GateVerdict:
     """`runs`: the lake's runs in `gate_scope(model)`; `matrix`: the matrix's points at the versions they
-    measured (`measured_versions(runs)`). Only the runs of a matrix point (its matrix_key planned at the
-    version they measured) are compared; retracted runs are not."""
-    mine = [r for r in runs if r["matrix_key"] in matrix.keys]
-    points = gather(mine, [], retracted, gate_scope(model)).points
-    return GateVerdict(version, regressions_of(points, version), dict(matrix.unplanned))
+    measured (`measured_versions(runs)`); `samples`: the requests of the `gated_runs` (without them each
+    percentile is tested from the repeats alone). Only the runs of a matrix point are compared; retracted
+    runs are not. The false discovery rate is controlled across every point and metric compared."""
+    inputs = gather(gated_runs(runs, matrix), [], retracted, gate_scope(model))
+    deltas = version_deltas(inputs.points, inputs.runs, samples, touching=version)
+    return GateVerdict(version, regressions_in(deltas), dict(matrix.unplanned), undecided_in(deltas))

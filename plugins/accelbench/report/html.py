@@ -28,7 +28,19 @@ _HEADING = """{% from "table.html.j2" import table %}
 <h{{ section.level }} id="{{ anchor }}">{{ section.heading }}</h{{ section.level }}>
 """
 _ONE_TABLE = "{{ table(section.table_id, rows, columns, scroll=section.scroll) }}"
-_FRACTIONS = ("_change", "_cv", "_noise_limit", "error_rate")
+_FRACTIONS = ("_change", "_change_low", "_change_high", "_cv", "error_rate")
+# What the small line under a figure is: said in full once (`{{ intervals }}`, the headline's section, with
+# the anchor #intervals), in one sentence by every other section with figures (`{{ intervals_short }}`). The
+# methods are accelbench.report.points's, the verdicts accelbench.report.slos's.
+INTERVALS = """<span id="intervals">Under each figure, its 95% interval: for throughputs (and the
+costs per 1M tokens, from them) a Student t interval over the repeats around their mean; for a latency
+percentile, over two or more repeats a t interval over the logs of the repeats' percentiles around their
+geometric mean, from one repeat a distribution-free interval from its requests' order statistics
+(≥: no upper bound from so few requests); for the error rate, the exact binomial (Clopper-Pearson)
+interval over all requests. No line: one repeat without request samples, no interval. A level meets an
+SLO only when the whole interval is within it; one whose interval holds the limit is <em>undecided</em>,
+never ranked as meeting.</span>"""
+INTERVALS_SHORT = 'Under each figure, its 95% interval (<a href="#intervals">how each is made</a>).'
 
 
 def _cell(value: Any, column: str = "") -> str:
@@ -36,7 +48,7 @@ def _cell(value: Any, column: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if column.endswith(_FRACTIONS) and isinstance(value, int | float):
-        if column.endswith("_change"):
+        if column.endswith(("_change", "_change_low", "_change_high")):
             return f"{value:+.1%}"
         return f"{value:.2%}" if column.endswith("error_rate") and 0 < value < 0.01 else f"{value:.1%}"
     if isinstance(value, bool):
@@ -50,9 +62,36 @@ def _cell(value: Any, column: str = "") -> str:
     return str(value)
 
 
+def _bound(value: float, column: str) -> str:
+    """A bound, shorter than the figure (three significant digits): the interval must not widen a column."""
+    if column.endswith(_FRACTIONS):
+        return _cell(value, column)
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if abs(value) >= 0.01 or value == 0 else f"{value:.2g}"
+
+
+def _known(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def _bounds(row: Row, column: str) -> str:
+    """The 95% interval of `column` in `row` (`<column>_low`, `<column>_high`) as the page shows it under
+    the figure: "180\u2013390" (an en dash), "≥ 180" or "≤ 390" where one side is unbounded; "" without
+    an interval."""
+    low, high = (_known(row.get(f"{column}_{side}")) for side in ("low", "high"))
+    if low is not None and high is not None:
+        return f"{_bound(low, column)}\u2013{_bound(high, column)}"
+    if high is not None:
+        return f"≤ {_bound(high, column)}"
+    return "" if low is None else f"≥ {_bound(low, column)}"
+
+
 def _cell_class(value: Any, column: str) -> str:
     if column.endswith("_verdict") and value in ("regression", "improvement"):
         return str(value)
+    if column == "slo_verdict" and value in ("undecided", "misses"):
+        return f"text {value}"
     if column == "sample_warning" and value:
         return "text warn"
     if column == "host" and value and value != "instance":
@@ -64,7 +103,8 @@ def _cell_class(value: Any, column: str) -> str:
 
 def _environment() -> Environment:
     env = environment().overlay()
-    env.filters |= {"cell": _cell, "cell_class": _cell_class, "label": label}
+    env.filters |= {"cell": _cell, "cell_class": _cell_class, "label": label, "bounds": _bounds}
+    env.globals |= {"intervals": Markup(INTERVALS), "intervals_short": Markup(INTERVALS_SHORT)}
     return env
 
 

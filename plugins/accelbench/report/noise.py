@@ -1,17 +1,37 @@
-"""When two points differ beyond run-to-run noise: the coefficient of variation over a point's repeats,
-and the verdict on a change between two points (the version deltas and the prefix-caching pairs)."""
+"""Whether two points differ beyond run-to-run noise: the coefficient of variation over a point's repeats,
+and the change of a metric between two points (the version deltas, the prefix-caching pairs) tested by
+`accelbench.core.changes` from the requests of each point's repeats (`accelbench.report.samples`), or from
+the repeats alone where a point has no request samples (imported runs, older lakes), judged together with
+the false discovery rate controlled across the whole table or gate."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-# A change is beyond run-to-run noise when it exceeds NOISE_CV_FACTOR times the larger coefficient of
-# variation of the two points' repeats, and at least NOISE_FLOOR (points with one repeat have no CV of
-# their own).
-NOISE_CV_FACTOR = 2.0
-NOISE_FLOOR = 0.05
+from accelbench.core.changes import (
+    CONFIDENCE,
+    FDR,
+    MIN_EFFECT,
+    Change,
+    judge,
+    quantile_change,
+    repeats_change,
+)
+from accelbench.report.samples import Samples
+
+# The percentiles a change is tested on from request samples: metric -> (samples' metric, quantile).
+QUANTILES = {"p99_ttft_ms": ("ttft", 0.99), "p50_ttft_ms": ("ttft", 0.5), "p99_tpot_ms": ("tpot", 0.99)}
+# How a finding names a metric.
+NAMES = {
+    "output_throughput": "output tokens/s",
+    "p99_ttft_ms": "p99 TTFT",
+    "p50_ttft_ms": "p50 TTFT",
+    "p99_tpot_ms": "p99 TPOT",
+}
+SUFFIXES = ("change", "change_low", "change_high", "q", "verdict", "finding")
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:
@@ -21,30 +41,64 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
     return statistics.stdev(values) / statistics.fmean(values)
 
 
-def noise_threshold(cv_a: float | None, cv_b: float | None) -> float:
-    """The relative change within which two points are the same (see NOISE_CV_FACTOR)."""
-    return max(NOISE_FLOOR, NOISE_CV_FACTOR * max(cv_a or 0.0, cv_b or 0.0))
-
-
 def noise_words() -> dict[str, str]:
-    """The rule's figures as a section of the page writes them: `noise_floor` "5%", `noise_factor` "2"."""
-    return {"noise_floor": f"{NOISE_FLOOR:.0%}", "noise_factor": f"{NOISE_CV_FACTOR:g}"}
+    """The test's figures as a section of the page writes them: "5%", "0.05", "95%"."""
+    return {"min_effect": f"{MIN_EFFECT:.0%}", "fdr": f"{FDR:g}", "confidence": f"{CONFIDENCE:.0%}"}
 
 
-def judged(metric: str, before: dict[str, Any], after: dict[str, Any], worse_when: int) -> dict[str, Any]:
-    """The change of `metric` from point `before` to point `after` (`<metric>_change`, relative), the noise
-    limit of the two points' CVs over repeats (`<metric>_noise_limit`, see NOISE_CV_FACTOR) and the verdict
-    (`<metric>_verdict`): "within noise", or beyond it "regression" when the change has the sign of
-    `worse_when` (+1: higher is worse, a latency; -1: lower is worse, a throughput), else "improvement".
-    Every key is there, None when there is nothing to compare: tables take their columns from row 1."""
-    old, new = before.get(metric), after.get(metric)
-    names = (f"{metric}_change", f"{metric}_noise_limit", f"{metric}_verdict")
-    if not old or new is None:
-        return dict.fromkeys(names)
-    change = (new - old) / old
-    limit = noise_threshold(before.get(f"{metric}_cv"), after.get(f"{metric}_cv"))
-    if abs(change) <= limit:
-        verdict = "within noise"
-    else:
-        verdict = "regression" if change * worse_when > 0 else "improvement"
-    return dict(zip(names, (change, limit, verdict), strict=True))
+def point_change(
+    metric: str,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    worse_when: int,
+    runs: Mapping[str, Mapping[str, Any]],
+    samples: Samples,
+) -> Change:
+    """The change of `metric` from point `before` to point `after` (each with `run_ids`, its repeats):
+    from the request samples of every repeat of both when `metric` is a percentile and they are there,
+    else from the repeats' own figures in `runs` (run_id -> row)."""
+    ids = [list(p.get("run_ids") or []) for p in (before, after)]
+    if metric in QUANTILES:
+        name, q = QUANTILES[metric]
+        groups = [samples.groups(i, name) for i in ids]
+        if all(g and len(g) == len(i) for g, i in zip(groups, ids, strict=True)):
+            return quantile_change(groups[0], groups[1], q, worse_when=worse_when)
+    values = [[runs[r][metric] for r in i if r in runs and runs[r].get(metric) is not None] for i in ids]
+    change = repeats_change(values[0], values[1], worse_when=worse_when)
+    if metric in QUANTILES:
+        return replace(change, method=f"no request samples, repeats only: {change.method}")
+    return change
+
+
+def judged(
+    compared: Sequence[tuple[dict[str, Any], Mapping[str, Change]]], fdr: float = FDR
+) -> list[dict[str, Any]]:
+    """Each row with its metrics' changes judged as one family (Benjamini-Hochberg across every row and
+    metric): `<metric>_change` (relative, the estimate), `_change_low` / `_change_high` (its interval),
+    `_q` (the q-value), `_verdict` ("regression", "improvement", "no change", "undecided") and `_finding`
+    (the change in words), and `change_method` (how each metric was tested). Every key is there, None when
+    there is nothing to compare: tables take their columns from row 1."""
+    flat = [c for _, changes in compared for c in changes.values()]
+    done = iter(judge(flat, fdr))
+    rows = []
+    for row, changes in compared:
+        methods: dict[str, list[str]] = {}
+        out = dict(row)
+        for metric in changes:
+            c = next(done)
+            methods.setdefault(c.method, []).append(NAMES.get(metric, metric))
+            out |= {
+                f"{metric}_change": c.estimate,
+                f"{metric}_change_low": c.low,
+                f"{metric}_change_high": c.high,
+                f"{metric}_q": c.q,
+                f"{metric}_verdict": c.verdict,
+                f"{metric}_finding": c.words(NAMES.get(metric, metric)),
+            }
+        out["change_method"] = "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items())
+        rows.append(out)
+    return rows
+
+
+def runs_by_id(runs: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {r["run_id"]: r for r in runs}

@@ -6,7 +6,9 @@ saved with a fixed hash salt and no date, so the same tables give the same bytes
 
 Latency and cost axes start at zero so bar lengths and heights compare honestly; results measured on
 a local host (not the instance type they name) are drawn dashed and grey, named "(local host)", and
-never priced.
+never priced. Error bars are the figures' 95% intervals (`<column>_low`, `<column>_high`:
+accelbench.report.points); a side without a bound has no bar, and the axes follow the estimates, so a
+very wide interval runs off the panel.
 """
 
 from __future__ import annotations
@@ -130,6 +132,32 @@ def _style(p: dict[str, Any], index: int, local_index: int) -> dict[str, Any]:
     }
 
 
+def _errors(points: Sequence[dict[str, Any]], column: str) -> list[list[float]] | None:
+    """Error bar lengths below and above each point's `column` (its 95% interval), 0 for an unknown side;
+    None when no point has a bound (matplotlib then draws no bars)."""
+    below, above, any_bound = [], [], False
+    for p in points:
+        value, low, high = p.get(column), p.get(f"{column}_low"), p.get(f"{column}_high")
+        below.append(max(value - low, 0.0) if value is not None and low is not None else 0.0)
+        above.append(max(high - value, 0.0) if value is not None and high is not None else 0.0)
+        any_bound = any_bound or low is not None or high is not None
+    return [below, above] if any_bound else None
+
+
+def _error_bars(
+    ax: Axes,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    colour: str,
+    xerr: list[list[float]] | None,
+    yerr: list[list[float]] | None,
+) -> None:
+    """The intervals as thin bars in the curve's colour, apart from its line (no marker, no legend entry,
+    no cap lines: a curve stays one line of the axes)."""
+    if xs and (xerr is not None or yerr is not None):
+        ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, fmt="none", ecolor=colour, elinewidth=0.8, alpha=0.7)
+
+
 def _slo_line(ax: Axes, limit: float | None) -> None:
     if limit is None:
         return
@@ -191,13 +219,10 @@ def _latency_curves(
         local_index += not first.get("measured_on_instance")
         gid = f"{gid_prefix}-{i}-{column}"
         measured = [p for p in points if p.get(column) is not None]
-        ax.plot(
-            [p["output_throughput"] for p in measured],
-            [p[column] for p in measured],
-            label=_legend_name(first),
-            gid=gid,
-            markersize=4,
-            **style,
+        xs, ys = [p["output_throughput"] for p in measured], [p[column] for p in measured]
+        ax.plot(xs, ys, label=_legend_name(first), gid=gid, markersize=4, **style)
+        _error_bars(
+            ax, xs, ys, style["color"], _errors(measured, "output_throughput"), _errors(measured, column)
         )
         plot.titles[gid] = _hover(first)
         below = i % 2  # alternate curves label above / below: neighbours' labels collide less
@@ -231,7 +256,7 @@ def _latency_axes(
         ax.set_xlabel(f"output tokens/s (log scale: throughputs span over {LOG_SCALE_SPREAD}-fold)")
     else:
         ax.set_xlim(0, (max(xs) * HEADROOM) or 1)
-        ax.set_xlabel("output tokens/s (median over repeats)")
+        ax.set_xlabel("output tokens/s (mean over repeats; bars: 95% intervals)")
     _plain(ax)
     ax.set_ylabel(f"{name} (ms)")
     ax.set_title(f"{workload} · {name}", fontsize=9)
@@ -259,7 +284,10 @@ def throughput_vs_latency_figure(rows: Sequence[dict[str, Any]], slos: SloLimits
             _latency_curves(ax, plot, [curves[k] for k in keys], f"throughput-latency-{r}", latency[0])
             _latency_axes(ax, shown, latency, workload, getattr(slos, latency[2]))
         grid[r][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
-    fig.suptitle("Throughput vs p99 latency per configuration (labels: load level; c = concurrency cap)")
+    fig.suptitle(
+        "Throughput vs p99 latency per configuration (labels: load level; c = concurrency cap; "
+        "bars: 95% intervals)"
+    )
     return plot
 
 
@@ -290,6 +318,8 @@ def _cost_bars(ax: Axes, plot: Plot, priced: list[dict[str, Any]]) -> float:
             height=height,
             color=colour,
             label=kind.replace("_", "-"),
+            xerr=_errors(priced, f"{kind}_usd_per_1m_output_tokens"),
+            error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "0.2"},
         )
         ax.bar_label(bars, labels=[_usd(v) for v in values], padding=3, fontsize=7)
         for n, (bar, p, value) in enumerate(zip(bars, priced, values, strict=True)):
@@ -333,7 +363,10 @@ def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot 
     ax.invert_yaxis()
     ax.set_xlim(0, largest * 1.2 or 1)  # room for the value labels
     _plain(ax, y=False)
-    ax.set_xlabel(f"USD per 1M output tokens at the best level under the SLOs\n({_slo_words(slos)})")
+    ax.set_xlabel(
+        "USD per 1M output tokens at the best level under the SLOs (bars: 95% intervals)\n"
+        f"({_slo_words(slos)})"
+    )
     ax.legend(fontsize=8, loc="upper right")  # cheapest first: the top bars are the short ones
     ax.grid(axis="x", alpha=0.3)
     return plot
@@ -365,13 +398,9 @@ def _trend_lines(
         style = _style(first, i, local_index)
         local_index += not first.get("measured_on_instance")
         gid = f"{gid_prefix}-{i}"
-        ax.plot(
-            [at[p["vllm_version"]] for p in points],
-            [p["output_throughput"] for p in points],
-            label=_legend_name(first, _without_version(first)),
-            gid=gid,
-            **style,
-        )
+        xs, ys = [at[p["vllm_version"]] for p in points], [p["output_throughput"] for p in points]
+        ax.plot(xs, ys, label=_legend_name(first, _without_version(first)), gid=gid, **style)
+        _error_bars(ax, xs, ys, style["color"], None, _errors(points, "output_throughput"))
         plot.titles[gid] = _hover(first, _without_version(first))
         for p in points:
             ax.annotate(
@@ -401,7 +430,9 @@ def version_trend_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plo
     plot = Plot(fig)
     for r, (ax, (workload, keys)) in enumerate(zip(axes, layout, strict=True)):
         _trend_lines(ax, plot, [lines[k] for k in keys], at, f"version-trend-{r}")
-        top = max(p["output_throughput"] for k in keys for p in lines[k])
+        top = max(  # the intervals in view too: a throughput's is a few percent, not a latency's tail
+            p.get("output_throughput_high") or p["output_throughput"] for k in keys for p in lines[k]
+        )
         ax.set_ylim(0, top * HEADROOM or 1)
         ax.set_xlim(-0.5, len(versions) - 0.5)
         ax.set_xticks(range(len(versions)), [str(v) for v in versions])

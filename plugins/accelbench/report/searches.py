@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from accelbench.core.price import Price
+from accelbench.core.search import UNITS
 from accelbench.report.hosts import host_label
 from accelbench.report.labels import bracket_text, level_label, short_model, slos_text
 from accelbench.report.points import level_points
@@ -51,6 +52,27 @@ def capacity_point(
     return found[0] if len(found) == 1 else None  # one probe, one load: one point
 
 
+def bracket_with_interval(capacity: dict[str, Any]) -> str | None:
+    """ "[26, 27]; 95%: [24, 28]": the bracket, and the capacity's interval from the monotone fit of every
+    probe (`core.search.fit_capacity`; "-" for an open end) where the search had one (schema 8 on)."""
+    bracket = bracket_text(capacity.get("bracket_passing"), capacity.get("bracket_failing"))
+    if capacity.get("capacity_method") is None:
+        return bracket
+    ends = ["-" if capacity.get(k) is None else f"{capacity[k]:g}" for k in ("capacity_low", "capacity_high")]
+    return f"{bracket or '[, ]'}; 95%: [{ends[0]}, {ends[1]}]"
+
+
+def outcome_text(capacity: dict[str, Any]) -> str | None:
+    """A search's outcome as the table says it: the outcome, and for a search that stopped early where
+    and why ("probe_failed at 6 concurrent: the server died ...")."""
+    outcome, at = capacity.get("outcome"), capacity.get("stopped_at")
+    if outcome is None or at is None:
+        return outcome
+    unit = UNITS.get(capacity.get("variable") or "", "")
+    why = capacity.get("stopped_why")
+    return f"{outcome} at {at:g} {unit}".strip() + (f": {why}" if why else "")
+
+
 def capacity_rows(
     capacities: list[dict[str, Any]],
     runs: Iterable[dict[str, Any]],
@@ -76,10 +98,10 @@ def capacity_rows(
                 "vllm_version": c.get("vllm_version"),
                 "search_variable": c.get("variable"),
                 "capacity": c.get("capacity"),
-                "bracket": bracket_text(c.get("bracket_passing"), c.get("bracket_failing")),
+                "bracket": bracket_with_interval(c),
                 "limiting_metric": c.get("limiting_metric"),
                 "search_slos": slos_text(c),
-                "search_outcome": c.get("outcome"),
+                "search_outcome": outcome_text(c),
                 "search_precision": c.get("precision"),
                 "probes": c.get("probes"),
                 "server_s": c.get("server_s"),

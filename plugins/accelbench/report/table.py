@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.report.samples import Samples
+
 Row = dict[str, Any]
 
 
@@ -19,7 +21,8 @@ class Inputs:
     `retraction_reason` and `superseded_by`; `capacities`: the load searches' rows as the report shows
     them (`accelbench.report.searches.capacity_rows`); `points`: one per load level of a configuration
     (`accelbench.report.points.level_points`), marked with their searched capacity; `best`: per
-    configuration, the best level under the SLOs, cheapest first (`accelbench.report.slos.best_under_slos`).
+    configuration, the best level under the SLOs, cheapest first (`accelbench.report.slos.best_under_slos`);
+    `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read.
     """
 
     runs: list[Row] = field(default_factory=list)
@@ -27,6 +30,7 @@ class Inputs:
     capacities: list[Row] = field(default_factory=list)
     points: list[Row] = field(default_factory=list)
     best: list[Row] = field(default_factory=list)
+    samples: Samples = Samples.EMPTY
 
 
 def _no_variables(rows: Sequence[Row]) -> Mapping[str, Any]:

@@ -8,6 +8,8 @@ from typing import Any
 
 from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
 from accelbench.config import Settings
+from accelbench.core.slos import DEFAULT_MAX_ERROR_RATE
+from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.lake.store import Lake
 from accelbench.report import tables as registry
 from accelbench.report.build import (
@@ -18,7 +20,7 @@ from accelbench.report.build import (
     report_id,
     write_report,
 )
-from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE
+from accelbench.report.samples import read_samples
 from accelbench.report.sources import price_history, retractions
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,10 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     with catalog_engine() as engine:
         prices = price_history(engine, {r["instance_type"] for r in runs})
         retracted = retractions(engine)
-    tables = build_report(runs, prices, retracted, flt, capacities)
+    # The requests of the measured runs the filter keeps: the latency percentiles' intervals pool them.
+    measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
+    samples = read_samples(lake, measured, where=partition_filter(flt, rows=False))
+    tables = build_report(runs, prices, retracted, flt, capacities, samples)
     rid = report_id()
     written = write_report(lake, rid, tables, flt, len(runs))
     lines = []

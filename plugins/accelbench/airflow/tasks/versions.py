@@ -129,9 +129,11 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     from accelbench.airflow.tasks.report import cross_tier_report
     from accelbench.campaign.plan import parse_request
     from accelbench.catalog.queries import instance_catalog
+    from accelbench.core.changes import FDR, MIN_EFFECT
     from accelbench.core.model_origin import model_identity
     from accelbench.report.build import partition_filter
-    from accelbench.report.gate import gate, gate_scope, measured_versions
+    from accelbench.report.gate import gate, gate_scope, gated_runs, measured_versions
+    from accelbench.report.samples import read_samples
     from accelbench.report.sources import retractions
     from accelbench.runtime.version_rules import check_version
     from accelbench.tiers import CPU
@@ -143,18 +145,33 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     matrix = parse_request(version_matrix())
     # The rows name a model by its id (a local folder by the id its provenance gives), the gate too.
     model, tier = model_identity(matrix.model).model_id, CPU.name  # the vLLM CPU versions are gated
-    scoped = Lake.from_env().read("runs", where=partition_filter(gate_scope(model, tier))).to_pylist()
+    lake, scope = Lake.from_env(), gate_scope(model, tier)
+    scoped = lake.read("runs", where=partition_filter(scope)).to_pylist()
     with catalog_engine() as engine:  # the matrix's points at the versions measured: the gate compares those
         planned = matrix_keys(matrix, instance_catalog(engine), measured_versions(scoped))
-        verdict = gate(scoped, model, planned, retractions(engine), version)
+        # The gated runs' requests: each percentile is tested from the requests of every repeat.
+        gated = [r["run_id"] for r in gated_runs(scoped, planned)]
+        samples = read_samples(lake, gated, partition_filter(scope, rows=False))
+        verdict = gate(scoped, model, planned, retractions(engine), version, samples)
     for unplanned, why in sorted(verdict.unplanned.items()):
         log.info("regression gate: the matrix does not plan at %s (%s): not compared", unplanned, why)
+    if verdict.undecided:  # more repeats or prompts per level would decide these
+        log.info("regression gate: undecided at %s:\n%s", version, "\n".join(verdict.undecided))
     report = cross_tier_report({"models": [model], "tiers": [tier]})
     if not verdict.regressions:
-        log.info("regression gate: vLLM CPU %s has no regression beyond noise (%s)", version, matrix.model)
+        log.info(
+            "regression gate: vLLM CPU %s has no regression beyond %.0f%% at FDR %g (%s)",
+            version,
+            MIN_EFFECT * 100,
+            FDR,
+            matrix.model,
+        )
         return {"version": version, "regressions": [], "report": report["html"]}
     lines = verdict.lines
-    text = f"vLLM CPU {version}: {len(lines)} regression(s) beyond run-to-run noise\n" + "\n".join(lines)
+    text = (
+        f"vLLM CPU {version}: {len(lines)} regression(s) beyond {MIN_EFFECT:.0%} at a false discovery rate"
+        f" of {FDR:g}\n" + "\n".join(lines)
+    )
     log.warning("regression gate: %s\nreport: %s", text, report["html"])
     if notifier is not None:
         notifier(context | {"accelbench_regressions": text, "accelbench_report": report["html"]})

@@ -1,5 +1,6 @@
-"""Per configuration measured on its instance type, the highest-throughput level that meets every SLO,
-cheapest first (`accelbench.report.slos.best_under_slos` picks them for every table that needs them)."""
+"""Per configuration measured on its instance type, the highest-throughput level that meets every SLO (its
+intervals within them; an undecided level never counts), cheapest first (`accelbench.report.slos.
+best_under_slos` picks them for every table that needs them)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,15 @@ cheapest first. Prices are the catalog's in force at the run's time
 {%- if price_sources %} ({{ price_sources | join("; ") }}){% endif %}.
 Repeats pool only within one configuration, workload and level, from any campaign: "Repeats / campaigns"
 says how many repeats and how many campaigns they came from. The cost per 1M total tokens is in the
-headline and in every point.</p>""",
+headline and in every point. {{ intervals_short }} A level counts only when its intervals are within
+every SLO: a configuration whose higher levels are undecided is listed under the table with what would
+decide them.</p>""",
+        body="""\
+{{ table(section.table_id, rows, columns, scroll=section.scroll) }}
+{% set undecided = rows | selectattr("undecided_above") | list %}
+{% if undecided %}<ul id="best-undecided">
+{% for r in undecided %}<li class="undecided">{{ r.configuration }} · {{ r.model_short }} · {{ r.workload }}:
+{{ r.undecided_above }}</li>
+{% endfor %}</ul>{% endif %}""",
     ),
 )

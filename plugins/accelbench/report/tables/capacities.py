@@ -43,14 +43,25 @@ TABLE = Table(
         text="""\
 <p>Per configuration searched (a load search, not fixed levels), the largest load whose every repeat met
 the search's SLOs, and the bracket it lies in: the largest passing and the smallest failing load probed.
+Where the search judged its probes by intervals (its plan's <code>max_requests</code>), each p99 was judged
+on its 95% interval over the probe's requests: a probe whose interval held the limit was measured again,
+and one still undecided at the cap counts as failing, never as meeting. Its capacity then comes from every
+probe together, and the bracket column adds its 95% interval: each SLO's p99 estimates and bounds fitted
+monotone in the load (isotonic regression weighted by requests), from the largest load whose fitted upper
+bound meets the limit to the smallest whose fitted lower bound misses it ("-": open on that side), each
+bound widened by the host's run-to-run spread seen between the first probe and its remeasurement.
 At the capacity (the passing end), the requests and output tokens per second are the medians over the
 repeats of the search's own probe there, and the cost per 1M output and total tokens is worked out from them
 as for every point: at the price in force at that probe's newest repeat, on-demand and spot, and only for a
 search measured on its instance type (a local search is not priced). The limiting metric is the SLO the
 failing end missed furthest; probes and server-seconds are what the search cost. The outcome
-"upper_bound" means the upper bound passed: the capacity is at least that load, and is shown and priced
-there. Any other outcome than "capacity" says why there is none (the lower bound failed, the client could
-not send the load, or a p99 rested on too few requests), and there is no cost. The capacity planner below
-uses a searched capacity as its level where it holds the planner's limits.</p>""",
+"upper_bound" means the upper bound passed, "saturated" that bracketing stopped where the median latency
+grew faster than the load (a log-log slope over 1, tested one-sided at 95%: more load only queued): the
+capacity is at least that load, and is shown and priced there. Any other outcome says where and why there
+is none: the lower bound failed, the client could not send the load or keep its requests in flight, a p99
+rested on too few requests, a probe's level failed (the bracket found before it is kept), or the host
+drifted (the first probe, measured again at the end, disagreed with itself beyond both intervals: both
+figures are given, and no capacity). The capacity planner below uses a searched capacity as its level where
+it holds the planner's limits.</p>""",
     ),
 )

@@ -152,7 +152,8 @@ their range: all must be the same), each configuration's best level under the SL
 cheapest first, with its cost per 1M tokens, throughput per accelerator (blank on CPU) and where it was
 measured: by this suite on the instance type (kubernetes), on a local host (named, never priced), or
 imported from a result file, on the instance type its importer stated. A point of another workload is never
-in the same group: those that no other tier measured on their workload are listed below with why.</p>""",
+in the same group: those that no other tier measured on their workload are listed below with why.
+{{ intervals_short }}</p>""",
         body="""\
 {% for group in groups %}
 <h3 id="{{ section.table_id }}-{{ group.id }}-heading">{{ group.label }}
@@ -187,6 +188,6 @@ NOT_COMPARED = Table(
         text="""\
 <p>Best levels with no other tier beside them: another tier measured the model on a different workload
 (what differs is listed, this point's value first), the other tiers' levels on this workload miss the SLOs,
-or no other tier measured the model.</p>""",
+or no other tier measured the model. {{ intervals_short }}</p>""",
     ),
 )

@@ -46,6 +46,6 @@ TABLE = Table(
         table_id="frontier-table",
         text="""\
 <p>Per model and workload, best points measured on the instance that no other point beats on on-demand cost
-per 1M output tokens and on every p99 latency at once.</p>""",
+per 1M output tokens and on every p99 latency at once (their estimates). {{ intervals_short }}</p>""",
     ),
 )

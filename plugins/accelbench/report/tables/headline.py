@@ -1,5 +1,6 @@
 """The answer, first on the page: per model and workload, the cheapest configuration measured on its
-instance type that meets every SLO; where none does, it says so; local results get their own line."""
+instance type that meets every SLO (its intervals within them); where none does, it says so; local results
+get their own line; and the undecided levels that could change the answer, with what would decide them."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ HEADLINE_FIELDS = (
     "campaigns",
     "sample_warning",
 )
+# The figures the headline's table shows with their interval (`<column>_low`, `<column>_high`).
+SHOWN_WITH_INTERVAL = ("request_throughput", *COSTS, *LATENCIES, "error_rate")
+MAX_UNDECIDED_SHOWN = 3  # the headline names this many undecided levels, then counts the rest
 
 
 def _answer(on_instance: bool, candidates: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
@@ -53,14 +57,43 @@ def _answer(on_instance: bool, candidates: list[dict[str, Any]]) -> tuple[str, d
     return "local host only: nothing meets the SLOs", None
 
 
+def _could_change(p: dict[str, Any], top: dict[str, Any] | None, on_instance: bool) -> bool:
+    """Whether undecided level `p`, were it to meet the SLOs, could be the answer instead of `top`: cheaper
+    (on the instance; unpriced counts), or faster (a local host's answer is its fastest level)."""
+    if top is None:
+        return True
+    if on_instance:
+        mine, theirs = (
+            p.get("on_demand_usd_per_1m_output_tokens"),
+            top.get("on_demand_usd_per_1m_output_tokens"),
+        )
+        return mine is None or theirs is None or mine < theirs
+    return (p.get("output_throughput") or 0) > (top.get("output_throughput") or 0)
+
+
+def _undecided(points: Sequence[dict[str, Any]], top: dict[str, Any] | None, on_instance: bool) -> str | None:
+    """The undecided levels (`slo_verdict`, `accelbench.report.slos.judged`) that could change the answer,
+    each with what would decide it; the first MAX_UNDECIDED_SHOWN by throughput, then how many more."""
+    found = sorted(
+        (p for p in points if p.get("slo_verdict") == "undecided" and _could_change(p, top, on_instance)),
+        key=lambda p: -(p.get("output_throughput") or 0),
+    )
+    if not found:
+        return None
+    named = [f"{p['configuration']} at {p['level']}: {p['slo_why']}" for p in found[:MAX_UNDECIDED_SHOWN]]
+    more = len(found) - MAX_UNDECIDED_SHOWN
+    return " | ".join(named) + (f" | and {more} more (all points table)" if more > 0 else "")
+
+
 def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The answer, per model and workload: the cheapest configuration measured on its instance type
     that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
     measured: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    levels: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in points:  # per model and workload: one comparison (keys.COMPARISON_KEY)
-        measured[(p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])].add(
-            p["configuration_id"]
-        )
+        key = (p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])
+        measured[key].add(p["configuration_id"])
+        levels[key].append(p)
     chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in best:
         chosen[(p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])].append(p)
@@ -76,8 +109,10 @@ def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -
             "configurations_measured": len(measured[key]),
             "configurations_meeting_slos": len(candidates),
             "answer": answer,
+            "undecided": _undecided(levels[key], top, on_instance),
         }
-        rows.append(row | {k: (top or {}).get(k) for k in HEADLINE_FIELDS})
+        shown = (*HEADLINE_FIELDS, *(f"{c}_{side}" for c in SHOWN_WITH_INTERVAL for side in ("low", "high")))
+        rows.append(row | {k: (top or {}).get(k) for k in shown})
     return rows
 
 
@@ -112,17 +147,24 @@ per 1M output tokens whose level meets every SLO: p99 TTFT{% if slos.ttft_p99_ms
 ≤ {{ slos.tpot_p99_ms | cell }} ms{% endif %}, p99 E2E latency{% if slos.e2el_p99_ms %}
 ≤ {{ slos.e2el_p99_ms | cell }} ms{% endif %}{% if slos.max_error_rate is not none %},
 error rate ≤ {{ slos.max_error_rate | cell("error_rate") }}{% endif %}
-(a limit left empty is not applied). "Requests per s" is what one replica sustains at that level.</p>
+(a limit left empty is not applied). "Requests per s" is what one replica sustains at that level.
+{{ intervals }}</p>
 {% for h in rows %}
 <p class="answer{{ ' local' if h.host and h.host != 'instance' else '' }}">
 {{- '' }}<strong title="{{ h.model }}">{{ h.model_short }}</strong>, {{ h.workload }}:
 {% if h.configuration %}{{ h.answer }}: <strong>{{ h.configuration }}</strong> at {{ h.level }},
-{{ h.request_throughput | cell }} requests/s per replica
+{{ h.request_throughput | cell }}{% if h | bounds("request_throughput") %}
+[{{ h | bounds("request_throughput") }}]{% endif %} requests/s per replica
 {%- if h.on_demand_usd_per_1m_output_tokens is not none %},
-{{ h.on_demand_usd_per_1m_output_tokens | cell }} USD per 1M output tokens on-demand
+{{ h.on_demand_usd_per_1m_output_tokens | cell }}{% if h | bounds("on_demand_usd_per_1m_output_tokens") %}
+[{{ h | bounds("on_demand_usd_per_1m_output_tokens") }}]{% endif %} USD per 1M output tokens on-demand
 {%- if h.spot_usd_per_1m_output_tokens is not none %}
-({{ h.spot_usd_per_1m_output_tokens | cell }} spot){% endif %}{% endif %} ({{ h.measured_where }}).
-{% else %}{{ h.answer }} ({{ h.configurations_measured }} measured).{% endif %}</p>
+({{ h.spot_usd_per_1m_output_tokens | cell }}{% if h | bounds("spot_usd_per_1m_output_tokens") %}
+[{{ h | bounds("spot_usd_per_1m_output_tokens") }}]{% endif %} spot){% endif %}{% endif %}
+({{ h.measured_where }}).
+{% else %}{{ h.answer }} ({{ h.configurations_measured }} measured).{% endif %}
+{%- if h.undecided %}<br><span class="undecided">Undecided, could change this answer: {{ h.undecided }}</span>
+{%- endif %}</p>
 {% endfor %}""",
     ),
 )

@@ -24,6 +24,7 @@ TABLE = Table(
 <p class="note">A local result was measured on the machine that ran the campaign, not on the instance type \
 it names: it is good for comparing vLLM versions, engine settings and workloads with each other on that \
 same host, and for checking that a configuration runs at all; it is not a throughput or a price of the \
-instance type, so it is never priced or ranked against instance results.</p>""",
+instance type, so it is never priced or ranked against instance results.</p>
+<p>{{ intervals_short }}</p>""",
     ),
 )

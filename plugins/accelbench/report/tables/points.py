@@ -1,4 +1,4 @@
-"""Every point: one load level of one configuration, medians over its measured repeats
+"""Every point: one load level of one configuration, its figures and their intervals over its measured repeats
 (`accelbench.report.points.level_points` makes them: every other table starts from them)."""
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ TABLE = Table(
         "request_goodput",
         *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("p50", "p99")),
         "error_rate",
+        "slo_verdict",
+        "latency_interval",
         *COSTS,
         "output_throughput_per_accelerator",
         "server_memory_peak_gib",
@@ -48,8 +50,11 @@ TABLE = Table(
         table_id="points-table",
         variables=_sample_warning,
         text="""\
-<p>Medians over measured repeats (a repeat with some failed requests counts; its error rate says how many).
+<p>Each figure over the measured repeats (a repeat with some failed requests counts; its error rate says
+how many): throughputs their mean, latency percentiles the geometric mean of the repeats' percentiles (one
+repeat: its own), the error rate over all their requests. {{ intervals_short }}
 A level with fewer than {{ sample_warning_requests }} requests per repeat carries a sample-size warning:
-its p99 rests on few requests.</p>""",
+its p99 rests on few requests. The SLO verdict is meets, misses or undecided (the limit inside the
+interval); hover over it for why and what more measurement would decide it.</p>""",
     ),
 )

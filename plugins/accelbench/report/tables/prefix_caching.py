@@ -1,5 +1,6 @@
 """Prefix caching on vs off: pairs of points identical but for the prefix-caching flag among the engine
-arguments, with the TTFT the shared prefix saves, judged by the version deltas' noise rule."""
+arguments, with the TTFT the shared prefix saves, tested by the version deltas' rule
+(`accelbench.report.noise`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from accelbench.core.changes import Change
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
-from accelbench.report.noise import judged, noise_words
+from accelbench.report.noise import judged, noise_words, point_change, runs_by_id
+from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
 PREFIX_CACHING_METRICS = ("p50_ttft_ms", "p99_ttft_ms")
@@ -33,8 +36,15 @@ def prefix_caching_flag(engine_args: str | None) -> tuple[bool | None, str]:
     return state, " ".join(rest)
 
 
-def _pair(on: dict[str, Any], off: dict[str, Any], rest: str) -> dict[str, Any]:
-    """One row: the point with caching on beside the same point with it off; `rest` the shared arguments."""
+def _pair(
+    on: dict[str, Any],
+    off: dict[str, Any],
+    rest: str,
+    runs: Mapping[str, Mapping[str, Any]],
+    samples: Samples,
+) -> tuple[dict[str, Any], dict[str, Change]]:
+    """One row: the point with caching on beside the same point with it off; `rest` the shared arguments;
+    and the change of each TTFT from off to on (a lower TTFT with caching is better)."""
     row: dict[str, Any] = {k: on[k] for k in POINT_KEY} | {
         "engine_args": rest,  # the arguments both share (the flag aside)
         "configuration": configuration_label(on | {"engine_args": rest}),
@@ -48,16 +58,20 @@ def _pair(on: dict[str, Any], off: dict[str, Any], rest: str) -> dict[str, Any]:
     }
     for metric in PREFIX_CACHING_METRICS:
         row[f"{metric}_on"], row[f"{metric}_off"] = on.get(metric), off.get(metric)
-        row |= judged(metric, off, on, 1)  # from off to on: lower with caching is better
-    return row
+    return row, {m: point_change(m, off, on, 1, runs, samples) for m in PREFIX_CACHING_METRICS}
 
 
-def prefix_caching(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def prefix_caching(
+    points: Iterable[dict[str, Any]],
+    runs: Iterable[Mapping[str, Any]] = (),
+    samples: Samples = Samples.EMPTY,
+) -> list[dict[str, Any]]:
     """Pairs of points identical in every field of the point's key but the prefix-caching flag among the
     engine arguments (`--enable-prefix-caching` on, `--no-enable-prefix-caching` off), with their p50 and
-    p99 TTFT and the change from off to on, judged by the version deltas' noise rule (`judged`): an
-    "improvement" is a TTFT that caching lowers beyond run-to-run noise. A point with neither flag runs
-    the engine's default and is not paired."""
+    p99 TTFT and the change from off to on, tested by the version deltas' rule (`judged`, from the
+    requests of the points' repeats, `run_ids`, else the repeats in `runs`) with the false discovery rate
+    controlled across the table: an "improvement" is a TTFT that caching lowers beyond the minimum
+    effect. A point with neither flag runs the engine's default and is not paired."""
     sides: dict[tuple[Any, ...], dict[bool, list[dict[str, Any]]]] = defaultdict(
         lambda: {True: [], False: []}
     )
@@ -65,17 +79,21 @@ def prefix_caching(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         state, rest = prefix_caching_flag(p.get("engine_args"))
         if state is not None:
             sides[tuple(rest if k == "engine_args" else p[k] for k in POINT_KEY)][state].append(p)
-    rows = []
+    by_id = runs_by_id(runs)
+    compared = []
     for key in sorted(sides, key=lambda k: tuple(str(v) for v in k)):
         rest = key[POINT_KEY.index("engine_args")]
-        rows += [_pair(on, off, rest) for on in sides[key][True] for off in sides[key][False]]
+        compared += [
+            _pair(on, off, rest, by_id, samples) for on in sides[key][True] for off in sides[key][False]
+        ]
     return sorted(
-        rows, key=lambda r: (r["model_short"], r["workload"], r["configuration"], r["host"], r["level_value"])
+        judged(compared),
+        key=lambda r: (r["model_short"], r["workload"], r["configuration"], r["host"], r["level_value"]),
     )
 
 
 def _rows(inputs: Inputs) -> list[dict[str, Any]]:
-    return prefix_caching(inputs.points)
+    return prefix_caching(inputs.points, inputs.runs, inputs.samples)
 
 
 def _flags_and_noise(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
@@ -91,9 +109,10 @@ TABLE = Table(
         "configuration",
         "host",
         "level",
-        *(f"{m}_{s}" for m in PREFIX_CACHING_METRICS for s in ("on", "off", "change", "verdict")),
+        *(f"{m}_{s}" for m in PREFIX_CACHING_METRICS for s in ("on", "off", "finding", "verdict")),
         "repeats_on",
         "repeats_off",
+        "change_method",
     ),
     section=Section(
         heading="Prefix caching: TTFT with and without",
@@ -106,9 +125,11 @@ TABLE = Table(
 host, load level) but prefix caching: <code>{{ caching_flags.on }}</code> (on) or
 <code>{{ caching_flags.off }}</code> (off) among the extra engine arguments; the configuration shows the
 arguments both share. A point with neither flag runs the engine's default (on in vLLM's V1 engine, off in
-older ones) and is not paired. The change is from off to on; the same noise rule as the version deltas
-judges it: beyond max({{ noise_floor }}, {{ noise_factor }} &times; the larger coefficient of variation of
-the two points' repeats), a lower TTFT with caching on is an "improvement", a higher one a "regression".
-Only requests whose prompts share a prefix (a shared-prefix workload) can gain.</p>""",
+older ones) and is not paired. The change is from off to on, with its {{ confidence }} interval and
+q-value, tested as the version deltas are (a t test on the logs of the repeats' percentiles of their own
+requests, the null hypothesis a change of at most {{ min_effect }}, the false discovery rate held at
+{{ fdr }} across the table): a lower TTFT with caching on is an "improvement", a higher one a
+"regression"; "no change beyond &plusmn;X%" is the smallest change these samples resolve. Only requests
+whose prompts share a prefix (a shared-prefix workload) can gain.</p>""",
     ),
 )

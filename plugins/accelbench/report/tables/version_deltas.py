@@ -1,5 +1,6 @@
-"""Version over version: for each point, the change from the previous vLLM version that has it, judged
-against run-to-run noise (`accelbench.report.noise`). The regression gate reads this table's rule."""
+"""Version over version: for each point, the change from the previous vLLM version that has it, tested
+from the requests of each point's repeats (`accelbench.report.noise`, `accelbench.core.changes`), with
+the false discovery rate controlled across the table. The regression gate reads this table's rule."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from accelbench.core.changes import FDR, Change
 from accelbench.report.keys import POINT_KEY
-from accelbench.report.noise import judged, noise_words
+from accelbench.report.noise import judged, noise_words, point_change, runs_by_id
+from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
 # The metrics a version delta judges, and the sign of a worse change: a throughput drop, a latency rise.
@@ -26,18 +29,41 @@ def version_key(version: str | None) -> tuple[int, Version | str]:
         return (0, version or "")
 
 
-def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """For each matrix point, the change from the previous vLLM version (semantic order) that has it.
+def _same(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
 
-    Regressions: a throughput drop or a p99 TTFT/TPOT rise beyond noise; improvements the reverse.
+
+def version_deltas(
+    points: Iterable[dict[str, Any]],
+    runs: Iterable[Mapping[str, Any]] = (),
+    samples: Samples = Samples.EMPTY,
+    *,
+    touching: str | None = None,
+    fdr: float = FDR,
+) -> list[dict[str, Any]]:
+    """For each matrix point, the change from the previous vLLM version (semantic order) that has it,
+    each metric tested from the request samples of the points' repeats (`run_ids`; `runs` give the
+    repeats' own figures where there are no samples), judged as one family across all the deltas; with
+    `touching`, only the deltas into or out of that version (the gate's family).
+
+    Regressions: a throughput drop or a p99 TTFT/TPOT rise beyond the minimum effect at the FDR;
+    improvements the reverse.
     """
     series: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in points:
         series[tuple(p[k] for k in POINT_KEY if k != "vllm_version")].append(p)
-    deltas = []
+    by_id = runs_by_id(runs)
+    compared: list[tuple[dict[str, Any], dict[str, Change]]] = []
     for key in sorted(series, key=lambda k: tuple(str(v) for v in k)):
         ordered = sorted(series[key], key=lambda p: version_key(p["vllm_version"]))
         for prev, cur in pairwise(ordered):
+            if touching is not None and not (
+                _same(cur["vllm_version"], touching) or _same(prev["vllm_version"], touching)
+            ):
+                continue
             row: dict[str, Any] = {k: cur[k] for k in POINT_KEY if k != "vllm_version"}
             row |= {
                 "configuration": cur["configuration"].replace(f" · vLLM {cur['vllm_version']}", ""),
@@ -46,15 +72,16 @@ def version_deltas(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "level": cur["level"],
                 "from_version": prev["vllm_version"],
                 "to_version": cur["vllm_version"],
+                "repeats_from": prev["repeats"],
+                "repeats_to": cur["repeats"],
             }
-            for metric, worse_when in JUDGED:
-                row |= judged(metric, prev, cur, worse_when)
-            deltas.append(row)
-    return deltas
+            changes = {m: point_change(m, prev, cur, worse, by_id, samples) for m, worse in JUDGED}
+            compared.append((row, changes))
+    return judged(compared, fdr)
 
 
 def _rows(inputs: Inputs) -> list[dict[str, Any]]:
-    return version_deltas(inputs.points)
+    return version_deltas(inputs.points, inputs.runs, inputs.samples)
 
 
 def _noise(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
@@ -72,7 +99,8 @@ TABLE = Table(
         "host",
         "from_version",
         "to_version",
-        *(f"{m}_{s}" for m in CV_METRICS for s in ("change", "verdict")),
+        *(f"{m}_{s}" for m in CV_METRICS for s in ("finding", "verdict")),
+        "change_method",
     ),
     section=Section(
         heading="Version-over-version changes",
@@ -80,8 +108,17 @@ TABLE = Table(
         table_id="deltas-table",
         variables=_noise,
         text="""\
-<p>For each point, the change from the previous vLLM version that has it. A change is beyond
-run-to-run noise when it exceeds max({{ noise_floor }}, {{ noise_factor }} &times; the larger coefficient of
-variation of the two points' repeats).</p>""",
+<p>For each point, the change from the previous vLLM version that has it, with its {{ confidence }}
+interval and q-value. Each repeat gives one figure (its percentile of its own requests, or its
+throughput); the two versions' repeats are compared on a log scale (the change is the ratio of their
+geometric means) by a pooled two-sample t test, whose spread holds both the requests' sampling noise and
+the host's. The null hypothesis is a change of at most {{ min_effect }}, so smaller real changes are never
+flagged; the q-values control the false discovery rate (Benjamini-Hochberg) across every row and metric
+of the table. A regression or an improvement has q &le; {{ fdr }}; "no change" means the interval lies
+within &plusmn;{{ min_effect }}; otherwise "no change beyond &plusmn;X%" is the smallest change these
+samples resolve (more repeats, or more prompts per level, resolve smaller ones). The method column says
+what each metric was tested from: a point without request samples (imported runs, older lakes) is tested
+from its repeats' own figures; with one repeat on each side a percentile is tested from the requests
+alone (the host's noise not measured) and a throughput not at all.</p>""",
     ),
 )

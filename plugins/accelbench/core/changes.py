@@ -1,0 +1,208 @@
+"""Whether a metric changed between two points (two vLLM versions, prefix caching off and on): a test of
+the relative change from the repeats and, for a latency percentile, the requests of each repeat, with the
+false discovery rate controlled across every comparison of one gate (Benjamini-Hochberg).
+
+Method (chosen by simulation, benchmarks/gate_false_alarms.py, figures in benchmarks/RESULTS.md): each
+repeat gives one value, its percentile of its own requests (or its throughput), compared on a log scale,
+so the change is relative (the ratio of geometric means). The two points' repeats are compared with a
+pooled two-sample t test (Student t on repeats - 2 degrees of freedom): a repeat's percentile carries
+both its requests' sampling noise and its host's, so their spread measures both; on simulated A/A pairs
+it held 5.2% at a nominal 5% (13,500 pairs over 27 settings of repeats, host spread and percentile). A
+hierarchical bootstrap (repeats, then requests) under-covers once the host varies: 11-29% false alarms
+with a 10-25% host spread, because 2-5 repeats cannot show the host-to-host spread it resamples. Taking
+each repeat's variance at least its percentile's sampling variance (Maritz-Jarrett) kept every rate under
+5% but cut the power by half or more; it is used only where the repeats show no spread (one repeat each),
+and then the finding says the host's noise was not measured.
+
+The null hypothesis is "the change is at most the minimum effect" (MIN_EFFECT, 5%): a tiny real change
+is never an alarm. A change is a regression (or an improvement) when its Benjamini-Hochberg q-value is
+at most the FDR; "no change" when its 95% interval lies within +-MIN_EFFECT; otherwise undecided: no
+change beyond +-X%, the smallest change these samples resolve.
+
+scipy is imported by the functions that use it: the report DAG file imports this module at parse time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+CONFIDENCE = 0.95
+MIN_EFFECT = 0.05  # the smallest relative change that is an alarm
+FDR = 0.05  # the false discovery rate a gate allows across all its comparisons
+
+Verdict = Literal["regression", "improvement", "no change", "undecided"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """The relative change after / before - 1 of one metric, its interval at `confidence` and the
+    p-value of "|change| <= min_effect"; `q` and `verdict` once `judge` has seen the whole family.
+    None figures: nothing to compare (no repeats, no spread to test against); `method` says which."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    p: float | None
+    method: str
+    worse_when: int = 1  # +1: higher is worse (a latency), -1: lower is worse (a throughput)
+    min_effect: float = MIN_EFFECT
+    confidence: float = CONFIDENCE
+    q: float | None = None
+    verdict: Verdict | None = None
+
+    @property
+    def resolves(self) -> float | None:
+        """The smallest change these samples resolve: the interval lies within +-resolves."""
+        if self.low is None or self.high is None:
+            return None
+        return max(abs(self.low), abs(self.high))
+
+    def words(self, name: str) -> str:
+        """E.g. "p99 TTFT +12% [+6%, +18%], q = 0.003: regression", or "... no change beyond +-7%, the
+        smallest these samples resolve"."""
+        if self.estimate is None:
+            return f"{name}: undecided ({self.method})"
+        shown = f"{name} {_percent(self.estimate)}"
+        if self.low is not None and self.high is not None:
+            shown += f" [{_percent(self.low)}, {_percent(self.high)}]"
+        if self.q is not None:
+            shown += f", q = {self.q:.2g}"
+        if self.verdict in ("regression", "improvement"):
+            return f"{shown}: {self.verdict}"
+        if self.verdict == "no change":
+            return f"{shown}: no change (within +-{self.min_effect:.0%})"
+        if self.resolves is None:
+            return f"{shown}: undecided ({self.method})"
+        return (
+            f"{shown}: no change beyond +-{_percent(self.resolves)[1:]}, the smallest these samples resolve"
+        )
+
+
+def _percent(x: float) -> str:
+    """Two significant figures at most: +12%, +6%, +3.5%, +0.4%, 0%."""
+    if round(x, 3) == 0:
+        return "0%"
+    return (f"{x:+.0%}" if abs(x) >= 0.095 else f"{x:+.1%}").replace(".0%", "%")
+
+
+def _within_variance(values: np.ndarray, q: float) -> float:
+    """The sampling variance of the log of one repeat's `q` quantile from its requests alone: the
+    Maritz-Jarrett standard error (scipy.stats.mstats.mjci), distribution-free; 0 (unknown) from fewer
+    than 2 requests."""
+    from scipy.stats import mstats
+
+    return float(mstats.mjci(np.log(values), [q])[0]) ** 2 if values.size >= 2 else 0.0
+
+
+def _test(
+    before: np.ndarray,
+    after: np.ndarray,
+    within: Callable[[], float] | None,
+    method: str,
+    worse_when: int,
+    min_effect: float,
+    confidence: float,
+) -> Change:
+    """The pooled two-sample t test on the log values of the two sides' repeats; where they show no
+    spread (one repeat each, or identical figures), a normal interval on `within()`, the requests'
+    sampling variance of one repeat's log percentile, when there are requests; else nothing to test."""
+    from scipy import stats
+
+    d = float(after.mean() - before.mean())
+    df = before.size + after.size - 2
+    squares = float(((before - before.mean()) ** 2).sum() + ((after - after.mean()) ** 2).sum())
+    variance, dist = (squares / df, stats.t(df)) if df and squares else (0.0, stats.norm())
+    if not variance and within is not None and (floor := within()) > 0:
+        variance = floor
+        method += ", from the requests alone: host-to-host noise not measured"
+    elif not df:
+        return Change(
+            math.expm1(d), None, None, None, f"{method}: no spread to test against", worse_when, min_effect
+        )
+    se = math.sqrt(variance * (1 / before.size + 1 / after.size))
+    bound = math.log1p(min_effect) if d >= 0 else math.log1p(-min_effect)
+    if se == 0:  # identical repeats and no requests: nothing to measure noise by
+        p, half = (0.0 if abs(d) > abs(bound) else 1.0), 0.0
+    else:
+        beyond = (d - bound) / se  # >= 0 when beyond the minimum effect on the side of the estimate
+        p = min(1.0, 2 * float(dist.sf(beyond if d >= 0 else -beyond)))
+        half = float(dist.ppf(0.5 + confidence / 2)) * se
+    low, high = math.expm1(d - half), math.expm1(d + half)
+    return Change(math.expm1(d), low, high, p, method, worse_when, min_effect, confidence)
+
+
+def _logs(values: np.ndarray) -> np.ndarray | None:
+    return np.log(values) if values.size and bool(np.all(values > 0)) else None
+
+
+def quantile_change(
+    before: Sequence[ArrayLike],
+    after: Sequence[ArrayLike],
+    q: float,
+    *,
+    worse_when: int = 1,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
+) -> Change:
+    """The change of the `q` quantile (0.99: p99) from `before` to `after`: one array of request samples
+    per repeat (groups = repeats) on each side."""
+    sides = [[np.asarray(g, dtype=np.float64) for g in side if np.size(g)] for side in (before, after)]
+    if not all(sides):
+        return Change(None, None, None, None, "no request samples on one side", worse_when, min_effect)
+    values = [np.array([np.quantile(g, q) for g in side]) for side in sides]
+    logs = [_logs(v) for v in values]
+    if logs[0] is None or logs[1] is None:
+        return Change(None, None, None, None, "a percentile of zero", worse_when, min_effect)
+
+    def within() -> float:
+        return float(np.mean([_within_variance(g, q) for side in sides for g in side]))
+
+    counts = f"{len(sides[0])} + {len(sides[1])} repeats of {min(g.size for s in sides for g in s)}+ requests"
+    return _test(logs[0], logs[1], within, f"t test, {counts}", worse_when, min_effect, confidence)
+
+
+def repeats_change(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    worse_when: int = 1,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
+) -> Change:
+    """The change of a per-repeat figure (a throughput, or a percentile without request samples) from
+    the `before` repeats to the `after` ones."""
+    a, b = (np.asarray([v for v in side if v is not None], dtype=np.float64) for side in (before, after))
+    la, lb = _logs(a), _logs(b)
+    if la is None or lb is None:
+        return Change(None, None, None, None, "no repeats on one side", worse_when, min_effect)
+    return _test(la, lb, None, f"t test, {a.size} + {b.size} repeats", worse_when, min_effect, confidence)
+
+
+def judge(changes: Sequence[Change], fdr: float = FDR) -> list[Change]:
+    """Every change of one family (all points x metrics of a gate or a table) with its Benjamini-Hochberg
+    q-value (scipy.stats.false_discovery_control) and its verdict."""
+    from scipy import stats
+
+    tested = [i for i, c in enumerate(changes) if c.p is not None]
+    qs = stats.false_discovery_control([changes[i].p for i in tested]) if tested else []
+    q_of = dict(zip(tested, (float(q) for q in qs), strict=True))
+    return [_verdict(replace(c, q=q_of.get(i)), fdr) for i, c in enumerate(changes)]
+
+
+def _verdict(change: Change, fdr: float) -> Change:
+    c = change
+    if c.estimate is None or c.q is None:
+        verdict: Verdict = "undecided"
+    elif c.q <= fdr:
+        verdict = "regression" if c.estimate * c.worse_when > 0 else "improvement"
+    elif c.resolves is not None and c.resolves <= c.min_effect:
+        verdict = "no change"
+    else:
+        verdict = "undecided"
+    return replace(c, verdict=verdict)

@@ -1,0 +1,115 @@
+"""The regression gate on real measurements (issue 29's acceptance): three campaigns of the Driver with the
+real `vllm bench serve` against the zero-work server, landed in a lake with their requests. Two campaigns
+of the same server, labelled as two versions, flag nothing at the default false discovery rate (A/A); a
+server whose per-token delay is 20% longer is flagged, with the change's interval (A/B).
+
+Deterministic enough beside the other CI lane: the latencies are the server's configured delays (100 ms to
+the first token, 20 ms between tokens) plus the client's and the event loop's jitter, a few ms. A stall of
+the unpinned server (up to ~1 s beside a loaded lane, tests/support/zero.py) lands in one repeat's p99, and
+one repeat of three cannot make a change: the test is over the repeats' spread, and a minimum effect of 5%.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.lake.ingest import Provenance, ingest
+from accelbench.lake.raw import dir_reader
+from accelbench.lake.schemas import RUNS
+from accelbench.lake.store import Lake
+from accelbench.loadgen.bench_client import BenchClient
+from accelbench.loadgen.driver import Driver
+from accelbench.report.gate import gate
+from accelbench.report.samples import read_samples
+from accelbench.report.tables.version_deltas import CV_METRICS
+
+from tests.support.specs import tiny_spec
+from tests.support.zero import zero_server
+
+TTFT_MS, ITL_MS, SLOWER = 100.0, 20.0, 1.2  # the A/B server: +20% per-token delay
+LEVELS, PROMPTS, REPEATS, OUTPUT_LEN = (8,), 120, 3, 8  # ~5 s of load per repeat; one level keeps CI short
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    keys: set[str]
+    unplanned: dict[str, str]
+
+
+def _campaign(
+    tmp_path: Path, tiny_model: Path, vllm_python: Path, client: BenchClient, name: str, itl: float
+):
+    load = LoadPlan(
+        input_len=16,
+        output_len=OUTPUT_LEN,
+        concurrency=LEVELS,
+        prompts_per_level=PROMPTS,
+        warmups=2,
+        repeats=REPEATS,
+        seed=3,
+    )
+    spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=load, campaign_id=name)
+    with zero_server(TTFT_MS, itl) as (url, pid):
+        vllm = str(vllm_python.parent / "vllm")
+        driver = Driver(spec, url, tmp_path / name, vllm=vllm, server_pid=pid, client=client)
+        envelope = driver.run()
+    assert envelope.failure is None
+    return ingest(envelope, dir_reader(driver.spec_dir), Provenance(dag_run_id=name, execution_mode="local"))
+
+
+def _land(lake: Lake, campaigns: dict[str, Any]) -> None:
+    """Each campaign's runs (as the version it stands for) and requests into the lake."""
+    for version, ingested in campaigns.items():
+        rows = [r | {"vllm_version": version} for r in ingested.runs.to_pylist()]
+        assert {r["status"] for r in rows} == {"ok"} and len(rows) == len(LEVELS) * REPEATS
+        stem = f"v{version}"
+        lake.write_table("runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-12-03", stem)
+        lake.write_table("requests", ingested.requests, "cpu", "2026-12-03", stem)
+
+
+def _gate(lake: Lake, version: str):
+    """As the gate task calls it: the runs of the matrix's points, and their requests read from the lake."""
+    runs = lake.read("runs").to_pylist()
+    samples = read_samples(lake, [r["run_id"] for r in runs])
+    assert len(samples.groups([r["run_id"] for r in runs], "ttft")) == len(runs)  # every repeat's requests
+    matrix = _Matrix({r["matrix_key"] for r in runs}, {})
+    return gate(runs, runs[0]["model"], matrix, [], version, samples)
+
+
+def test_the_gate_flags_a_20_percent_slower_token_and_nothing_between_like_campaigns(
+    tiny_model: Path, vllm_python: Path, bench_client: BenchClient, tmp_path: Path
+) -> None:
+    a, a_again, slower = (
+        _campaign(tmp_path, tiny_model, vllm_python, bench_client, name, itl)
+        for name, itl in (("a", ITL_MS), ("a-again", ITL_MS), ("b", ITL_MS * SLOWER))
+    )
+    # A/A: the same server twice, as versions 0.31.0 and 0.32.0: no regression at the default FDR.
+    same = Lake(str(tmp_path / "a-a"))
+    _land(same, {"0.31.0": a, "0.32.0": a_again})
+    assert _gate(same, "0.32.0").regressions == []
+
+    # A/B: 20% more per token: p99 TPOT rises ~20% and output throughput falls ~10% (a request takes
+    # 100 + 7 x 24 ms instead of 100 + 7 x 20). The level is flagged, each flagged change with an
+    # interval that holds it. (Output throughput is the robust one: a stall of the unpinned server beside
+    # a loaded lane lands in the p99 TPOT of every request in flight, in one repeat, which can widen that
+    # interval past the minimum effect; it never turns the rise into "no change" or an improvement.)
+    ab = Lake(str(tmp_path / "a-b"))
+    _land(ab, {"0.31.0": a, "0.32.0": slower})
+    verdict = _gate(ab, "0.32.0")
+    assert sorted(r["level_value"] for r in verdict.regressions) == [float(c) for c in LEVELS], verdict.lines
+    expected = {"output_throughput": (-0.15, -0.05), "p99_tpot_ms": (0.15, 0.21)}  # where the change lies
+    for found, line in zip(verdict.regressions, verdict.lines, strict=True):
+        assert "output_throughput" in found["regressed"] and "output tokens/s -" in line, line
+        assert "p99_ttft_ms" not in found["regressed"], line  # the first token's delay did not change
+        assert found["p99_tpot_ms_verdict"] in ("regression", "undecided"), line
+        for metric in found["regressed"]:
+            low, change, high = (found[f"{metric}_{s}"] for s in ("change_low", "change", "change_high"))
+            least, most = expected[metric]
+            assert low <= change <= high and least < change < most and found[f"{metric}_q"] <= 0.05, line
+            assert (high < -0.05 or low > 0.05) and low > -0.3 and high < 0.3, line  # beyond 5%, and tight
+        assert "t test, 3 + 3 repeats of 120+ requests" in found["change_method"], line
+    assert set(CV_METRICS) >= {m for r in verdict.regressions for m in r["regressed"]}
