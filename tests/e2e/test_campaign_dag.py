@@ -9,6 +9,7 @@ from pathlib import Path
 
 import boto3
 import pendulum
+import pyarrow.parquet as pq
 import pytest
 from accelbench.lake.store import Lake
 from accelbench.loadgen.host import host_facts
@@ -93,13 +94,22 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     assert (
         summary["runs_read"] == 2
         and summary["rows"]["points"] == 2
-        and summary["rows"]["local_results"] == 1  # measured here, not on an m8g.xlarge
+        # A p99 from one repeat of 6 requests has no upper bound at 95%: each level is undecided against
+        # the form's SLOs, so there is no best level, local or priced (an undecided level never meets).
+        and summary["rows"]["local_results"] == 0
         and summary["rows"]["best_under_slo"] == 0
     )
+    points = pq.read_table(Path(folder, "points.parquet")).to_pylist()
+    assert {p["slo_verdict"] for p in points} == {"undecided"}, [p["slo_why"] for p in points]
+    assert all("p99" in p["slo_why"] for p in points)  # says which limit is undecided and what decides it
     html = Path(folder, "report.html").read_text()
-    local = html[html.index('id="local-table"') : html.index("</table>", html.index('id="local-table"'))]
-    assert "m8g.xlarge" in local and "local: " in local and "USD" not in local  # labelled, never priced
-    assert "local host only: not an instance measurement, not priced" in html
+    table = html[html.index('id="points-table"') : html.index("</table>", html.index('id="points-table"'))]
+    assert "m8g.xlarge" in table and "local: " in table and "undecided" in table  # labelled as measured here
+    assert all(p["on_demand_usd_per_1m_output_tokens"] is None for p in points)  # never priced
+    headline = html[
+        html.index('id="headline-table"') : html.index("</table>", html.index('id="headline-table"'))
+    ]
+    assert "local host only: nothing meets the SLOs" in headline and "undecided" in html
     # Throughput vs latency only: nothing priced to plot a cost of, no instance result for a version trend.
     assert html.count("<svg") == 1
     assert not re.search(
