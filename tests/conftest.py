@@ -195,7 +195,7 @@ COST_S = {
     "e2e/test_local_server.py::test_a_server_that_cannot_start": 8,
     "e2e/test_fit_against_vllm.py": 8,
     "e2e/test_version_campaign.py": 10,
-    "e2e/test_regression_gate.py": 40,  # three campaigns of one level against the zero server
+    "e2e/test_regression_gate.py": 55,  # three campaigns of one level against the zero server
     "e2e/test_search_drift.py": 85,  # a search against a server that slows 3x halfway
     "integration/test_dags.py": 38,
     "integration/test_releases.py": 25,

@@ -3,7 +3,7 @@ real `vllm bench serve` against the zero-work server, landed in a lake with thei
 of the same server, labelled as two versions, flag nothing at the default false discovery rate (A/A); a
 server whose per-token delay is 20% longer is flagged, with the change's interval (A/B).
 
-Deterministic enough beside the other CI lane: the latencies are the server's configured delays (100 ms to
+Deterministic enough beside the other CI lane: the latencies are the server's configured delays (50 ms to
 the first token, 20 ms between tokens) plus the client's and the event loop's jitter, a few ms. A stall of
 the unpinned server (up to ~1 s beside a loaded lane, tests/support/zero.py) lands in one repeat's p99, and
 one repeat of three cannot make a change: the test is over the repeats' spread, and a minimum effect of 5%.
@@ -30,8 +30,11 @@ from accelbench.report.tables.version_deltas import CV_METRICS
 from tests.support.specs import tiny_spec
 from tests.support.zero import zero_server
 
-TTFT_MS, ITL_MS, SLOWER = 100.0, 20.0, 1.2  # the A/B server: +20% per-token delay
-LEVELS, PROMPTS, REPEATS, OUTPUT_LEN = (8,), 80, 3, 8  # ~3 s of load per repeat; one level keeps CI short
+TTFT_MS, ITL_MS, SLOWER = 50.0, 20.0, 1.2  # the A/B server: +20% per-token delay
+# ~3 s of load per repeat, one level: CI stays short. Four repeats, and requests long enough (24 tokens) that
+# the slower token moves the throughput by ~15%: with three repeats of 8-token requests (-10%) a run beside
+# the other CI lane once left it undecided.
+LEVELS, PROMPTS, REPEATS, OUTPUT_LEN = (8,), 48, 4, 24
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,8 @@ def test_the_gate_flags_a_20_percent_slower_token_and_nothing_between_like_campa
     _land(same, {"0.31.0": a, "0.32.0": a_again})
     assert _gate(same, "0.32.0").regressions == []
 
-    # A/B: 20% more per token: p99 TPOT rises ~20% and output throughput falls ~10% (a request takes
-    # 100 + 7 x 24 ms instead of 100 + 7 x 20). The level is flagged, each flagged change with an
+    # A/B: 20% more per token: p99 TPOT rises ~20% and output throughput falls ~15% (a request takes
+    # 50 + 23 x 24 ms instead of 50 + 23 x 20). The level is flagged, each flagged change with an
     # interval that holds it. (Output throughput is the robust one: a stall of the unpinned server beside
     # a loaded lane lands in the p99 TPOT of every request in flight, in one repeat, which can widen that
     # interval past the minimum effect; it never turns the rise into "no change" or an improvement.)
@@ -103,7 +106,7 @@ def test_the_gate_flags_a_20_percent_slower_token_and_nothing_between_like_campa
     assert sorted(r["level_value"] for r in verdict.regressions) == [float(c) for c in LEVELS], verdict.lines
     # Where the change lies: +20% per token, and the client's own few ms per token, which the slower server's
     # longer requests also stretch (+23% was seen in CI).
-    expected = {"output_throughput": (-0.15, -0.05), "p99_tpot_ms": (0.15, 0.30)}
+    expected = {"output_throughput": (-0.25, -0.08), "p99_tpot_ms": (0.15, 0.30)}
     for found, line in zip(verdict.regressions, verdict.lines, strict=True):
         assert "output_throughput" in found["regressed"] and "output tokens/s -" in line, line
         assert "p99_ttft_ms" not in found["regressed"], line  # the first token's delay did not change
@@ -113,5 +116,5 @@ def test_the_gate_flags_a_20_percent_slower_token_and_nothing_between_like_campa
             least, most = expected[metric]
             assert low <= change <= high and least < change < most and found[f"{metric}_q"] <= 0.05, line
             assert (high < -0.05 or low > 0.05) and low > -0.3 and high < 0.3, line  # beyond 5%, and tight
-        assert "t test, 3 + 3 repeats of 80+ requests" in found["change_method"], line
+        assert "t test, 4 + 4 repeats of 48+ requests" in found["change_method"], line
     assert set(CV_METRICS) >= {m for r in verdict.regressions for m in r["regressed"]}
