@@ -3,7 +3,6 @@ level specs unchanged, the driver's search loop over stand-in levels, and the en
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,9 @@ from accelbench.loadgen.driver import Driver
 from pydantic import ValidationError
 
 from tests.support.lake_rows import land_search
+from tests.support.search_records import CAPACITY, level_record
 from tests.support.specs import tiny_spec
 
-CAPACITY = 5  # the stand-in server meets the SLO up to this concurrency
 PLAN = SearchPlan(variable="concurrency", lower=1, upper=16, min_requests=100, slos=Slos(ttft_p99_ms=60))
 
 
@@ -51,30 +50,12 @@ def test_a_fixed_level_spec_dumps_as_before_the_search_existed() -> None:
     assert fixed.spec_id != _spec(search=PLAN).spec_id
 
 
-def _record(spec_dir: Path, level: Level, repeat: int, status: str = "ok") -> LevelRecord:
-    name = f"{level.key}-r{repeat}"
-    p99 = 40.0 if level.value <= CAPACITY else 90.0
-    (spec_dir / f"{name}.json").write_text(json.dumps({"p99_ttft_ms": p99, "duration": 2.0}))
-    return LevelRecord(
-        f"c/s/{name}",
-        level.kind,
-        level.value,
-        repeat,
-        0,
-        status,  # type: ignore[arg-type]
-        result_file=f"{name}.json",
-        client_completed=100,
-        client_failed=0,
-        client_limited=False,
-    )
-
-
 def _driver(tmp_path: Path, fail_at: float | None = None) -> Driver:
     driver = Driver(_spec(search=PLAN), "http://127.0.0.1:1", tmp_path)
     driver.spec_dir.mkdir()
 
     def run_level(level: Level, repeat: int) -> LevelRecord:
-        return _record(driver.spec_dir, level, repeat, "failed" if level.value == fail_at else "ok")
+        return level_record(driver.spec_dir, level, repeat, "failed" if level.value == fail_at else "ok")
 
     driver.run_level = run_level  # type: ignore[method-assign]
     return driver

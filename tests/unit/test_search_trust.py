@@ -4,7 +4,6 @@ outcome), and a concurrency probe whose client could not keep its requests in fl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from accelbench.loadgen.driver import Driver, in_flight_kept
 from accelbench.report.searches import capacity_rows
 
 from tests.support.lake_rows import land_search
+from tests.support.search_records import level_record
 from tests.support.specs import tiny_spec
 
 SLOS = Slos(ttft_p99_ms=500)
@@ -71,25 +71,6 @@ def test_only_a_search_that_measuring_again_can_help_is_run_again(
     assert measured_specs(lake, [spec]) == ([] if run_again else [spec])
 
 
-def _record(spec_dir: Path, level: Level, repeat: int, status: str) -> LevelRecord:
-    name = f"{level.key}-r{repeat}"
-    p99 = 40.0 if level.value <= 5 else 90.0
-    (spec_dir / f"{name}.json").write_text(json.dumps({"p99_ttft_ms": p99, "duration": 2.0}))
-    return LevelRecord(
-        f"c/s/{name}",
-        level.kind,
-        level.value,
-        repeat,
-        0,
-        status,  # type: ignore[arg-type]
-        result_file=f"{name}.json",
-        client_completed=100 if status == "ok" else 3,
-        client_failed=0,
-        client_limited=False,
-        error="server died during the level" if status == "failed" else None,
-    )
-
-
 def test_a_failed_probe_keeps_the_bracket_found_so_far(tmp_path: Path) -> None:
     """Capacity 5: 1, 2, 4 pass, 8 fails its SLO, then the bisection's 6 fails as a level (the server
     died). The result keeps [4, 8], says where and why it stopped, and lands as a capacities row."""
@@ -97,7 +78,7 @@ def test_a_failed_probe_keeps_the_bracket_found_so_far(tmp_path: Path) -> None:
     driver.spec_dir.mkdir()
 
     def run_level(level: Level, repeat: int) -> LevelRecord:
-        return _record(driver.spec_dir, level, repeat, "failed" if level.value == 6 else "ok")
+        return level_record(driver.spec_dir, level, repeat, "failed" if level.value == 6 else "ok")
 
     driver.run_level = run_level  # type: ignore[method-assign]
     failure, result = driver._search(PLAN)
