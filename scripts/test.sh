@@ -5,8 +5,8 @@
 #   scripts/test.sh --fast      the unit tier only: .venv, ruff, lint-imports, mypy, tests/unit
 #   scripts/test.sh -k pricing  extra arguments go to pytest (-n 0: one process, no lanes)
 # Steps that wait on the network or the disk run beside the others (Debian's packages beside the Python
-# environments; the vLLM and checkov environments beside the checks; mypy beside the unit tier): their
-# output comes whole when they end, and a step that fails fails the run.
+# environments; the vLLM and checkov environments and mypy beside the checks and the unit tier, which needs
+# none of them): their output comes whole when they end, and a step that fails fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Python writes its bytecode caches even where the environment says not to (PYTHONDONTWRITEBYTECODE): .venv is
@@ -20,7 +20,9 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT  # a step that failed st
 declare -A beside=()
 
 start_beside() {  # <name> <command>...: run it in the background, its output kept for finish_beside
-  "${@:2}" >"$logs/$1.log" 2>&1 &
+  # <name>.rc, written when it ends, tells the tests that wait for it (tests/support/steps.py) how it went.
+  { local rc=0; "${@:2}" || rc=$?; echo "$rc" >"$logs/$1.rc.part"; mv "$logs/$1.rc.part" "$logs/$1.rc"; exit "$rc"; } \
+    >"$logs/$1.log" 2>&1 &
   beside[$1]=$!
 }
 
@@ -75,10 +77,12 @@ echo "test: ruff"
 .venv/bin/ruff format --check .
 echo "test: import contracts"
 .venv/bin/lint-imports --no-cache  # the contracts in pyproject.toml's [tool.importlinter]
-mypy_check
-finish_beside debian
-finish_beside checkov-env
-finish_beside vllm-env
-echo "test: pytest (set-up took ${SECONDS} s)"
-rm -rf "$logs"
-exec .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@"
+start_beside mypy mypy_check
+finish_beside debian  # Chromium: the integration tier's pages
+# The unit tier needs neither the vLLM nor the checkov environment: pytest starts while they are built, the
+# lanes take unit tests first, and a test of another tier waits for them (tests/support/steps.py).
+echo "test: pytest (set-up took ${SECONDS} s; the vLLM and checkov environments and mypy still running)"
+rc=0
+ACCELBENCH_TEST_STEPS=$logs .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@" || rc=$?
+for step in mypy checkov-env vllm-env; do finish_beside "$step"; done
+exit "$rc"

@@ -127,7 +127,11 @@ env_install() {  # <python of the environment> <pip install arguments>...
   local python=$1
   shift
   if [ -n "$env_uv" ]; then  # bytecode compiled at install, as pip does: an image's read-only root cannot
-    env_run "$env_uv" pip install --compile-bytecode --python "$python" "$@"  # take it later, and each start pays
+    # take it later, and each start pays. ENV_COMPILE_BYTECODE=0: not (a throwaway environment of a test,
+    # whose few imports compile what they use).
+    local compile=(--compile-bytecode)
+    if [ "${ENV_COMPILE_BYTECODE:-1}" = 0 ]; then compile=(); fi
+    env_run "$env_uv" pip install "${compile[@]}" --python "$python" "$@"
   else  # pip's notes about missing optional local indexes are noise: filtered out
     PIP_DISABLE_PIP_VERSION_CHECK=1 env_run "$python" -m pip install --quiet "$@" \
       2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.kube import KUBECONFIG
 from tests.support.paths import DAGS, REPO
+from tests.support.steps import pending, wait_for
 
 # Airflow reads its configuration at import: point it at a private home before anything imports it.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="accelbench-airflow-"))
@@ -141,8 +142,9 @@ def _tier(item: pytest.Item) -> str | None:
 # is a scope. The lanes take the longest scope first (the real scheduler's test, then the session server's)
 # and, while a lane still has a long test to run, the next scope it is given (pytest-xdist hands a lane its
 # next test before the last one ends) is the cheapest left: so the long scopes start only on a lane that is
-# about to be free, and the short ones fill the end. From node ids alone: pytest-xdist's controller
-# schedules without collecting.
+# about to be free, and the short ones fill the end. While scripts/test.sh is still building the vLLM and
+# checkov environments beside the tests, the lanes take unit scopes only (the other tiers wait for them:
+# `_environments_built`). From node ids alone: pytest-xdist's controller schedules without collecting.
 SESSION_SERVER = "e2e: the session's vLLM server"
 SESSION_SERVER_TESTS = (  # every e2e test that uses `vllm_server` (checked at collection)
     "e2e/test_faults.py::test_s3_",
@@ -276,6 +278,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             work = self.assigned_work.get(node, {}).values()
             left = [nodeid for tests in work for nodeid, done in tests.items() if not done]
             costs = {scope: scope_cost(tests) for scope, tests in self.workqueue.items()}
+            if building() and (unit := {s: c for s, c in costs.items() if s.startswith("unit/")}):
+                costs = unit  # the other tiers wait for the environments test.sh is still building
             if sum(cost(n) for n in left) >= LONG_S:
                 scope = min(costs, key=lambda s: costs[s])  # busy for a while: something short after it
             else:  # free soon: the longest, the real scheduler's first of all
@@ -286,6 +290,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             node.send_runtest_some([collection.index(n) for n, done in work_unit.items() if not done])
 
     return Lanes(config, log)
+
+
+ENVIRONMENT_STEPS = {  # test.sh's steps beside pytest that a test of the integration or e2e tier may need
+    "vllm-env": "the vLLM CPU environment .venv-vllm",
+    "checkov-env": "checkov and hadolint in .venv-checkov",
+}
+
+
+def building() -> bool:
+    """Whether test.sh is still building an environment the integration and e2e tiers need."""
+    return any(pending(step) for step in ENVIRONMENT_STEPS)
+
+
+@pytest.fixture(autouse=True)
+def _environments_built(request: pytest.FixtureRequest) -> None:
+    """A test outside the unit tier starts once test.sh's environments are built (tests/support/steps.py):
+    planning and the servers find .venv-vllm by its path, not only through `vllm_python`."""
+    if _tier(request.node) != "unit":
+        for step, what in ENVIRONMENT_STEPS.items():
+            wait_for(step, what)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -329,7 +353,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def vllm_python() -> Path:
     """The vLLM CPU environment (scripts/vllm-env.sh), which test.sh creates."""
     from tests.support.servers import missing
+    from tests.support.steps import wait_for
 
+    wait_for("vllm-env", "the vLLM CPU environment .venv-vllm")
     python = REPO / ".venv-vllm" / "bin" / "python"
     if not python.is_file():
         missing("the vLLM CPU environment .venv-vllm (scripts/vllm-env.sh)")

@@ -213,7 +213,10 @@ def test_a_local_campaign_in_search_mode_lands_probes_and_a_capacity_the_report_
     """The form's search fields through the campaign DAG (dag.test()) on the tiny model: one server, the
     search's probes as runs, its capacity as a row, and the report's table. The SLOs are generous, so the
     search passes its upper bound: the outcome is known in advance on any machine (a bracket on a real
-    model would depend on this machine's speed; the zero server's test above checks the bisection)."""
+    model would depend on this machine's speed; the zero server's test above checks the bisection). The
+    point rule: a p99 of one repeat of 100 requests has no upper bound, so the form's default interval rule
+    would measure each probe 4 times as long (tests/e2e/test_search_drift.py runs the interval rule, and
+    tests/unit/test_search_spec.py the form's default)."""
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
@@ -222,6 +225,7 @@ def test_a_local_campaign_in_search_mode_lands_probes_and_a_capacity_the_report_
         "search_lower": 1,
         "search_upper": 4,
         "search_min_requests": PROMPTS,
+        "search_rule": "point",
         "prompts_per_level": PROMPTS,
         "slos": {"ttft_p99_ms": 600_000, "tpot_p99_ms": 600_000, "e2el_p99_ms": 600_000},
     }

@@ -16,13 +16,13 @@ from accelbench.loadgen.driver import Driver
 from tests.support.specs import tiny_spec
 from tests.support.zero import zero_server
 
-# One request in flight answers in TTFT_MS; two are 10x slower (degrade after 1, slope 9): the capacity is
-# 1 concurrent. The SLO lies 400 ms above an undegraded TTFT (a stall of the loaded machine only adds to
-# it) and below a degraded one. The interval rule needs 368 requests of a repeat to bound a p99 on both
-# sides: the first probe is measured 4 x 100 requests, the failing one decided from its first 100 (its
+# One request in flight answers in TTFT_MS; two are 25x slower (degrade after 1, slope 24: 500 ms): the
+# capacity is 1 concurrent. The SLO lies 400 ms above an undegraded TTFT (a stall of the loaded machine
+# only adds to it) and below a degraded one. The interval rule needs 368 requests of a repeat to bound a p99
+# on both sides: the first probe is measured 4 x 100 requests, the failing one decided from its first 100 (its
 # lower bound is over the limit). From the request after SLOW_AFTER (2 warm-ups, 400 at 1, 100 at 2) on,
 # the server is SLOW x slower: the recheck of the first probe finds its median TTFT 3x what it was.
-TTFT_MS, ITL_MS, OUTPUT_LEN, PROMPTS, SLOW = 50.0, 5.0, 2, 100, 3.0
+TTFT_MS, ITL_MS, OUTPUT_LEN, PROMPTS, SLOW, SLOPE = 20.0, 5.0, 2, 100, 3.0, 24.0
 WARMUPS = 2
 SLOW_AFTER = WARMUPS + 4 * PROMPTS + PROMPTS
 
@@ -43,7 +43,7 @@ def test_a_search_on_a_host_that_slowed_halfway_is_drifted_not_a_capacity(
     )
     spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=load, campaign_id="drift-campaign")
     drifting = {"slow_after_requests": SLOW_AFTER, "slow_factor": SLOW}
-    with zero_server(TTFT_MS, ITL_MS, degrade_after=1, degrade_slope=9, **drifting) as (url, pid):
+    with zero_server(TTFT_MS, ITL_MS, degrade_after=1, degrade_slope=SLOPE, **drifting) as (url, pid):
         vllm = str(vllm_python.parent / "vllm")
         driver = Driver(spec, url, tmp_path / "raw", vllm=vllm, server_pid=pid, client=bench_client)
         envelope = driver.run()

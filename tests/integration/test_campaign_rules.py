@@ -192,3 +192,40 @@ def test_the_gate_compares_only_the_matrix_points(monkeypatch) -> None:
     found = matrix_keys(unplannable, CATALOG, {"0.19.0"})
     assert found.keys == set() and "m6g.large" in found.unplanned["0.19.0"]
     assert json.dumps(sorted(found.unplanned))  # versions, printable in the gate's log
+
+
+def test_the_campaign_log_says_a_capacity_with_its_interval_and_why_a_search_gave_none() -> None:
+    """The ingest and summary tasks' line for a `capacities` row: the interval the search reported (the
+    same words as the search's own summary), and for no capacity the reason the search stopped."""
+    from accelbench.airflow.tasks.campaign import capacity_text
+
+    row: dict[str, Any] = {
+        "variable": "concurrency",
+        "outcome": "capacity",
+        "capacity": 5.0,
+        "capacity_low": 4.0,
+        "capacity_high": None,
+        "capacity_method": "isotonic fit of 6 probes",
+        "bracket_passing": 5.0,
+        "bracket_failing": 6.0,
+        "limiting_metric": "p99 TTFT",
+        "probes": 6,
+        "server_s": 81.4,
+        "stopped_at": None,
+        "stopped_why": None,
+    }
+    assert capacity_text(row) == (
+        "capacity 5 concurrent [4, -] at 95% (bracket [5, 6], limited by p99 TTFT; 6 probes, 81 server-s)"
+    )
+    point_rule = row | {"capacity_low": None, "capacity_method": None}
+    assert capacity_text(point_rule).startswith("capacity 5 concurrent (bracket [5, 6]")
+    drifted = row | {
+        "outcome": "drifted",
+        "capacity": None,
+        "stopped_at": 1.0,
+        "stopped_why": "the host drifted: p50 TTFT at 1 concurrent was 52 ms, then 160 ms",
+    }
+    assert capacity_text(drifted) == (
+        "no capacity (drifted at 1 concurrent: the host drifted: p50 TTFT at 1 concurrent was 52 ms, then "
+        "160 ms; bracket [5, 6]; 6 probes, 81 server-s)"
+    )

@@ -14,12 +14,14 @@ from typing import Any
 
 from tests.support.paths import REPO
 from tests.support.servers import missing
+from tests.support.steps import wait_for
 
 CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 
 
 def checkov_or_skip() -> Path:
     """The checkov executable; missing is a failure in CI and a skip elsewhere."""
+    wait_for("checkov-env", "checkov and hadolint in .venv-checkov")
     if not CHECKOV.is_file():
         missing(f"checkov in {CHECKOV.relative_to(REPO)} (scripts/checkov-env.sh)")
     return CHECKOV

@@ -117,9 +117,10 @@ def test_a_search_that_stopped_without_an_answer_is_run_again(tmp_path: Path, ou
     assert measured_specs(lake, [spec]) == []
 
 
-def test_the_request_field_search_max_requests_turns_on_the_interval_rule_and_is_checked() -> None:
-    """The campaign's `search_max_requests` reaches the plan (the interval rule); below the minimum it is
-    refused naming the request's field; empty keeps the point rule and the spec ids of before."""
+def test_the_interval_rule_is_the_requests_default_and_the_point_rule_keeps_the_spec_ids_of_before() -> None:
+    """A campaign's search is judged on intervals unless it asks for the point rule: the cap defaults to
+    4 x search_min_requests and `search_max_requests` sets it (below the minimum, refused naming the field);
+    `search_rule=point` keeps the rule and the spec ids of before, and refuses a cap it would not use."""
     from accelbench.campaign.request import CampaignRequest
     from accelbench.errors import ConfigError
 
@@ -130,11 +131,17 @@ def test_the_request_field_search_max_requests_turns_on_the_interval_rule_and_is
         "prompts_per_level": 1000,
         "slos": {"ttft_p99_ms": 2000},
     }
+    default = CampaignRequest(**base).search_plan()
+    assert default is not None and default.max_requests == 4000
     plan = CampaignRequest(**base, search_max_requests=3000).search_plan()
     assert plan is not None and plan.max_requests == 3000
-    default = CampaignRequest(**base).search_plan()
-    assert default is not None and default.max_requests is None
-    assert "max_requests" not in default.model_dump()
-    with pytest.raises(ConfigError) as refused:
-        CampaignRequest(**base, search_max_requests=500).search_plan()
-    assert refused.value.field == "search_max_requests"
+    point = CampaignRequest(**base, search_rule="point").search_plan()
+    assert point is not None and point.max_requests is None
+    assert "max_requests" not in point.model_dump()
+    for conf, field in (
+        ({"search_max_requests": 500}, "search_max_requests"),  # below search_min_requests
+        ({"search_rule": "point", "search_max_requests": 3000}, "search_max_requests"),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            CampaignRequest(**base, **conf).search_plan()
+        assert refused.value.field == field, conf

@@ -40,6 +40,7 @@ CAMPAIGN_FORM_FIELDS = (
     "search_precision",
     "search_step",
     "search_min_requests",
+    "search_rule",
     "search_max_requests",
     "burstiness",
     "extra_engine_args",

@@ -67,6 +67,9 @@ def _registered_runtime(runtime: str) -> str:
 RuntimeName = Annotated[
     str, AfterValidator(_registered_runtime), WithJsonSchema({"enum": list(runtimes()), "type": "string"})
 ]
+SearchRule = Literal["interval", "point"]
+SEARCH_CAP_FACTOR = 4  # the interval rule's default cap: 4 x search_min_requests per repeat
+MAX_SEARCH_REQUESTS = 1_000_000
 SEARCH_FIELDS = {
     "search_variable": "variable",
     "search_lower": "lower",
@@ -244,14 +247,21 @@ class CampaignRequest(BaseModel):
         f"must be at least this; below {SAMPLE_WARNING_REQUESTS:,} the report warns of the sample size)",
         json_schema_extra={"section": _SEARCH},
     )
+    search_rule: SearchRule = Field(
+        default="interval",
+        description="interval = each probe judged on the 95% intervals of its p99s: a probe whose interval "
+        "holds an SLO's limit is measured again at the same load (up to search_max_requests; then it counts "
+        "as undecided, never as meeting), the capacity gets its interval and the search rechecks its first "
+        "probe for drift; point = each repeat's p99s judged as measured (the rule before intervals: faster, "
+        "but noise decides close probes)",
+        json_schema_extra={"section": _SEARCH},
+    )
     search_max_requests: int | None = Field(
         default=None,
         ge=MIN_P99_REQUESTS,
-        le=1000000,
-        description="Judge each probe on the 95% intervals of its p99s: a probe whose interval holds an "
-        "SLO's limit is measured again at the same load until a repeat reaches this many requests (then "
-        "it counts as undecided, never as meeting); the capacity gets its interval and the search "
-        "rechecks its first probe for drift. Empty: each repeat's p99s judged as measured",
+        le=MAX_SEARCH_REQUESTS,
+        description=f"The interval rule: the most requests a repeat of an undecided probe grows to; empty: "
+        f"{SEARCH_CAP_FACTOR} x search_min_requests",
         json_schema_extra={"section": _SEARCH},
     )
     burstiness: PositiveFloat = Field(
@@ -332,10 +342,25 @@ class CampaignRequest(BaseModel):
                 "for a trusted p99",
             )
         values = {plan: getattr(self, name) for name, plan in SEARCH_FIELDS.items()}
+        values["max_requests"] = self._search_cap()
         try:
             return SearchPlan(**values, slos=Slos(**self.slos))
         except ValidationError as exc:
             raise _search_error(exc) from None
+
+    def _search_cap(self) -> int | None:
+        """The interval rule's cap on a repeat's requests (None: the point rule, which has none)."""
+        if self.search_rule == "point":
+            if self.search_max_requests is not None:
+                raise ConfigError(
+                    "search_max_requests",
+                    self.search_max_requests,
+                    "only the interval rule measures a probe again: leave it empty, or search_rule=interval",
+                )
+            return None
+        if self.search_max_requests is not None:
+            return self.search_max_requests
+        return min(SEARCH_CAP_FACTOR * self.search_min_requests, MAX_SEARCH_REQUESTS)
 
     def workload_specs(self) -> list[Workload | None]:
         """The workloads in order; None for `fixed`, which a LoadPlan's own lengths describe (its specs

@@ -11,12 +11,13 @@ The rule (one probe = `repeats` runs at one load):
   p99 counts from `SearchPlan.trusted_requests` = `min_requests` x (1 - the error-rate limit) completed
   requests (990 of 1,000 at 1%), since the p99 of 990 rests on 9.9 requests beyond it where 1,000 had
   10. Fewer: the probe is "untrusted" (a p99 may still fail it).
-- The point rule (no `max_requests`, the default): a probe passes only if every repeat's p99s hold the
-  SLOs (`Slos.misses`, the report's rule). A mean of the repeats would let one bad repeat through;
-  requiring every repeat makes noise move the capacity down, never up.
-- The interval rule (`max_requests` set): each tail SLO is judged three-valued on the 95% interval of
-  its p99 over the probe's repeats (`accelbench.core.intervals.pooled_quantile_interval`: order
-  statistics within one repeat, a t interval over several) by `slo_verdict`: meets, misses, undecided.
+- The point rule (no `max_requests`; a campaign's `search_rule=point`): a probe passes only if every
+  repeat's p99s hold the SLOs (`Slos.misses`, the report's rule). A mean of the repeats would let one bad
+  repeat through; requiring every repeat makes noise move the capacity down, never up.
+- The interval rule (`max_requests` set; a campaign's default, `search_rule=interval`): each tail SLO is
+  judged three-valued on the 95% interval of its p99 over the probe's repeats
+  (`accelbench.core.intervals.pooled_quantile_interval`: order statistics within one repeat, a t interval
+  over several) by `slo_verdict`: meets, misses, undecided.
   A miss fails the probe, all meeting passes it; an undecided probe is measured again at the same load
   (each repeat made longer by as many requests again, `RepeatResult.longer`) until decided or until a
   repeat would pass `max_requests`. At that cap it stays "undecided" and bounds the bracket from above
@@ -348,10 +349,14 @@ class SearchResult(_Frozen):
 
     def capacity_text(self) -> str:
         """ "26 concurrent [24, 28] at 95%" (an open end: "-"), or "26 concurrent" without an interval."""
-        text = f"{self.capacity:g} {self.plan.unit}"
-        if self.capacity_method is None:
-            return text
-        return f"{text} [{_bound(self.capacity_low)}, {_bound(self.capacity_high)}] at 95%"
+        assert self.capacity is not None
+        return capacity_words(
+            self.capacity,
+            self.plan.unit,
+            self.capacity_low,
+            self.capacity_high,
+            interval=self.capacity_method is not None,
+        )
 
     def summary(self) -> str:
         unit, cost = self.plan.unit, f"{self.probes_used} probes, {self.server_s:.0f} server-s"
@@ -594,6 +599,16 @@ def _figure(interval: Interval) -> str:
 
 def _bound(load: float | None) -> str:
     return "-" if load is None else f"{load:g}"
+
+
+def capacity_words(
+    capacity: float, unit: str, low: float | None = None, high: float | None = None, *, interval: bool = True
+) -> str:
+    """ "26 concurrent [24, 28] at 95%" (an open end: "-"); "26 concurrent" for a search without an
+    interval (the point rule: `interval` false). One wording for the search's log, the campaign's and the
+    lake's rows."""
+    text = f"{capacity:g} {unit}"
+    return f"{text} [{_bound(low)}, {_bound(high)}] at 95%" if interval else text
 
 
 def _excess(limit: Limit, bound: float, point: dict[str, float | None]) -> float:

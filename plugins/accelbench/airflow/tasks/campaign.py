@@ -12,7 +12,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
 from accelbench.campaign.plan import parse_request
 from accelbench.campaign.prepare import prepare_campaign, unconfigured
-from accelbench.core.search import UNITS
+from accelbench.core.search import UNITS, capacity_words
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
@@ -146,8 +146,16 @@ def capacity_text(c: dict[str, Any]) -> str:
     """A `capacities` row in words: the outcome, the capacity and its bracket, what limited it, the cost."""
     unit, bracket = UNITS[c["variable"]], bracket_text(c["bracket_passing"], c["bracket_failing"]) or "[, ]"
     cost = f"{c['probes']} probes, {c['server_s'] or 0:.0f} server-s"
+    why = f": {c['stopped_why']}" if c.get("stopped_why") else ""
     if c["capacity"] is None:
         where = f" at {c['stopped_at']:g} {unit}" if c.get("stopped_at") is not None else ""
-        return f"no capacity ({c['outcome']}{where}; bracket {bracket}; {cost})"
+        return f"no capacity ({c['outcome']}{where}{why}; bracket {bracket}; {cost})"
     limited = f", limited by {c['limiting_metric']}" if c.get("limiting_metric") else ""
-    return f"capacity {c['capacity']:g} {unit} (bracket {bracket}{limited}; {cost})"
+    value = capacity_words(
+        c["capacity"],
+        unit,
+        c.get("capacity_low"),
+        c.get("capacity_high"),
+        interval=c.get("capacity_method") is not None,
+    )
+    return f"capacity {value} (bracket {bracket}{limited}{why}; {cost})"
