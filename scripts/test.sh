@@ -16,7 +16,7 @@ unset PYTHONDONTWRITEBYTECODE
 
 lanes=(-n logical --no-loadscope-reorder)  # the lanes: tests/conftest.py (pytest_xdist_make_scheduler)
 logs=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT  # a step that failed stops the ones beside it
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT  # a step that failed stops the ones beside it
 declare -A beside=()
 
 start_beside() {  # <name> <command>...: run it in the background, its output kept for finish_beside

@@ -4,6 +4,7 @@ local mode's version, the one planning entry point ("already measured" as a valu
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +230,51 @@ def test_the_campaign_log_says_a_capacity_with_its_interval_and_why_a_search_gav
         "no capacity (drifted at 1 concurrent: the host drifted: p50 TTFT at 1 concurrent was 52 ms, then "
         "160 ms; bracket [5, 6]; 6 probes, 81 server-s)"
     )
+
+
+def test_planning_says_what_the_planned_repeats_resolve_from_the_lakes_earlier_repeats(
+    tmp_path: Path,
+) -> None:
+    """How much to measure, before the run (issue 29): the lake holds two repeats of the point from an
+    earlier campaign (landed by the real ingest, another vLLM version); the plan's words for a campaign of
+    3 repeats are the gate's t interval from those repeats' spread. A point the lake never measured says
+    that its spread is unknown until it runs."""
+    from accelbench.core.changes import Spread, resolution_words
+    from accelbench.core.spec import BenchmarkSpec, LoadPlan
+    from accelbench.lake.spreads import earlier_spreads, resolution_lines
+    from accelbench.local.tiny_model import server_spec
+
+    from tests.support.lake_rows import land_campaign
+
+    result = json.loads((REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json").read_text())
+    slower = result | {"p99_ttft_ms": result["p99_ttft_ms"] * 1.3, "output_throughput": 400.0}
+    server = server_spec("Qwen/Qwen2.5-0.5B-Instruct").model_copy(update={"instance_type": "m8g.xlarge"})
+    earlier = BenchmarkSpec(
+        server=server.model_copy(update={"version": "0.31.0"}),
+        load=LoadPlan(input_len=64, output_len=32, concurrency=(2,), repeats=2),
+        campaign_id="earlier",
+    )
+    lake = Lake(str(tmp_path / "lake"))
+    land_campaign(lake, earlier, {2: [result, slower]})
+    planned = BenchmarkSpec(
+        server=server,
+        load=LoadPlan(input_len=64, output_len=32, concurrency=(2, 4), repeats=3, prompts_per_level=200),
+        campaign_id="now",
+    )
+    found = earlier_spreads(lake, planned, "kubernetes")
+    assert sorted(found) == [2.0]  # concurrency 4 was never measured
+    spread = found[2.0].spreads["p99_ttft_ms"]
+    assert spread is not None and spread.log_sd == pytest.approx(math.log(1.3) / math.sqrt(2))
+    (line,) = resolution_lines([planned], lake, "kubernetes")
+    words = resolution_words("p99 TTFT", Spread(math.log(1.3) / math.sqrt(2), 1, 2), 3, 200)
+    assert line.startswith(
+        f"{planned.spec_id} (m8g.xlarge) at 2: from the repeats of 20 requests of 1 earlier"
+    )
+    assert "(vLLM 0.31.0)" in line and words in line and "output tokens/s changes under" in line
+    assert earlier_spreads(lake, planned, "local") == {}  # measured in kubernetes mode: not this point
+    (unknown,) = resolution_lines(
+        [planned.model_copy(update={"server": server.model_copy(update={"dtype": "float16"})})],
+        lake,
+        "kubernetes",
+    )
+    assert "no earlier repeats of these points" in unknown

@@ -70,28 +70,32 @@ def land_search(lake: Lake, spec: BenchmarkSpec, outcome: str = "capacity", prob
 
 
 def land_campaign(
-    lake: Lake, spec: BenchmarkSpec, results: dict[int, dict[str, Any]], day: str = "2026-12-01"
+    lake: Lake,
+    spec: BenchmarkSpec,
+    results: dict[int, dict[str, Any] | list[dict[str, Any]]],
+    day: str = "2026-12-01",
 ) -> Landed:
-    """`spec` measured by a kubernetes campaign on its instance type: one repeat per concurrency level of
-    `results` (level -> that level's `vllm bench serve` result JSON), left in raw/ as the benchmark pod
-    leaves it and ingested by the real ingest into `runs`/`requests`."""
+    """`spec` measured by a kubernetes campaign on its instance type: per concurrency level of `results`
+    (level -> that level's `vllm bench serve` result JSON, or a list of them: one per repeat), left in raw/
+    as the benchmark pod leaves it and ingested by the real ingest into `runs`/`requests`."""
     where = RawLocation(spec.server.accelerator_type, day, spec.campaign_id, spec.spec_id)
     levels = []
-    for level, result in results.items():
-        name = f"c{level}-r0.json"
-        lake.put_bytes(json.dumps(result).encode(), *where.parts, name)
-        levels.append(
-            LevelRecord(
-                run_id=f"{spec.campaign_id}/{spec.spec_id}/c{level}-r0",
-                level_kind="concurrency",
-                level_value=level,
-                repeat=0,
-                seed=spec.load.seed,
-                status="ok",
-                result_file=name,
-                started_at=f"{day}T00:10:00+00:00",
+    for level, given in results.items():
+        for repeat, result in enumerate(given if isinstance(given, list) else [given]):
+            name = f"c{level}-r{repeat}.json"
+            lake.put_bytes(json.dumps(result).encode(), *where.parts, name)
+            levels.append(
+                LevelRecord(
+                    run_id=f"{spec.campaign_id}/{spec.spec_id}/c{level}-r{repeat}",
+                    level_kind="concurrency",
+                    level_value=level,
+                    repeat=repeat,
+                    seed=spec.load.seed,
+                    status="ok",
+                    result_file=name,
+                    started_at=f"{day}T00:10:00+00:00",
+                )
             )
-        )
     envelope = Envelope(
         spec=spec,
         spec_id=spec.spec_id,

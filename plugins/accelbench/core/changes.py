@@ -206,3 +206,86 @@ def _verdict(change: Change, fdr: float) -> Change:
     else:
         verdict = "undecided"
     return replace(c, verdict=verdict)
+
+
+# ---- how much to measure: what change a point's repeats can resolve ----------------------------------------
+
+MOST_REPEATS = 50  # repeats_to_resolve looks no further
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How much one figure (a percentile, a throughput) moves between repeats of one point on one host: the
+    pooled standard deviation of its log within groups of repeats (each group measured together, one point
+    of one campaign: the spread the gate's test sees on each side), on `df` degrees of freedom."""
+
+    log_sd: float
+    df: int
+    repeats: int  # all the repeats it comes from
+
+    @property
+    def relative(self) -> float:
+        """One repeat's typical deviation, as a fraction of the figure: exp(sd) - 1."""
+        return math.expm1(self.log_sd)
+
+
+def repeat_spread(groups: Sequence[Sequence[float | None]]) -> Spread | None:
+    """The spread of a per-repeat figure from groups of repeats (a group: the repeats of one point in one
+    campaign); None when no group has two positive figures (one repeat shows no spread)."""
+    squares, df, repeats = 0.0, 0, 0
+    for group in groups:
+        logs = _logs(np.asarray([v for v in group if v is not None], dtype=np.float64))
+        if logs is None or logs.size < 2:
+            continue
+        squares += float(((logs - logs.mean()) ** 2).sum())
+        df += logs.size - 1
+        repeats += logs.size
+    return Spread(math.sqrt(squares / df), df, repeats) if df else None
+
+
+def resolvable(spread: Spread, repeats: int, confidence: float = CONFIDENCE) -> float | None:
+    """The smallest relative change the gate's test resolves between two points of `repeats` repeats each
+    on a host with this spread: the half-width of the change's interval, t(2r - 2) x sd x sqrt(2 / r) on
+    the log scale, as its larger relative side. Below it a change "cannot be told from noise"; a change is
+    an alarm only beyond the minimum effect as well. None below 2 repeats (the test has no spread of its
+    own then)."""
+    from accelbench.core.intervals import t_quantile
+
+    if repeats < 2:
+        return None
+    half = t_quantile(confidence, 2 * repeats - 2) * spread.log_sd * math.sqrt(2 / repeats)
+    return math.expm1(half)
+
+
+def repeats_to_resolve(spread: Spread, change: float, confidence: float = CONFIDENCE) -> int | None:
+    """The fewest repeats per point at which `resolvable` is at most `change` (0.10: +-10%); None beyond
+    MOST_REPEATS."""
+    for repeats in range(2, MOST_REPEATS + 1):
+        resolves = resolvable(spread, repeats, confidence)
+        if resolves is not None and resolves <= change:
+            return repeats
+    return None
+
+
+def _plus_minus(x: float) -> str:
+    return f"±{x:.0%}" if x >= 0.095 else f"±{x:.1%}"
+
+
+def resolution_words(
+    name: str, spread: Spread, repeats: int, requests: int | None, target: float = 0.10
+) -> str:
+    """ "with 2 repeats of 200 requests, p99 TTFT changes under ±15% cannot be told from noise on this host;
+    ±10% takes 4 repeats": what `repeats` resolve on a host with this spread, and what would resolve
+    `target`. One repeat: how far the figure moves between repeats instead."""
+    resolves = resolvable(spread, repeats)
+    of = f" of {requests:,} requests" if requests else ""
+    said = (
+        f"with {repeats} repeats{of}, {name} changes under {_plus_minus(resolves)} cannot be told from noise "
+        "on this host"
+        if resolves is not None
+        else f"with 1 repeat{of}, no change can be tested ({name} moves {_plus_minus(spread.relative)} "
+        "between repeats on this host)"
+    )
+    needed = repeats_to_resolve(spread, target)
+    more = f"{needed} repeats" if needed is not None else f"more than {MOST_REPEATS} repeats"
+    return f"{said}; {_plus_minus(target)} takes {more}"

@@ -115,25 +115,39 @@ LABELS: dict[str, str] = {
     "undecided": "Undecided levels that could change the answer",
 }
 # The changes tested between two points (accelbench.report.noise: the version deltas, prefix caching).
-LABELS |= {
-    f"{metric}_{suffix}": f"{name}: {what}"
-    for metric, name in (
-        ("output_throughput", "Output tokens per s"),
-        ("p99_ttft_ms", "p99 TTFT"),
-        ("p50_ttft_ms", "p50 TTFT"),
-        ("p99_tpot_ms", "p99 TPOT"),
-    )
-    for suffix, what in (
-        ("finding", "change [95% interval], q-value"),
-        ("change_low", "change, 95% interval low"),
-        ("change_high", "change, 95% interval high"),
-        ("q", "q-value (Benjamini-Hochberg)"),
-    )
-} | {
-    "change_method": "How each change was tested",
-    "repeats_from": "Repeats, from version",
-    "repeats_to": "Repeats, to version",
-}
+LABELS |= (
+    {
+        f"{metric}_{suffix}": f"{name}: {what}"
+        for metric, name in (
+            ("output_throughput", "Output tokens per s"),
+            ("p99_ttft_ms", "p99 TTFT"),
+            ("p50_ttft_ms", "p50 TTFT"),
+            ("p99_tpot_ms", "p99 TPOT"),
+        )
+        for suffix, what in (
+            ("finding", "change [95% interval], q-value"),
+            ("change_low", "change, 95% interval low"),
+            ("change_high", "change, 95% interval high"),
+            ("q", "q-value (Benjamini-Hochberg)"),
+        )
+    }
+    | {
+        f"{metric}_{suffix}": f"{name}: {what}"  # how much to measure (report/tables/resolution.py)
+        for metric, name in (("output_throughput", "Output tokens per s"), ("p99_ttft_ms", "p99 TTFT"))
+        for suffix, what in (
+            ("spread", "spread between repeats (one repeat's typical deviation)"),
+            ("resolves", "the smallest change these repeats resolve"),
+            ("repeats_for_10pct", "repeats that resolve ±10%"),
+            ("resolution", "what these repeats resolve"),
+        )
+    }
+    | {
+        "requests": "Requests per repeat (fewest completed)",
+        "change_method": "How each change was tested",
+        "repeats_from": "Repeats, from version",
+        "repeats_to": "Repeats, to version",
+    }
+)
 # Columns that several HTML tables show together (each table's own list is in its module, report/tables/).
 COSTS = (
     "on_demand_usd_per_1m_output_tokens",

@@ -12,11 +12,13 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
 from accelbench.campaign.plan import parse_request
 from accelbench.campaign.prepare import prepare_campaign, unconfigured
+from accelbench.core.modes import check_mode, default_mode
 from accelbench.core.search import UNITS, capacity_words
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.raw import RawLocation
+from accelbench.lake.spreads import resolution_lines
 from accelbench.lake.store import Lake, safe_name
 from accelbench.report.hosts import host_label, measured_on_instance
 from accelbench.report.labels import bracket_text
@@ -44,7 +46,20 @@ def plan_benchmarks(
     with catalog_engine() as engine:
         planned = prepare_campaign(request, engine, campaign_id, MODE_CHECKS, as_of=as_of)
     log.info("planned %d benchmark pods", len(planned.specs))
+    _log_resolution(planned.specs, check_mode(request.execution_mode or default_mode()))
     return [spec.model_dump(mode="json") for spec in planned.specs]
+
+
+def _log_resolution(specs: list[BenchmarkSpec], mode: str) -> None:
+    """How much to measure: what the planned repeats can resolve, from the lake's earlier repeats of the
+    same points (advice: a lake that cannot be read says so and planning goes on)."""
+    try:
+        lines = resolution_lines(specs, Lake.from_env(), mode)
+    except Exception as exc:  # advice only: never the reason a campaign does not run
+        log.warning("how much to measure: the lake's earlier runs could not be read (%s)", exc)
+        return
+    for line in lines:
+        log.info("how much to measure: %s", line)
 
 
 def ingest_spec(

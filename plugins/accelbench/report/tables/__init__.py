@@ -26,6 +26,7 @@ from accelbench.report.tables import (
     models,
     points,
     prefix_caching,
+    resolution,
     retracted,
     version_deltas,
 )
@@ -40,6 +41,7 @@ TABLES: tuple[Table, ...] = (
     frontier.TABLE,
     version_deltas.TABLE,
     prefix_caching.TABLE,
+    resolution.TABLE,
     models.TABLE,
     points.TABLE,
     retracted.TABLE,

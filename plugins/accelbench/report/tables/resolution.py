@@ -1,0 +1,122 @@
+"""How much to measure: per point, how far its figures move between repeats on its host, the smallest
+change the regression gate's test resolves with that many repeats, and the repeats that would resolve
++-10% (`accelbench.core.changes`: `repeat_spread`, `resolvable`, `repeats_to_resolve`). A point measured
+once shows no spread: it is not listed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from accelbench.core.changes import (
+    Spread,
+    repeat_spread,
+    repeats_to_resolve,
+    resolution_words,
+    resolvable,
+)
+from accelbench.report.keys import POINT_KEY
+from accelbench.report.labels import configuration_label
+from accelbench.report.noise import NAMES, noise_words, runs_by_id
+from accelbench.report.table import Inputs, Section, Table
+
+RESOLUTION_METRICS = ("p99_ttft_ms", "output_throughput")
+TARGET = 0.10  # the change the "repeats for" column is for: +-10%
+
+
+def metric_columns(metric: str, spread: Spread | None, repeats: int, requests: int | None) -> dict[str, Any]:
+    """A metric's columns: its spread between repeats, what the point's repeats resolve, the repeats for
+    +-10%, and all of it in words (`resolution_words`)."""
+    if spread is None:
+        return dict.fromkeys(
+            f"{metric}_{s}" for s in ("spread", "resolves", "repeats_for_10pct", "resolution")
+        )
+    return {
+        f"{metric}_spread": spread.relative,
+        f"{metric}_resolves": resolvable(spread, repeats),
+        f"{metric}_repeats_for_10pct": repeats_to_resolve(spread, TARGET),
+        f"{metric}_resolution": resolution_words(NAMES[metric], spread, repeats, requests, TARGET),
+    }
+
+
+def resolution(
+    points: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """One row per point measured at least twice in one campaign: each metric's spread between repeats,
+    pooled within campaigns (the spread the gate's test sees on each side; a host that changed between
+    campaigns is the gate's finding, not noise), and what the point's own repeat count resolves."""
+    by_id = runs_by_id(runs)
+    rows = []
+    for p in points:
+        mine = [by_id[r] for r in p.get("run_ids") or () if r in by_id]
+        by_campaign: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for run in mine:
+            by_campaign[str(run.get("campaign_id"))].append(run)
+        spreads = {
+            m: repeat_spread([[r.get(m) for r in group] for group in by_campaign.values()])
+            for m in RESOLUTION_METRICS
+        }
+        if not any(spreads.values()):
+            continue
+        # What one campaign measures at this point: its repeats, and the fewest requests one completed.
+        repeats = max(len(group) for group in by_campaign.values())
+        completed = [r["completed"] for r in mine if r.get("completed")]
+        requests = min(completed) if completed else None
+        row: dict[str, Any] = {k: p.get(k) for k in POINT_KEY} | {
+            "configuration": configuration_label(dict(p)),
+            "model_short": p.get("model_short"),
+            "level": p.get("level"),
+            "point_id": p.get("point_id"),
+            "campaigns": len(by_campaign),
+            "repeats": repeats,
+            "requests": requests,
+        }
+        for metric in RESOLUTION_METRICS:
+            row |= metric_columns(metric, spreads[metric], repeats, requests)
+        rows.append(row)
+    return sorted(
+        rows, key=lambda r: (r["model_short"] or "", str(r["workload"]), r["configuration"], r["host"] or "")
+    )
+
+
+def _rows(inputs: Inputs) -> list[dict[str, Any]]:
+    return resolution(inputs.points, inputs.runs)
+
+
+def _words(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    return noise_words() | {"target": f"±{TARGET:.0%}"}
+
+
+TABLE = Table(
+    name="resolution",
+    compute=_rows,
+    columns=(
+        "model_short",
+        "workload",
+        "configuration",
+        "host",
+        "level",
+        "repeats",
+        "requests",
+        "p99_ttft_ms_resolution",
+        "output_throughput_resolution",
+    ),
+    section=Section(
+        heading="How much to measure",
+        anchor="resolution",
+        table_id="resolution-table",
+        omit_when_empty=True,
+        variables=_words,
+        text="""\
+<p>How far each point's p99 TTFT and output throughput move between repeats on the host that measured
+them, and so the smallest change between two versions (or two settings) measured like this that the
+regression gate's test can tell from noise: the half-width of the change's {{ confidence }} interval, t on
+2 &times; repeats &minus; 2 degrees of freedom &times; the spread of the repeats' logarithms (pooled
+within campaigns) &times; &radic;(2 / repeats). A change is an alarm only beyond {{ min_effect }} as well.
+More repeats narrow it (the t factor falls from 4.3 at 2 repeats to 2.3 at 5); more requests per repeat
+narrow only the part of a percentile's spread that comes from its own requests, not the host's. The last
+words say how many repeats would resolve {{ target }}. A point measured once per campaign shows no spread
+and is not listed; set <code>repeats</code> to 2 or more in the campaign form.</p>""",
+    ),
+)
