@@ -79,8 +79,9 @@ echo "test: import contracts"
 .venv/bin/lint-imports --no-cache  # the contracts in pyproject.toml's [tool.importlinter]
 start_beside mypy mypy_check
 finish_beside debian  # Chromium: the integration tier's pages
-# The unit tier needs neither the vLLM nor the checkov environment: pytest starts while they are built, the
-# lanes take unit tests first, and a test of another tier waits for them (tests/support/steps.py).
+# The unit and integration tiers need neither the vLLM nor the checkov environment (the few tests that run
+# checkov or look for .venv-vllm wait for them): pytest starts while they are built, its lanes take those
+# tiers first, and an e2e test waits for them (tests/support/steps.py, tests/conftest.py).
 echo "test: pytest (set-up took ${SECONDS} s; the vLLM and checkov environments and mypy still running)"
 rc=0
 ACCELBENCH_TEST_STEPS=$logs .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@" || rc=$?

@@ -152,8 +152,9 @@ def _tier(item: pytest.Item) -> str | None:
 # and, while a lane still has a long test to run, the next scope it is given (pytest-xdist hands a lane its
 # next test before the last one ends) is the cheapest left: so the long scopes start only on a lane that is
 # about to be free, and the short ones fill the end. While scripts/test.sh is still building the vLLM and
-# checkov environments beside the tests, the lanes take unit scopes only (the other tiers wait for them:
-# `_environments_built`). From node ids alone: pytest-xdist's controller schedules without collecting.
+# checkov environments beside the tests, the lanes take the unit and integration tiers' longest scopes (the
+# e2e tier waits for them: `_environments_built`). From node ids alone: pytest-xdist's controller schedules
+# without collecting.
 SESSION_SERVER = "e2e: the session's vLLM server"
 SESSION_SERVER_TESTS = (  # every e2e test that uses `vllm_server` (checked at collection)
     "e2e/test_faults.py::test_s3_",
@@ -287,9 +288,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             work = self.assigned_work.get(node, {}).values()
             left = [nodeid for tests in work for nodeid, done in tests.items() if not done]
             costs = {scope: scope_cost(tests) for scope, tests in self.workqueue.items()}
-            if building() and (unit := {s: c for s, c in costs.items() if s.startswith("unit/")}):
-                costs = unit  # the other tiers wait for the environments test.sh is still building
-            if sum(cost(n) for n in left) >= LONG_S:
+            if building() and (early := {s: c for s, c in costs.items() if s.startswith(EARLY_TIERS)}):
+                # The e2e tier waits for the environments test.sh is still building: the others' longest
+                # scopes meanwhile, the short ones kept to fill the lanes' ends.
+                scope = max(early, key=lambda s: early[s])
+            elif sum(cost(n) for n in left) >= LONG_S:
                 scope = min(costs, key=lambda s: costs[s])  # busy for a while: something short after it
             else:  # free soon: the longest, the real scheduler's first of all
                 scope = max(costs, key=lambda s: (s == "scheduler", costs[s]))
@@ -301,22 +304,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return Lanes(config, log)
 
 
-ENVIRONMENT_STEPS = {  # test.sh's steps beside pytest that a test of the integration or e2e tier may need
+EARLY_TIERS = ("unit/", "integration/")  # scopes that run while test.sh builds the environments below
+ENVIRONMENT_STEPS = {  # test.sh's steps beside pytest that an e2e test may need
     "vllm-env": "the vLLM CPU environment .venv-vllm",
     "checkov-env": "checkov and hadolint in .venv-checkov",
 }
 
 
 def building() -> bool:
-    """Whether test.sh is still building an environment the integration and e2e tiers need."""
+    """Whether test.sh is still building an environment the e2e tier needs."""
     return any(pending(step) for step in ENVIRONMENT_STEPS)
 
 
 @pytest.fixture(autouse=True)
 def _environments_built(request: pytest.FixtureRequest) -> None:
-    """A test outside the unit tier starts once test.sh's environments are built (tests/support/steps.py):
-    planning and the servers find .venv-vllm by its path, not only through `vllm_python`."""
-    if _tier(request.node) != "unit":
+    """An e2e test starts once test.sh's environments are built (tests/support/steps.py): planning and the
+    servers find .venv-vllm by its path, not only through `vllm_python`. The unit and integration tiers
+    run without it (the one integration test that looks for it, tests/integration/test_local_gpu.py, and
+    those that run checkov wait for it themselves)."""
+    if _tier(request.node) == "e2e":
         for step, what in ENVIRONMENT_STEPS.items():
             wait_for(step, what)
 

@@ -27,10 +27,12 @@ from tests.support.gpus import H100S, NO_DRIVER, fake_nvidia_smi
 from tests.support.paths import REPO
 from tests.support.planning import CATALOG, STORE
 from tests.support.servers import missing
+from tests.support.steps import wait_for
 
 
 @pytest.fixture
 def cpu_vllm() -> Path:
+    wait_for("vllm-env", "the vLLM CPU environment .venv-vllm")  # test.sh may still be building it
     try:
         return vllm_python()
     except ConfigError:
