@@ -127,8 +127,8 @@ env_install() {  # <python of the environment> <pip install arguments>...
   local python=$1
   shift
   if [ -n "$env_uv" ]; then  # bytecode compiled at install, as pip does: an image's read-only root cannot
-    # take it later, and each start pays. ENV_COMPILE_BYTECODE=0: not (a throwaway environment of a test,
-    # whose few imports compile what they use).
+    # take it later, and each start pays. ENV_COMPILE_BYTECODE=0: not (scripts/test.sh's environments and a
+    # test's throwaway one import a fraction of their modules, which Python compiles on first import).
     local compile=(--compile-bytecode)
     if [ "${ENV_COMPILE_BYTECODE:-1}" = 0 ]; then compile=(); fi
     env_run "$env_uv" pip install "${compile[@]}" --python "$python" "$@"

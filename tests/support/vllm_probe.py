@@ -9,8 +9,14 @@ import json
 import sys
 
 import torch
+import vllm.model_executor.models.registry as registry
 from vllm.config import ModelConfig, ParallelConfig
 from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+# vLLM inspects each architecture's model class in a subprocess, to keep CUDA uninitialised in the process
+# that asked (a CPU build has no CUDA), unless its model-info cache has the answer: on a fresh machine one
+# import of vLLM per architecture here (4 of them). The same inspection, in this process.
+registry._run_in_subprocess = lambda fn: fn()
 
 BLOCK = 16
 found = {}
