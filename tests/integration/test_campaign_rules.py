@@ -277,4 +277,6 @@ def test_planning_says_what_the_planned_repeats_resolve_from_the_lakes_earlier_r
         lake,
         "kubernetes",
     )
-    assert "no earlier repeats of these points" in unknown
+    assert (
+        "no earlier repeats of these points" in unknown and "this campaign's 3 repeats measure it" in unknown
+    )

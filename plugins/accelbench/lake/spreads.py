@@ -92,8 +92,13 @@ def resolution_lines(specs: Sequence[BenchmarkSpec], lake: Lake, execution_mode:
             lines.append(
                 f"{where}: no earlier repeats of these points in the lake: how far their figures move "
                 "between repeats on this host is not known until they run (the report's 'How much to "
-                f"measure' then says it); with repeats={spec.load.repeats} no interval over repeats"
-                + (" can be made" if spec.load.repeats < 2 else " is wide until then")
+                "measure' then says it)"
+                + (
+                    "; with repeats=1 no change can be tested against a spread between repeats: set repeats "
+                    "to 2 or more"
+                    if spec.load.repeats < 2
+                    else f"; this campaign's {spec.load.repeats} repeats measure it"
+                )
             )
             continue
         for value, earlier in sorted(found.items()):

@@ -97,6 +97,7 @@ TABLE = Table(
         "configuration",
         "host",
         "level",
+        "campaigns",
         "repeats",
         "requests",
         "p99_ttft_ms_resolution",
@@ -116,7 +117,10 @@ regression gate's test can tell from noise: the half-width of the change's {{ co
 within campaigns) &times; &radic;(2 / repeats). A change is an alarm only beyond {{ min_effect }} as well.
 More repeats narrow it (the t factor falls from 4.3 at 2 repeats to 2.3 at 5); more requests per repeat
 narrow only the part of a percentile's spread that comes from its own requests, not the host's. The last
-words say how many repeats would resolve {{ target }}. A point measured once per campaign shows no spread
-and is not listed; set <code>repeats</code> to 2 or more in the campaign form.</p>""",
+words say how many repeats would resolve {{ target }}. The spread is itself estimated from the repeats: from
+two repeats of one campaign it rests on one degree of freedom and is rough (the "Repeats" and "Campaigns"
+columns say what it rests on); every later campaign of the point sharpens it. A point measured once per
+campaign shows no spread and is not listed; set <code>repeats</code> to 2 or more in the campaign
+form.</p>""",
     ),
 )
