@@ -37,11 +37,11 @@ os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 # The tests' vLLM servers (and every process the tests start, which inherit these) run vLLM's worker inside
 # its engine process, on one OpenMP thread, instead of a worker process of their own: one import of vLLM
-# fewer per server start (6 s on this machine when quiet, 10-20 s beside the other lane; a run starts 16),
-# the same speed once up (20 requests of the tiny model: median 79 ms, vs 93 ms with the worker process).
-# The thread count is what makes it work: without a process of its own, vLLM cannot bind the worker's
-# OpenMP threads (platforms/cpu.py says so), and 2 unbound threads on the engine's one pinned CPU made each
-# request take 2.5 s. Campaigns outside the tests (the demo, the DAGs) keep vLLM's defaults.
+# fewer per server start (a run starts 16), the same speed once up (benchmarks/server_start_in_tests.py,
+# quiet: 15 s to healthy instead of 21, median request 82 ms instead of 100). The thread count is what makes
+# it work: without a process of its own, vLLM cannot bind the worker's OpenMP threads (platforms/cpu.py says
+# so), and 2 unbound threads on the engine's one pinned CPU made each request take 2.6 s. Campaigns outside
+# the tests (the demo, the DAGs) keep vLLM's defaults.
 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
 os.environ["OMP_NUM_THREADS"] = "1"
 
