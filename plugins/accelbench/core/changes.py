@@ -268,7 +268,8 @@ def repeats_to_resolve(spread: Spread, change: float, confidence: float = CONFID
 
 
 def _plus_minus(x: float) -> str:
-    return f"±{x:.0%}" if x >= 0.095 else f"±{x:.1%}"
+    """ "±15%", "±9.4%": `_percent`'s figures, for a bound on both sides."""
+    return "±" + _percent(abs(x)).lstrip("+")
 
 
 def resolution_words(
