@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from accelbench.core.levels import Level
+from accelbench.core.metrics import CLIENT_LIMITED_RATIO
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_command import bench_args
-from accelbench.loadgen.driver import Driver, LevelFailed, read_result
+from accelbench.loadgen.driver import Driver, LevelFailed, in_flight_kept, read_result
 from accelbench.local.server import LocalServer
 
 from tests.support.specs import OUTPUT_LEN, PROMPTS, spec_for
@@ -111,8 +112,11 @@ def test_driver_runs_every_level_and_repeat_with_server_evidence(driven: tuple[D
         assert rec["server_counters"]["request_success"] == PROMPTS
         assert 1 <= rec["peak_concurrency"] <= rec["level_value"]
         assert rec["memory_peaks"]["server_rss_bytes"] > 100 * 2**20 and rec["memory_samples"] > 0
-        assert rec["client_limited"] is False
         result = json.loads((driver.spec_dir / rec["result_file"]).read_text())
+        # Whether a busy 2-core host let the client keep the level in flight varies by run; that the
+        # verdict is the one its own send and end stamps give does not.
+        kept = in_flight_kept(result["start_times"], result["latencies"], rec["level_value"])
+        assert kept is not None and rec["client_limited"] is (kept < CLIENT_LIMITED_RATIO), kept
         assert result["completed"] == PROMPTS and result["failed"] == 0
         assert all(t <= e for t, e in zip(result["ttfts"], result["latencies"], strict=True))
         assert result["accelbench_run_id"] == rec["run_id"]
