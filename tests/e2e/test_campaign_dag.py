@@ -56,7 +56,8 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     lake = Lake(str(accelbench_env / "lake"))
     runs = lake.read("runs").to_pylist()
     here = host_facts()
-    assert [(r["level_value"], r["status"]) for r in runs] == [(1.0, "ok"), (2.0, "ok")]
+    levels = [(r["level_value"], r["status"], r["recheck"]) for r in runs]
+    assert levels == [(1.0, "ok", False), (2.0, "ok", False), (1.0, "ok", True)]  # the recheck last
     for r in runs:
         assert r["tokens_agree"] and r["total_output_tokens"] == 6 * 8
         assert r["instance_type"] == "m8g.xlarge" and r["execution_mode"] == "local"
@@ -68,7 +69,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
         assert r["measured_on_instance"] is (here["host_instance_type"] == "m8g.xlarge")
         assert r["server_image_id"].startswith("vllm==0.32") and "local process" in r["server_image_id"]
     requests = lake.read("requests")
-    assert requests.num_rows == 12
+    assert requests.num_rows == 18
     assert {r["date"] for r in runs} == {"2026-11-30"} and runs[0]["pinning"] is not None
     starts = list((accelbench_env / "work").glob("*/server-starts.jsonl"))
     assert len(starts) == 1 and len(starts[0].read_text().splitlines()) == 1  # one server per spec
@@ -92,7 +93,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     (folder,) = lake.fs.ls(lake.path("reports"))
     summary = json.loads(Path(folder, "summary.json").read_text())
     assert (
-        summary["runs_read"] == 2
+        summary["runs_read"] == 3  # the recheck is read, and is no repeat of its point
         and summary["rows"]["points"] == 2
         # A p99 from one repeat of 6 requests has no upper bound at 95%: each level is undecided against
         # the form's SLOs, so there is no best level, local or priced (an undecided level never meets).
@@ -131,19 +132,21 @@ def test_a_campaign_over_two_workloads_lands_two_points_per_level_and_the_report
     assert str(run.state) == "success", task_states(run)
     lake = Lake(str(accelbench_env / "lake"))
     runs = lake.read("runs").to_pylist()
-    shapes = sorted((r["workload"], r["endpoint"], r["level_value"], r["status"]) for r in runs)
-    assert shapes == [
-        ("chat", "chat", 1.0, "ok"),
-        ("chat", "chat", 2.0, "ok"),
-        ("fixed", "completions", 1.0, "ok"),
-        ("fixed", "completions", 2.0, "ok"),
+    shapes = sorted((r["workload"], r["endpoint"], r["level_value"], r["status"], r["recheck"]) for r in runs)
+    assert shapes == [  # each server's levels, and its first level measured again at the end
+        ("chat", "chat", 1.0, "ok", False),
+        ("chat", "chat", 1.0, "ok", True),
+        ("chat", "chat", 2.0, "ok", False),
+        ("fixed", "completions", 1.0, "ok", False),
+        ("fixed", "completions", 1.0, "ok", True),
+        ("fixed", "completions", 2.0, "ok", False),
     ]
     assert {r["completed"] for r in runs} == {6}
     assert len({r["spec_id"] for r in runs}) == 2  # one server per workload
     chat = [r for r in runs if r["workload"] == "chat"]
     assert all(r["dataset"] == "random" and r["range_ratio"] == 0.5 and r["input_len"] == 256 for r in chat)
     # Each level was warmed up first: at least level_warmups, at least its concurrency.
-    assert sorted((r["level_value"], r["level_warmups"]) for r in chat) == [(1.0, 2), (2.0, 2)]
+    assert sorted((r["level_value"], r["level_warmups"]) for r in chat) == [(1.0, 2), (1.0, 2), (2.0, 2)]
     report = run_dag(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
     assert task_states(report) == {"report": "success"}
     (folder,) = lake.fs.ls(lake.path("reports"))

@@ -105,9 +105,9 @@ def test_s3_outage_during_ingest_is_retried_and_the_run_lands_once(
     assert data is not None and len(failed_puts) == 3
     assert "retrying" in caplog.text
     runs, requests = lake.read("runs"), lake.read("requests")
-    assert runs.num_rows == data.runs.num_rows == 4
-    assert requests.num_rows == data.request_rows == 48
-    assert len(set(runs["run_id"].to_pylist())) == 4
+    assert runs.num_rows == data.runs.num_rows == 5  # 2 levels x 2 repeats, and the recheck
+    assert requests.num_rows == data.request_rows == 60
+    assert len(set(runs["run_id"].to_pylist())) == 5
 
 
 @pytest.mark.vllm
@@ -128,7 +128,7 @@ def test_s3_down_for_good_during_ingest_leaves_no_partial_run(
         # S3 is back: the task's retry lands the whole run.
         proxy.fault = lambda method, path: None
         data = ingest_raw(lake, where, "manual__faults", node=None)
-    assert data is not None and lake.read("runs").num_rows == 4 and lake.read("requests").num_rows == 48
+    assert data is not None and lake.read("runs").num_rows == 5 and lake.read("requests").num_rows == 60
 
 
 # ---- Pricing API throttling and 5xx ---------------------------------------------------------------
@@ -336,9 +336,13 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
     data = ingest_raw(lake, where, "manual__worker-death", "attempt-2")
     assert data is not None
     runs = lake.read("runs").to_pylist()
-    # Nothing lost, nothing twice: one row per level, all from the retry, with every request.
-    assert sorted((r["level_value"], r["status"]) for r in runs) == [(1.0, "ok"), (2.0, "ok")]
-    assert lake.read("requests").num_rows == 12
+    # Nothing lost, nothing twice: one row per level and the recheck, all from the retry, every request.
+    assert sorted((r["level_value"], r["status"], r["recheck"]) for r in runs) == [
+        (1.0, "ok", False),
+        (1.0, "ok", True),
+        (2.0, "ok", False),
+    ]
+    assert lake.read("requests").num_rows == 18
     assert not pid_file.exists()
 
 
@@ -501,11 +505,15 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     assert fake.count("POST") == 1 and len(pods_ran) == 1 and not fake.pods
     lake = Lake(lake_uri)
     runs = lake.read("runs").to_pylist()
-    assert sorted((r["level_value"], r["status"]) for r in runs) == [(1.0, "ok"), (2.0, "ok")]
+    assert sorted((r["level_value"], r["status"], r["recheck"]) for r in runs) == [
+        (1.0, "ok", False),
+        (1.0, "ok", True),
+        (2.0, "ok", False),
+    ]
     assert {r["dag_run_id"] for r in runs} == {run.run_id} and {r["execution_mode"] for r in runs} == {
         "kubernetes"
     }
-    assert lake.read("requests").num_rows == 12
+    assert lake.read("requests").num_rows == 18
 
 
 # ---- the server dies mid-level, or fails some requests and lives -----------------------------------
@@ -624,7 +632,12 @@ def test_a_level_with_some_failed_requests_is_errors_and_the_next_level_runs(
         assert server.exit_status() is None  # alive to the end
     assert envelope["failure"] is None
     levels = envelope["levels"]
-    assert [(r["level_value"], r["status"]) for r in levels] == [(2, "errors"), (4, "errors")]
+    # Both levels and the recheck of the first: a few failed requests never stop a run.
+    assert [(r["level_value"], r["status"], r["recheck"]) for r in levels] == [
+        (2, "errors", False),
+        (4, "errors", False),
+        (2, "errors", True),
+    ]
     for r in levels:
         assert (r["client_completed"], r["client_failed"]) == (18, 2)
         assert r["error"] == "2 of 20 requests failed (first error: Internal Server Error)"
@@ -633,7 +646,7 @@ def test_a_level_with_some_failed_requests_is_errors_and_the_next_level_runs(
         assert r["server_counters"]["request_success"] == 18 and r["server_exit_code"] is None
         assert r["server_counters"]["generation_tokens"] == r["client_output_tokens"] == 18 * 16
     rows = ingest(envelope, dir_reader(driver.spec_dir), Provenance("manual__x", "local")).runs.to_pylist()
-    assert [(r["status"], r["completed"], r["failed"]) for r in rows] == [("errors", 18, 2)] * 2
+    assert [(r["status"], r["completed"], r["failed"]) for r in rows] == [("errors", 18, 2)] * 3
 
 
 # ---- the server container dies in a benchmark pod (kubernetes mode) --------------------------------

@@ -25,7 +25,7 @@ DATE = "2026-11-30"
 def test_ingest_turns_raw_output_into_consistent_rows(driven) -> None:
     driver, envelope = driven
     data = ingest(envelope, dir_reader(driver.spec_dir), PROV)
-    assert data.runs.num_rows == 4 and data.requests.num_rows == 4 * 12
+    assert data.runs.num_rows == 5 and data.requests.num_rows == 5 * 12  # 2 levels x 2 repeats, the recheck
     runs = data.runs.to_pylist()
     for row in runs:
         assert row["status"] == "ok" and row["tokens_agree"] is True
@@ -61,7 +61,7 @@ def test_raw_upload_and_ingest_are_idempotent(driven, where, tmp_path, aws_on_mo
         upload_raw(lake, spec_dir, loc)
         ingest_raw(lake, loc, PROV.dag_run_id, zone="us-east-1a", node=None)
     runs, requests = lake.read("runs"), lake.read("requests")
-    assert runs.num_rows == 4 and requests.num_rows == 48
+    assert runs.num_rows == 5 and requests.num_rows == 60
     assert set(runs["accelerator_type"].to_pylist()) == {"cpu"} and set(runs["date"].to_pylist()) == {DATE}
     row = runs.to_pylist()[0]
     assert (row["execution_mode"], row["node"], row["zone"]) == ("local", "host-1", "us-east-1a")
@@ -89,11 +89,11 @@ def test_requests_stream_level_by_level_and_a_failure_writes_nothing(
     loc = RawLocation("cpu", DATE, envelope["spec"]["campaign_id"], envelope["spec_id"])
     upload_raw(lake, spec_dir, loc)
     landed = ingest_raw(lake, loc, PROV.dag_run_id)
-    assert landed is not None and landed.request_rows == 48
+    assert landed is not None and landed.request_rows == 60  # 4 levels and the recheck
     path = lake.table_path("requests", loc.accelerator_type, loc.date, loc.stem)
     with lake.fs.open(path, "rb") as fh:
         stored = pq.ParquetFile(fh)
-        assert stored.metadata.num_row_groups == 2 and stored.metadata.num_rows == 48
+        assert stored.metadata.num_row_groups == 3 and stored.metadata.num_rows == 60
     whole = ingest(envelope, dir_reader(spec_dir), PROV).requests
     assert lake.read("requests").drop_columns(["accelerator_type", "date"]).equals(whole)
 
@@ -157,7 +157,7 @@ def test_ingest_takes_only_its_own_attempts_evidence_and_drops_an_earlier_attemp
     loc = RawLocation("cpu", DATE, envelope["spec"]["campaign_id"], envelope["spec_id"])
     upload_raw(lake, spec_dir, loc)
     done = ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {"attempt": "attempt-a"}, {})
-    assert done["runs_rows"] == 4 and lake.read("runs").num_rows == 4
+    assert done["runs_rows"] == 5 and lake.read("runs").num_rows == 5
     with pytest.raises(AirflowSkipException, match="is from attempt attempt-a, not attempt-b"):
         ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {"attempt": "attempt-b"}, {})
     assert lake.read("runs").num_rows == 0 and lake.read("requests").num_rows == 0

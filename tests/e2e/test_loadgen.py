@@ -104,7 +104,9 @@ def test_driver_runs_every_level_and_repeat_with_server_evidence(driven: tuple[D
     spec = driver.spec
     assert envelope["failure"] is None
     records = envelope["levels"]
-    assert [(r["level_value"], r["repeat"]) for r in records] == [(1, 0), (1, 1), (4, 0), (4, 1)]
+    # Every level x repeat, then the first level once more (the recheck, its repeat numbered on).
+    done = [(r["level_value"], r["repeat"], r["recheck"]) for r in records]
+    assert done == [(1, 0, False), (1, 1, False), (4, 0, False), (4, 1, False), (1, 2, True)]
     for rec in records:
         assert rec["status"] == "ok", rec
         assert rec["client_output_tokens"] == PROMPTS * OUTPUT_LEN  # ignore-eos: exactly as requested
@@ -121,7 +123,7 @@ def test_driver_runs_every_level_and_repeat_with_server_evidence(driven: tuple[D
         assert all(t <= e for t, e in zip(result["ttfts"], result["latencies"], strict=True))
         assert result["accelbench_run_id"] == rec["run_id"]
     seeds = {r["repeat"]: r["seed"] for r in records}
-    assert seeds == {0: 7, 1: 8}
+    assert seeds == {0: 7, 1: 8, 2: 9}
     assert envelope["server"]["version"]["version"].startswith("0.32")
     assert json.loads((driver.spec_dir / "envelope.json").read_text())["spec_id"] == spec.spec_id
 

@@ -48,7 +48,8 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
     )
     assert data is not None
     runs = lake.read("runs").to_pylist()
-    assert [(r["level_value"], r["status"]) for r in runs] == [(1.0, "ok"), (2.0, "ok")]
+    levels = [(r["level_value"], r["status"], r["recheck"]) for r in runs]
+    assert levels == [(1.0, "ok", False), (2.0, "ok", False), (1.0, "ok", True)]
     for r in runs:
         assert (r["execution_mode"], r["node"], r["zone"], r["capacity_type"]) == (
             "kubernetes",
@@ -57,13 +58,13 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
             "on-demand",
         )
         assert r["tokens_agree"] and r["total_output_tokens"] == 6 * 8 and r["date"] == DATE
-    assert lake.read("requests").num_rows == 12
+    assert lake.read("requests").num_rows == 18
     # The lake cannot take the evidence: a failed container (exit 3) whose summary says where it tried
     # to write, and still reports what it measured.
     assert missing_bucket.returncode == 3
     summary = json.loads(missing_bucket.stdout.strip().splitlines()[-1])
     assert summary["lake_error"].startswith("could not copy the raw evidence to s3://no-such-bucket/lake")
-    assert summary["failure"] is None and len(summary["levels"]) == 2
+    assert summary["failure"] is None and len(summary["levels"]) == 3  # and the recheck
 
 
 def test_the_load_generator_records_its_host(tiny_model: Path, vllm_python: Path, tmp_path: Path) -> None:

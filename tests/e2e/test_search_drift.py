@@ -1,17 +1,23 @@
-"""A load search that sees the host drift (issue 29): against the zero-work server made 3x slower halfway
-through, with the real `vllm bench serve` client, the search's recheck of its first probe disagrees with
-it and the result is "drifted" with both figures, never a capacity."""
+"""A host that drifts under a run is seen (issue 29): against the zero-work server made 3x slower halfway
+through, with the real `vllm bench serve` client, a load search's recheck of its first probe disagrees
+with it and the result is "drifted" with both figures, never a capacity; a campaign of fixed levels
+rechecks its first level at the end, lands the finding on its rows, and the report's SLO verdicts of its
+points are undecided, saying why."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from accelbench.core.search import SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.lake.ingest import Provenance, capacity_row
+from accelbench.lake.ingest import Provenance, capacity_row, ingest
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
+from accelbench.report.build import ReportFilter, gather
+from accelbench.report.samples import Samples
+from accelbench.report.slos import judge
 
 from tests.support.specs import tiny_spec
 from tests.support.zero import zero_server
@@ -64,3 +70,66 @@ def test_a_search_on_a_host_that_slowed_halfway_is_drifted_not_a_capacity(
     row = capacity_row(envelope, Provenance(dag_run_id="manual__drift", execution_mode="local"))
     assert row is not None and (row["outcome"], row["capacity"], row["stopped_at"]) == ("drifted", None, 1.0)
     assert row["stopped_why"] == result.stopped_why
+
+
+# Fixed levels: 1 and 2 concurrent, 2 repeats of FIXED requests each (the points' p99 intervals over the
+# repeats are bounded), no degradation; from the request after both levels (and the warm-ups) on, the
+# server is SLOW x slower: the recheck of level 1 finds it.
+FIXED = 40
+
+
+def _fixed_run(tiny_model: Path, vllm_python: Path, bench_client: BenchClient, raw: Path, slow: float):
+    load = LoadPlan(
+        input_len=16,
+        output_len=OUTPUT_LEN,
+        concurrency=(1, 2),
+        prompts_per_level=FIXED,
+        warmups=WARMUPS,
+        seed=3,
+        repeats=2,
+    )
+    spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=load, campaign_id="drift-fixed")
+    drifting = {"slow_after_requests": WARMUPS + 4 * FIXED, "slow_factor": slow}
+    with zero_server(TTFT_MS, ITL_MS, **drifting) as (url, pid):
+        vllm = str(vllm_python.parent / "vllm")
+        driver = Driver(spec, url, raw, vllm=vllm, server_pid=pid, client=bench_client)
+        return driver, driver.run()
+
+
+def test_fixed_levels_on_a_host_that_slowed_are_rechecked_and_their_points_undecided(
+    tiny_model: Path, vllm_python: Path, bench_client: BenchClient, tmp_path: Path
+) -> None:
+    driver, envelope = _fixed_run(tiny_model, vllm_python, bench_client, tmp_path / "raw", SLOW)
+    assert envelope.failure is None
+    done = [(r.level_value, r.repeat, r.recheck, r.status) for r in envelope.levels]
+    measured = [(level, repeat, False, "ok") for level in (1, 2) for repeat in (0, 1)]
+    assert done == [*measured, (1, 2, True, "ok")], done
+    assert envelope.drift is not None and envelope.drift.startswith(
+        "the host drifted: p50 TTFT at 1 concurrent was "
+    ), envelope.drift
+    # Every row of the run carries the finding; the recheck is marked and is not one of level 1's repeats.
+    read = lambda name: json.loads((driver.spec_dir / name).read_text())  # noqa: E731
+    landed = ingest(envelope, read, Provenance(dag_run_id="manual__drift", execution_mode="local"))
+    rows = landed.runs.to_pylist()
+    assert [r["recheck"] for r in rows] == [False] * 4 + [True]
+    assert {r["host_drift"] for r in rows} == {envelope.drift}
+    # The report: two points of two repeats each, both undecided against an SLO their intervals alone meet.
+    flt = ReportFilter(ttft_p99_ms=TTFT_MS + 400)
+    points = gather(rows, [], [], flt, samples=Samples.from_table(landed.requests)).points
+    assert [(p["level_value"], p["repeats"]) for p in points] == [(1.0, 2), (2.0, 2)]
+    for p in points:
+        assert judge(p | {"host_drift": None}, flt.slos) == ("meets", []), p["p99_ttft_ms_high"]
+        assert p["slo_verdict"] == "undecided", p["slo_why"]
+        low, high = p["p99_ttft_ms_low"], p["p99_ttft_ms_high"]
+        assert p["slo_why"] == (
+            f"p99 TTFT {p['p99_ttft_ms']:.0f} ms [{low:.0f}, {high:.0f}] vs {TTFT_MS + 400:g} ms: "
+            f"{envelope.drift}; measure it again on a steadier host"
+        )
+
+
+def test_fixed_levels_on_a_steady_host_are_rechecked_and_not_drifted(
+    tiny_model: Path, vllm_python: Path, bench_client: BenchClient, tmp_path: Path
+) -> None:
+    _, envelope = _fixed_run(tiny_model, vllm_python, bench_client, tmp_path / "raw", 1.0)
+    assert envelope.failure is None and envelope.drift is None
+    assert [r.recheck for r in envelope.levels] == [False] * 4 + [True]

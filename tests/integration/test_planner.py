@@ -122,6 +122,28 @@ UNSURE = [
     _pt("m5.large", 2, 2.0, 450, 25, **_ci("p99_ttft_ms", 400, 500), **_ci("p99_tpot_ms", 19, 33), **DEAR),
 ]
 
+DRIFT = (
+    "the host drifted: p50 TTFT at 1 concurrent was 21 ms [20, 22] at the start, 64 ms [60, 70] at the end"
+)
+# A configuration whose host drifted under its campaign (runs.host_drift): each interval alone would meet.
+DRIFTED = [
+    _pt("m6i.large", 1, 1.0, 100, 10, host_drift=DRIFT, **_ci("p99_ttft_ms", 90, 110), **DEAR),
+    _pt("m6i.large", 2, 1.8, 150, 12, host_drift=DRIFT, **_ci("p99_ttft_ms", 140, 160), **DEAR),
+]
+
+
+def test_a_level_whose_host_drifted_is_undecided_and_says_so() -> None:
+    assert plan_capacity([{k: v for k, v in p.items() if k != "host_drift"} for p in DRIFTED], 10, **SLOS)
+    assert plan_capacity(DRIFTED, 10, **SLOS) == []
+    (gone,) = left_out(DRIFTED, 10, ttft_p99_ms=2000)
+    said = f"{DRIFT}; measure it again on a steadier host"
+    assert gone["reason"] == f"undecided concurrency 1: p99 TTFT 100 ms [90, 110] vs 2000 ms: {said} | " + (
+        f"concurrency 2: p99 TTFT 150 ms [140, 160] vs 2000 ms: {said}"
+    )
+    # The error rate is counted, not estimated: a drifted level over its limit still misses it.
+    (gone,) = left_out([DRIFTED[0] | {"error_rate": 0.5}], 10, max_error_rate=0.01)
+    assert gone["reason"].startswith("fails error rate (1 of 1 levels)"), gone["reason"]
+
 
 def test_an_undecided_level_is_never_used_and_says_what_would_decide_it() -> None:
     (row,) = plan_capacity(UNSURE[:3], 10, **SLOS)
@@ -350,7 +372,7 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     hostile = _pt("hostile", 1, 1.0, 1, 1, configuration=HOSTILE, spot_usd_per_hour=None)
-    points = [*POINTS, *SEARCHED, *TWO_SEARCHES, *UNSURE, hostile]
+    points = [*POINTS, *SEARCHED, *TWO_SEARCHES, *UNSURE, *DRIFTED, hostile]
     page_file = tmp_path / "planner.html"
     page_file.write_text(_page(points, target_rps=10, ttft_p99_ms=2000, tpot_p99_ms=50, max_error_rate=0.01))
     with sync_playwright() as pw:

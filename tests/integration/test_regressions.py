@@ -58,6 +58,32 @@ def test_a_clear_regression_is_found_and_a_small_change_is_not() -> None:
     assert _regressions(_runs(), "v0.20.0") == _regressions(_runs(), "0.20.0")  # spelled either way
 
 
+def test_a_change_measured_on_a_host_that_drifted_is_undecided_and_its_recheck_is_no_repeat() -> None:
+    """The same 30% drop, but the 0.20.0 campaign's recheck found the host drifted (runs.host_drift on its
+    rows, its recheck row marked): no regression is claimed, each metric is undecided saying why; the
+    recheck (a third run at c1, far slower) is not one of c1's repeats."""
+    drift = (
+        "the host drifted: p50 TTFT at 1 concurrent was 20 ms [19, 21] at the start, "
+        "61 ms [60, 62] at the end"
+    )
+    rows = [r | {"host_drift": drift} if r["vllm_version"] == "0.20.0" else r for r in _runs()]
+    rows.append(gate_run("0.20.0", 1, 2, 20.0, recheck=True, host_drift=drift))
+    inputs = gather(rows, [], [], ReportFilter())
+    assert [(p["vllm_version"], p["level_value"], p["repeats"]) for p in inputs.points] == [
+        ("0.19.0", 1.0, 2),
+        ("0.19.0", 4.0, 2),
+        ("0.20.0", 1.0, 2),
+        ("0.20.0", 4.0, 2),
+    ]
+    assert regressions_of(inputs.points, "0.20.0", inputs.runs) == []
+    (c1, c4) = version_deltas(inputs.points, inputs.runs)
+    assert c1["output_throughput_change"] == pytest.approx((70 * 70.5) ** 0.5 / (100 * 101) ** 0.5 - 1)
+    assert c1["output_throughput_verdict"] == "undecided" and c1["host_drift"] == drift
+    assert c1["output_throughput_finding"].endswith(f"; undecided: {drift}")
+    assert (undecided_in([c1])[0]).count(drift) == 3  # throughput, p99 TTFT and p99 TPOT: each says why
+    assert {c4[f"{m}_verdict"] for m in ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")} == {"undecided"}
+
+
 def test_a_p99_tpot_rise_beyond_the_minimum_effect_is_a_regression() -> None:
     rows = [gate_run("0.19.0", 1, r, 100.0, tpot=10.0 + r * 0.1) for r in range(2)]
     rows += [gate_run("0.20.0", 1, r, 100.0, tpot=13.0 + r * 0.1) for r in range(2)]

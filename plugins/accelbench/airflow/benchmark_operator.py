@@ -99,6 +99,8 @@ class BenchmarkOperator(BaseOperator):
         if result.lake_error:
             raise AirflowFailException(f"benchmark {spec.spec_id}: {result.lake_error}")
         value = result.model_dump(mode="json")  # the XCom value: the typed summary as JSON
+        if result.drift:  # measured and landed, but not the server's figures: the report says undecided
+            log.warning("benchmark %s: %s; its figures are reported undecided", spec.spec_id, result.drift)
         if result.failure:
             ti.xcom_push(key=RESULT_XCOM, value=value)  # ingest reads the attempt from it
             raise AirflowFailException(

@@ -72,6 +72,9 @@ class LevelRecord:
     # A load search's probe (LoadPlan.search): its step (0 first) and phase; None for a fixed level.
     search_step: int | None = None
     search_phase: Phase | None = None
+    # A campaign of fixed levels measures its first level once more at the end (`Driver._recheck`) to see
+    # whether the host drifted: not one of the point's repeats.
+    recheck: bool = False
 
 
 class Envelope(_Document):
@@ -90,6 +93,9 @@ class Envelope(_Document):
     # that a failed level cut short has the outcome "probe_failed" with the bracket found so far (its probes
     # are in `levels`, `failure` says why).
     search: SearchResult | None = None
+    # What the recheck found (`accelbench.core.drift`): "the host drifted: ..." with both figures, from the
+    # fixed levels' recheck or the search's; None when they agreed or there was none.
+    drift: str | None = None
 
 
 class LevelSummary(_Document):
@@ -116,6 +122,7 @@ class RunSummary(_Document):
     raw: str | None = None  # the raw evidence's lake URI, once copied there
     lake_error: str | None = None  # why the copy to the lake failed (the evidence stays where it was)
     server_startup_s: float | None = None  # local mode: how long the server took to become healthy
+    drift: str | None = None  # the host drifted under the run (Envelope.drift): its figures are undecided
 
     @classmethod
     def of(cls, envelope: Envelope) -> RunSummary:
@@ -123,5 +130,9 @@ class RunSummary(_Document):
             LevelSummary(**{k: getattr(r, k) for k in LevelSummary.model_fields}) for r in envelope.levels
         ]
         return cls(
-            spec_id=envelope.spec_id, attempt=envelope.attempt, failure=envelope.failure, levels=levels
+            spec_id=envelope.spec_id,
+            attempt=envelope.attempt,
+            failure=envelope.failure,
+            levels=levels,
+            drift=envelope.drift,
         )

@@ -20,6 +20,11 @@ class Level:
         number = f"{self.value:g}".replace(".", "p")
         return f"c{number}" if self.kind == "concurrency" else f"r{number}"
 
+    @property
+    def words(self) -> str:
+        """ "4 concurrent", "2.5 req/s": the level as the logs and the drift text say it."""
+        return f"{self.value:g} concurrent" if self.kind == "concurrency" else f"{self.value:g} req/s"
+
 
 def levels(spec: BenchmarkSpec) -> list[Level]:
     return [Level("concurrency", c) for c in spec.load.concurrency] + [

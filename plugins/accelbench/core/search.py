@@ -42,8 +42,9 @@ the largest passing probe under the fitted crossing, its interval from the large
 bound meets the limit to the smallest whose fitted low bound misses it, each bound first widened by the host's
 run-to-run spread that the recheck below shows (`_host_spread`: a within-run interval knows only its own
 requests): "26 concurrent [24, 28] at 95%"); and drift: the first probe is measured again at the end
-("recheck"), and when the two lie more than 2x apart beyond their intervals (`_drift`: a within-run interval
-does not hold how one host's runs differ) the outcome is "drifted" with both figures, not a capacity. And
+("recheck"), and when the two lie more than 2x apart beyond their intervals (`accelbench.core.drift`: a
+within-run interval does not hold how one host's runs differ) the outcome is "drifted" with both figures,
+not a capacity. And
 over-saturation: bracketing stops at a passing probe when the median latency grew with the load by a log-log
 slope over 1 (throughput falling), tested one-sided at 95% (`_saturation`): outcome "saturated", at least that
 load. The bracket stays the search's way to choose loads; the fit is what it reports.
@@ -79,6 +80,7 @@ from pydantic import (
     model_validator,
 )
 
+from accelbench.core.drift import drift
 from accelbench.core.intervals import Interval, SloVerdict, pooled_quantile_interval, slo_verdict
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
 
@@ -109,7 +111,7 @@ ANSWERED_OUTCOMES: tuple[Outcome, ...] = ("capacity", "upper_bound", "below_lowe
 # drifted under the search may not recur.
 SETTLED_OUTCOMES: tuple[Outcome, ...] = (*ANSWERED_OUTCOMES, "client_limited", "untrusted")
 MIN_P99_REQUESTS = 100  # below this a "p99" is the slowest request or close to it, never a tail estimate
-_TAIL_LIMITS = tuple(limit for limit in LIMITS if limit.field.startswith("p99_"))  # need min_requests
+TAIL_LIMITS = tuple(limit for limit in LIMITS if limit.field.startswith("p99_"))  # need min_requests
 UNITS = {"concurrency": "concurrent", "request_rate": "req/s"}  # a load of each variable, as said
 
 
@@ -252,7 +254,7 @@ class RepeatResult(_Frozen):
             "client_limited": bool(self.client_limited or more.client_limited),
             "duration_s": self.duration_s + more.duration_s,
         }
-        for limit in _TAIL_LIMITS:
+        for limit in TAIL_LIMITS:
             name = limit.field.removeprefix("p99_")
             values = self.samples(limit) + more.samples(limit)
             fields[name] = values
@@ -266,7 +268,7 @@ class RepeatResult(_Frozen):
 
     def point(self) -> dict[str, float | None]:
         """The repeat as the point `Slos.misses` and `Limit.fails` read."""
-        return {limit.field: getattr(self, limit.field, None) for limit in _TAIL_LIMITS} | {
+        return {limit.field: getattr(self, limit.field, None) for limit in TAIL_LIMITS} | {
             "error_rate": self.error_rate
         }
 
@@ -469,7 +471,7 @@ def _host_spread(plan: SearchPlan, first: list[RepeatResult], again: list[Repeat
     search of single repeats has, and without it a probe's within-run interval claims more than it knows
     (benchmarks/search_coverage.py)."""
     spreads = [0.0]
-    for limit in _TAIL_LIMITS:
+    for limit in TAIL_LIMITS:
         if getattr(plan.slos, limit.param) is None:
             continue
         medians = [
@@ -512,39 +514,26 @@ def _merged(batches: Sequence[ProbeResult]) -> list[RepeatResult]:
     return repeats
 
 
-DRIFT_QUANTILES = (0.5, 0.99)  # what the recheck compares: the median (bounded from a few requests) and p99
-# How far apart beyond both intervals: a within-run interval knows nothing of how one host's runs differ
-# (the README demo's two repeats of one level: 1.71x in p50 TTFT), so a change is a drift only past 2x.
-DRIFT_FACTOR = 2.0
-
-
 def _drift(plan: SearchPlan, first: list[RepeatResult], again: list[RepeatResult], load: float) -> str | None:
-    """Whether the first probe and its recheck disagree: for a latency the SLOs limit, the p50 or p99
-    intervals (`pooled_quantile_interval` over each one's repeats) lie more than DRIFT_FACTOR apart (one's
-    low bound over DRIFT_FACTOR x the other's high one). Intervals that far apart of one quantity that
-    changed less than that happen well under 1% of the time (each misses on its far side with 2.5%). The
-    text names both figures; None when they agree."""
-    for limit in _TAIL_LIMITS:
-        if getattr(plan.slos, limit.param) is None:
-            continue
-        for q in DRIFT_QUANTILES:
-            before, after = (
-                pooled_quantile_interval([np.asarray(r.samples(limit), dtype=float) for r in side], q)
-                for side in (first, again)
-            )
-            if before.estimate is None or after.estimate is None:
-                continue
-            apart = (
-                before.high is not None and after.low is not None and after.low > DRIFT_FACTOR * before.high
-            ) or (
-                after.high is not None and before.low is not None and before.low > DRIFT_FACTOR * after.high
-            )
-            if apart:
-                name = f"p{round(q * 100)} {limit.label.removeprefix('p99 ')}"
-                return (
-                    f"the host drifted: {name} at {load:g} {plan.unit} was {_figure(before)} at the start, "
-                    f"{_figure(after)} at the end"
-                )
+    """Whether the first probe and its recheck disagree (`accelbench.core.drift.drift`) on a latency the
+    SLOs limit; the text names both figures, None when they agree."""
+    return repeats_drift(
+        [limit for limit in TAIL_LIMITS if getattr(plan.slos, limit.param) is not None],
+        first,
+        again,
+        f"{load:g} {plan.unit}",
+    )
+
+
+def repeats_drift(
+    limits: Sequence[Limit], first: Sequence[RepeatResult], again: Sequence[RepeatResult], where: str
+) -> str | None:
+    """The first of `limits` whose metric's requests at the start (`first`) and at the end (`again`)
+    drifted apart (`accelbench.core.drift.drift`), in words; None when none did."""
+    for limit in limits:
+        before, after = ([r.samples(limit) for r in side] for side in (first, again))
+        if found := drift(limit.label.removeprefix("p99 "), where, before, after):
+            return found
     return None
 
 
@@ -590,11 +579,6 @@ def _saturation(
         f"log-log slope {slope:.2f} > {SATURATION_SLOPE:g} (one-sided z = {z:.1f}, 95%): "
         "more load only queues"
     )
-
-
-def _figure(interval: Interval) -> str:
-    ends = ", ".join("-" if v is None else f"{v:.0f}" for v in (interval.low, interval.high))
-    return f"{interval.estimate:.0f} ms [{ends}]"
 
 
 def _bound(load: float | None) -> str:
@@ -766,7 +750,7 @@ class LoadSearch:
                     worst = (_excess(limit, bound, point), limit.label)
         bounds: list[SloBound] = []
         if intervals and trusted and not small:
-            for limit in _TAIL_LIMITS:
+            for limit in TAIL_LIMITS:
                 bound = getattr(plan.slos, limit.param)
                 if bound is None:
                     continue

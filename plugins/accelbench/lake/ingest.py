@@ -236,6 +236,8 @@ def run_row(
         "level_warmups": load.level_warmup_count(
             int(level.level_value) if level.level_kind == "concurrency" else None
         ),
+        "recheck": level.recheck,
+        "host_drift": envelope.drift,
     }
     return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 

@@ -25,12 +25,12 @@ def measured_specs(
     rows = lake.read(
         "runs",
         where=ds.field("matrix_key").isin(keys) & ds.field("status").isin(MEASURED_STATUSES),
-        columns=["run_id", "matrix_key", "level_kind", "level_value", "repeat"],
+        columns=["run_id", "matrix_key", "level_kind", "level_value", "repeat", "recheck"],
     ).to_pylist()
     have = {
         (r["matrix_key"], r["level_kind"], r["level_value"], r["repeat"])
         for r in rows
-        if r["run_id"] not in retracted
+        if r["run_id"] not in retracted and not r["recheck"]  # a recheck is not one of the level's repeats
     }
     return [
         spec

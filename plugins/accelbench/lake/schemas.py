@@ -13,10 +13,11 @@ import pyarrow as pa
 # 7: a model served from a local folder is named by its id in `model` (accelbench.core.model_origin), the
 # folder kept in model_path (runs, capacities); 8: a search's capacity interval (capacities.capacity_low,
 # capacity_high, capacity_method) and why it stopped where it did (stopped_why; the outcomes probe_failed,
-# saturated, drifted).
+# saturated, drifted); 9: a fixed campaign's recheck of its first level (runs.recheck) and what it found
+# (runs.host_drift).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -138,7 +139,7 @@ RUNS = pa.schema(
         ("server_log_tail", pa.string()),
         # a load search's probe (LoadPlan.search): its step (0 first) and phase; null for a fixed level
         ("search_step", pa.int32()),
-        ("search_phase", pa.string()),  # "bracket" or "bisect"
+        ("search_phase", pa.string()),  # "bracket", "bisect" or "recheck"
         ("burstiness", pa.float64()),  # a rate level's arrivals: 1 Poisson, above 1 more regular
         ("workload", pa.string()),  # the profile (accelbench.core.workloads): "fixed", "chat", ...
         ("endpoint", pa.string()),  # "completions" or "chat" (/v1/chat/completions, the chat template)
@@ -146,6 +147,12 @@ RUNS = pa.schema(
         ("level_warmups", pa.int32()),  # warm-up requests sent before this level, not measured
         ("model_origin", pa.string()),  # where the model came from (its provenance file), when known
         ("model_path", pa.string()),  # the local folder `model` was served from; null: named by its id
+        # the first fixed level measured once more at the end to see drift (accelbench.core.drift): not one
+        # of its point's repeats
+        ("recheck", pa.bool_()),
+        # on every row of a run whose host drifted (the recheck, or a search's, disagreed): both figures;
+        # the report shows the run's figures undecided
+        ("host_drift", pa.string()),
     ]
 )
 

@@ -53,10 +53,12 @@ def earlier_spreads(lake: Lake, spec: BenchmarkSpec, execution_mode: str) -> dic
         & (ds.field("status") == "ok")
         & ds.field("level_kind").isin(sorted({level.kind for level in planned}))
     )
-    columns = ["campaign_id", "level_value", "vllm_version", "completed", *METRICS]
+    columns = ["campaign_id", "level_value", "vllm_version", "completed", "recheck", *METRICS]
     rows = lake.read("runs", where=where, columns=columns).to_pylist()
     by_level: dict[float, dict[str, list[Mapping[str, object]]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
+        if row["recheck"]:  # the first level measured again at the end: not one of its repeats
+            continue
         by_level[float(row["level_value"])][str(row["campaign_id"])].append(row)
     found = {}
     for level in planned:

@@ -12,6 +12,10 @@ as it stops fixed levels: its probes are kept, and the search's result says "pro
 bracket found before it. A concurrency probe whose client kept fewer requests in flight than asked
 (`in_flight_kept`) is client-limited, as a rate probe whose client sent below the rate.
 
+Fixed levels end with a recheck when there is more than one level: the first level measured once more
+(`recheck`, its repeat numbered on), compared with its first repeat (`accelbench.core.drift`); a host that
+drifted under the run is said in the envelope (`drift`), and the report shows the run's figures undecided.
+
 A level is "ok" (every request finished), "errors" (some failed, the server is still healthy: the run
 goes on, as one failed request in 10^4 must not end a campaign) or "failed" (no usable result, nothing
 completed, or the server died or stopped answering: the run stops, and everything measured before it
@@ -41,7 +45,16 @@ from accelbench.core.evidence import Envelope, LevelRecord, LevelStatus, RunSumm
 from accelbench.core.levels import Level, levels
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 from accelbench.core.model_origin import model_origin
-from accelbench.core.search import LoadSearch, Phase, ProbeResult, RepeatResult, SearchPlan, SearchResult
+from accelbench.core.search import (
+    TAIL_LIMITS,
+    LoadSearch,
+    Phase,
+    ProbeResult,
+    RepeatResult,
+    SearchPlan,
+    SearchResult,
+    repeats_drift,
+)
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import request_table
@@ -187,16 +200,17 @@ class Driver:
             log.info("warm-up: %d requests", n)
             self._bench("warmup", Level("concurrency", 1), n, self.spec.load.seed + 10_000, "warmup")
 
-    def warm_up_level(self, level: Level, repeat: int, seed: int, run_id: str) -> None:
-        """Before a level's first repeat, `LoadPlan.level_warmup_count` requests at the level's own load,
-        not measured: run apart, before the level's first scrape, so that the server's counters and the
+    def warm_up_level(self, level: Level, repeat: int, seed: int, run_id: str, recheck: bool = False) -> None:
+        """Before a level's first repeat (and before its recheck, which follows other levels as the first
+        repeat followed the warm-up), `LoadPlan.level_warmup_count` requests at the level's own load, not
+        measured: run apart, before the level's first scrape, so that the server's counters and the
         client's result hold the measured requests only (`vllm bench serve --num-warmups` would run them
         inside that window)."""
         n = self.spec.load.level_warmup_count(int(level.value) if level.kind == "concurrency" else None)
-        if n and repeat == 0:
+        if n and (repeat == 0 or recheck):
             self._bench(f"{level.key}-warmup", level, n, seed + 10_000, f"{run_id}-warmup")
 
-    def run_level(self, level: Level, repeat: int) -> LevelRecord:
+    def run_level(self, level: Level, repeat: int, recheck: bool = False) -> LevelRecord:
         seed = repeat_seed(self.spec, repeat)
         name = f"{level.key}-r{repeat}"
         run_id = f"{self.spec.campaign_id}/{self.spec.spec_id}/{name}"
@@ -215,7 +229,7 @@ class Driver:
         )
         memory = Sampler(memory_probe(self.server_pid), self.memory_interval_s) if self.server_pid else None
         try:
-            self.warm_up_level(level, repeat, seed, run_id)
+            self.warm_up_level(level, repeat, seed, run_id, recheck)
             before = server_metrics.scrape(self.base_url)
             with contextlib.ExitStack() as stack:
                 stack.enter_context(gauges)
@@ -311,15 +325,21 @@ class Driver:
         return "ok", None
 
     def _level(
-        self, level: Level, step: int | None = None, phase: Phase | None = None, first: int = 0
+        self,
+        level: Level,
+        step: int | None = None,
+        phase: Phase | None = None,
+        first: int = 0,
+        count: int | None = None,
+        recheck: bool = False,
     ) -> tuple[list[LevelRecord], str | None]:
-        """Every repeat of one level (a search's probe with its step and phase; a probe measured again
-        numbers its repeats on from `first`): (records, failure), where failure is the failed repeat's
-        "run_id: error" that stops the run."""
+        """Every repeat of one level (a search's probe with its step and phase; a probe measured again, or
+        a recheck, numbers its repeats on from `first`; `count` of them, else the plan's repeats):
+        (records, failure), where failure is the failed repeat's "run_id: error" that stops the run."""
         done: list[LevelRecord] = []
-        for repeat in range(first, first + self.spec.load.repeats):
-            rec = self.run_level(level, repeat)
-            rec.search_step, rec.search_phase = step, phase
+        for repeat in range(first, first + (count or self.spec.load.repeats)):
+            rec = self.run_level(level, repeat, recheck)
+            rec.search_step, rec.search_phase, rec.recheck = step, phase, recheck
             self.records.append(rec)
             log.log(
                 logging.INFO if rec.status == "ok" else logging.WARNING,
@@ -360,6 +380,40 @@ class Driver:
         log.info("search: %s", result.summary())
         return None, result
 
+    def _levels(self) -> tuple[str | None, str | None]:
+        """Every fixed level x repeat in order, then the first level once more (`_recheck`): (failure,
+        drift)."""
+        planned = levels(self.spec)
+        for level in planned:
+            if failure := self._level(level)[1]:
+                return failure, None
+        return self._recheck(planned)
+
+    def _recheck(self, planned: list[Level]) -> tuple[str | None, str | None]:
+        """With more than one level, the first one measured once more at the end (its repeats numbered
+        on), and compared with its first repeat (`accelbench.core.search.repeats_drift` on every latency
+        limit's metric): (failure, "the host drifted: ..." or None). The figures of a run whose host
+        drifted are not the server's; the report shows them undecided."""
+        if len(planned) < 2:
+            return None, None
+        first = planned[0]
+        done, failure = self._level(first, first=self.spec.load.repeats, count=1, recheck=True)
+        if failure:
+            return failure, None
+        start = next(
+            r for r in self.records if (r.level_kind, r.level_value, r.repeat) == (first.kind, first.value, 0)
+        )
+        found = repeats_drift(
+            TAIL_LIMITS, [self.repeat_result(start)], [self.repeat_result(done[0])], first.words
+        )
+        log.log(
+            logging.WARNING if found else logging.INFO,
+            "recheck of %s at the end: %s",
+            first.words,
+            found or "no drift beyond the intervals (2x apart) of its p50 and p99 latencies",
+        )
+        return None, found
+
     def repeat_result(self, rec: LevelRecord) -> RepeatResult:
         """A measured level as the search judges it: its counts, its p99s, whether the client kept up,
         how long the server was under its load and its completed requests' latencies (in ms, as the
@@ -395,17 +449,17 @@ class Driver:
             info["model_origin"] = origin
         failure: str | None = None
         search: SearchResult | None = None
+        drift: str | None = None
         owned = self.client is None
         try:
             if owned:  # inside the try: a client that cannot start is a warm-up failure in the envelope
                 self.client = BenchClient(self.vllm, self.client_cpus).start()
             self.warm_up()
             if self.spec.load.search is None:
-                for level in levels(self.spec):
-                    if failure := self._level(level)[1]:
-                        break
+                failure, drift = self._levels()
             else:
                 failure, search = self._search(self.spec.load.search)
+                drift = search.stopped_why if search is not None and search.outcome == "drifted" else None
         except (LevelFailed, BenchProcessError, OSError, subprocess.TimeoutExpired) as exc:
             failure = f"warm-up: {type(exc).__name__}: {exc}"
             if (exited := self._server_exited(wait_s=0.0)) is not None:
@@ -428,6 +482,7 @@ class Driver:
             levels=self.records,
             failure=failure,
             search=search,
+            drift=drift,
         )
         tmp = self.spec_dir / (ENVELOPE + ".tmp")
         tmp.write_text(envelope.model_dump_json(indent=1))

@@ -95,7 +95,9 @@ def gather(
     (`accelbench.report.slos.judged`); and the best level under the SLOs per configuration.
     `samples`: the kept runs' request samples (`read_samples`), from which the latency percentiles'
     intervals pool the requests; without them those intervals come from the repeats alone."""
-    chosen = [r for r in runs if flt.keeps(r)]
+    # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
+    # (`host_drift`).
+    chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
     kept, gone = split_retracted(chosen, retracted)
     searched = capacity_rows([c for c in capacities or [] if flt.keeps(c)], kept, prices, flt.region)
     points = judged(mark_searched(level_points(kept, prices, flt.region, samples), searched), flt.slos)

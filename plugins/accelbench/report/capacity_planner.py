@@ -80,6 +80,7 @@ PLANNER_FIELDS = (
     "spot_usd_per_hour",
     "sample_warning",
     "searched_capacity",
+    "host_drift",
 )
 
 

@@ -76,8 +76,10 @@ def judged(
     """Each row with its metrics' changes judged as one family (Benjamini-Hochberg across every row and
     metric): `<metric>_change` (relative, the estimate), `_change_low` / `_change_high` (its interval),
     `_q` (the q-value), `_verdict` ("regression", "improvement", "no change", "undecided") and `_finding`
-    (the change in words), and `change_method` (how each metric was tested). Every key is there, None when
-    there is nothing to compare: tables take their columns from row 1."""
+    (the change in words), and `change_method` (how each metric was tested). A row whose `host_drift` is
+    set (a side's host drifted under its run, `accelbench.core.drift`) is undecided on every metric, its
+    finding saying why. Every key is there, None when there is nothing to compare: tables take their
+    columns from row 1."""
     flat = [c for _, changes in compared for c in changes.values()]
     done = iter(judge(flat, fdr))
     rows = []
@@ -87,13 +89,16 @@ def judged(
         for metric in changes:
             c = next(done)
             methods.setdefault(c.method, []).append(NAMES.get(metric, metric))
+            verdict, finding = c.verdict, c.words(NAMES.get(metric, metric))
+            if row.get("host_drift"):  # a side's host drifted under its run: its figures are not the server's
+                verdict, finding = "undecided", f"{finding}; undecided: {row['host_drift']}"
             out |= {
                 f"{metric}_change": c.estimate,
                 f"{metric}_change_low": c.low,
                 f"{metric}_change_high": c.high,
                 f"{metric}_q": c.q,
-                f"{metric}_verdict": c.verdict,
-                f"{metric}_finding": c.words(NAMES.get(metric, metric)),
+                f"{metric}_verdict": verdict,
+                f"{metric}_finding": finding,
             }
         out["change_method"] = "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items())
         rows.append(out)

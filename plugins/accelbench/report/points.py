@@ -164,6 +164,11 @@ def _over_repeats(rows: list[dict[str, Any]], samples: Samples) -> dict[str, Any
     # What ran: the kubelet's image digest or the local vLLM build, else the planned image.
     ran = {str(r.get("server_image_id") or r.get("image") or "?") for r in rows}
     found["ran"] = "; ".join(sorted(ran))
+    # A run whose host drifted (its recheck disagreed, accelbench.core.drift): the point's SLO verdicts
+    # are undecided (accelbench.report.slos.limit_verdict).
+    found["host_drift"] = (
+        "; ".join(sorted({str(r["host_drift"]) for r in rows if r.get("host_drift")})) or None
+    )
     for metric in CV_OF:
         found[f"{metric}_cv"] = coefficient_of_variation(_values(rows, metric))
     fewest = min(r.get("completed") or 0 for r in rows)

@@ -6,10 +6,11 @@ them, what more measurement would decide an undecided one, and the best level un
 A latency limit is judged on the figure's 95% interval (`accelbench.core.intervals.slo_verdict`): met when
 the whole interval is at or under the limit, missed when it is wholly over, undecided when the limit is
 inside it (or the bound that would decide it is unknown: a p99 of fewer than 368 requests has no upper
-bound). A figure with no interval at all (one repeat without request samples: an imported result, an older
-lake) is judged on its estimate, as before intervals, and says so. The error-rate limit judges the
-requests that failed in the repeats, not an estimate: failed requests under the limit never make a level
-undecided.
+bound), and always undecided when the host drifted under one of the point's runs (`runs.host_drift`, the
+recheck of `accelbench.core.drift`). A figure with no interval at all (one repeat without request samples:
+an imported result, an older lake) is judged on its estimate, as before intervals, and says so. The error-
+rate limit judges the requests that failed in the repeats, not an estimate: failed requests under the
+limit never make a level undecided.
 """
 
 from __future__ import annotations
@@ -57,14 +58,20 @@ def _interval(limit: Limit, p: Mapping[str, Any]) -> Interval:
 
 def limit_verdict(limit: Limit, bound: float | None, p: Mapping[str, Any]) -> SloVerdict | None:
     """Point `p` against one limit at `bound`: None without a limit; a missing figure fails or not as
-    `limit.missing_fails` says; a figure without an interval, or the error rate, is judged on its value."""
+    `limit.missing_fails` says; a figure without an interval, or the error rate, is judged on its value. A
+    latency of a point whose host drifted under one of its runs (`host_drift`) is undecided whatever its
+    interval says: its figures are not the server's alone."""
     if bound is None:
         return None
     value = p.get(limit.field)
     if value is None:
         return "misses" if limit.missing_fails else "meets"
+    if limit.field in JUDGED_ON_ESTIMATE:
+        return "misses" if value > bound else "meets"
+    if p.get("host_drift"):
+        return "undecided"
     interval = _interval(limit, p)
-    if limit.field in JUDGED_ON_ESTIMATE or (interval.low is None and interval.high is None):
+    if interval.low is None and interval.high is None:
         return "misses" if value > bound else "meets"
     return slo_verdict(interval, bound)
 
@@ -104,6 +111,8 @@ def to_decide(limit: Limit, bound: float, p: Mapping[str, Any]) -> str:
     """What more measurement would decide `p`'s undecided `limit`, in what the interval was made from
     (`latency_interval_basis`): repeats (`repeats_to_decide`) or requests per repeat (one repeat's order
     statistics: `factor_to_decide`, half-widths shrinking as 1/sqrt(requests))."""
+    if p.get("host_drift"):
+        return f"{p['host_drift']}; measure it again on a steadier host"
     interval = _interval(limit, p)
     basis, n = (
         p.get("latency_interval_basis") or "repeats",

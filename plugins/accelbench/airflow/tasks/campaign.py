@@ -141,7 +141,11 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
             f"{r['completed'] or 0:>6}{r['failed'] or 0:>7}"
             f"{r['request_throughput'] or 0:>8.2f}{r['output_throughput'] or 0:>11.1f}"
             f"{r['p50_ttft_ms'] or 0:>13.1f}{r['p50_tpot_ms'] or 0:>13.2f}  {host_label(r)}"
+            + ("  (recheck)" if r.get("recheck") else "")
         )
+    drifted = {r["spec_id"]: r["host_drift"] for r in mine if r.get("host_drift")}
+    for spec_id, why in sorted(drifted.items()):
+        lines.append(f"{spec_id}: {why}; its figures are reported undecided")
     searches = sorted(lake.read("capacities", where).to_pylist(), key=lambda c: c["spec_id"])
     for c in searches:
         lines.append(f"load search {c['spec_id']} on {c['instance_type']}: {capacity_text(c)}")
@@ -153,6 +157,7 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
         "ok": sum(r["status"] == "ok" for r in mine),
         "errors": sum(r["status"] == "errors" for r in mine),
         "local_host": sum(not measured_on_instance(r) for r in mine),
+        "drifted": sorted(drifted),
         "lake": lake.uri,
     }
 

@@ -74,6 +74,8 @@ def version_deltas(
                 "to_version": cur["vllm_version"],
                 "repeats_from": prev["repeats"],
                 "repeats_to": cur["repeats"],
+                "host_drift": "; ".join(d for d in (prev.get("host_drift"), cur.get("host_drift")) if d)
+                or None,
             }
             changes = {m: point_change(m, prev, cur, worse, by_id, samples) for m, worse in JUDGED}
             compared.append((row, changes))
