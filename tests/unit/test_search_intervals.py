@@ -147,7 +147,7 @@ def test_the_driver_measures_a_probe_again_as_further_repeats(tmp_path: Path) ->
     driver.spec_dir.mkdir()
     rng = np.random.default_rng(9)
 
-    def run_level(level: Level, repeat: int) -> LevelRecord:
+    def run_level(level: Level, repeat: int, recheck: bool = False) -> LevelRecord:
         name = f"{level.key}-r{repeat}"
         p99 = 0.2 if level.value <= 2 else (0.9 * LIMIT / 1000 if level.value == 3 else 5.0)
         ttfts = rng.exponential(p99 / P99_OF_UNIT_EXPONENTIAL, size=200)

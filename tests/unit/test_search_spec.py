@@ -54,7 +54,7 @@ def _driver(tmp_path: Path, fail_at: float | None = None) -> Driver:
     driver = Driver(_spec(search=PLAN), "http://127.0.0.1:1", tmp_path)
     driver.spec_dir.mkdir()
 
-    def run_level(level: Level, repeat: int) -> LevelRecord:
+    def run_level(level: Level, repeat: int, recheck: bool = False) -> LevelRecord:
         return level_record(driver.spec_dir, level, repeat, "failed" if level.value == fail_at else "ok")
 
     driver.run_level = run_level  # type: ignore[method-assign]

@@ -77,7 +77,7 @@ def test_a_failed_probe_keeps_the_bracket_found_so_far(tmp_path: Path) -> None:
     driver = Driver(_spec(search=PLAN), "http://127.0.0.1:1", tmp_path)
     driver.spec_dir.mkdir()
 
-    def run_level(level: Level, repeat: int) -> LevelRecord:
+    def run_level(level: Level, repeat: int, recheck: bool = False) -> LevelRecord:
         return level_record(driver.spec_dir, level, repeat, "failed" if level.value == 6 else "ok")
 
     driver.run_level = run_level  # type: ignore[method-assign]
