@@ -74,6 +74,7 @@ scripts/bootstrap.sh  # .venv first: the other environments install with its uv
 # tests): the tests import a fraction of them, and Python compiles those on first import.
 start_beside checkov-env env ENV_COMPILE_BYTECODE=0 scripts/checkov-env.sh  # checkov pins an old boto3
 start_beside vllm-env env ENV_COMPILE_BYTECODE=0 scripts/vllm-env.sh  # vLLM CPU for local-mode servers
+start_beside quant-env env ENV_COMPILE_BYTECODE=0 scripts/quant-env.sh  # llmcompressor: quantized checkpoints
 echo "test: ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
@@ -87,5 +88,5 @@ finish_beside debian  # Chromium: the integration tier's pages
 echo "test: pytest (set-up took ${SECONDS} s; the vLLM and checkov environments and mypy still running)"
 rc=0
 ACCELBENCH_TEST_STEPS=$logs .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@" || rc=$?
-for step in mypy checkov-env vllm-env; do finish_beside "$step"; done
+for step in mypy checkov-env vllm-env quant-env; do finish_beside "$step"; done
 exit "$rc"

@@ -172,14 +172,15 @@ E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
     "e2e/test_version_campaign.py": "e2e/test_version_campaign.py",  # a few seconds in all
     "e2e/test_real_model.py": "e2e: the real model",  # its conversion (30 s on a clean clone)
     "e2e/test_model_identity.py": "e2e: the real model",
+    "e2e/test_quantized_model.py": "e2e: the real model",  # quantizes the conversion the others make
 }
 # Seconds a test (or a whole file) takes on this 2-core machine (`--durations` of a parallel run, rounded);
 # the lanes' order and balance come from them. A test not listed costs DEFAULT_COST_S by its tier: add a new
 # e2e test that starts a server or runs a DAG here.
 COST_S = {
     "e2e/test_version_scheduling.py": 140,
-    "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 50,
-    "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 55,
+    "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 60,
+    "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 70,
     "e2e/test_campaign_dag.py::test_a_server_that_cannot_start": 16,
     "e2e/test_campaign_dag.py::test_kubernetes_mode_is_refused": 7,
     "e2e/test_campaign_dag.py::test_bad_campaign_input": 3,
@@ -208,7 +209,8 @@ COST_S = {
     "e2e/test_fit_against_vllm.py": 12,
     "e2e/test_version_campaign.py": 10,
     "e2e/test_regression_gate.py": 45,  # three campaigns of one level against the zero server
-    "e2e/test_search_drift.py": 57,  # a search against a server that slows 3x halfway
+    "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 3x halfway
+    "e2e/test_quantized_model.py": 35,  # W8A8 made (7 s on a clean clone), then a local run of the real model
     "integration/test_dags.py": 20,
     "integration/test_releases.py": 20,
     "integration/test_benchmarks_view.py": 22,
@@ -308,6 +310,7 @@ EARLY_TIERS = ("unit/", "integration/")  # scopes that run while test.sh builds 
 ENVIRONMENT_STEPS = {  # test.sh's steps beside pytest that an e2e test may need
     "vllm-env": "the vLLM CPU environment .venv-vllm",
     "checkov-env": "checkov and hadolint in .venv-checkov",
+    "quant-env": "llmcompressor in .venv-quant",
 }
 
 

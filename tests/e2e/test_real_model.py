@@ -178,6 +178,7 @@ def test_a_real_server_answers_in_english(
             client=bench_client,
         )
         envelope = driver.run()
+    assert server.reported_quantization() == "none"  # its log: the bf16 checkpoint, served unquantized
     text = reply["choices"][0]["message"]["content"] or ""
     assert text.strip(), reply
     assert reply["usage"]["completion_tokens"] > 0

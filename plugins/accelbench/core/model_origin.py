@@ -130,10 +130,16 @@ def model_origin(model: str) -> str | None:
     try:
         data = json.loads(path.read_text())
         source, conversion = data["source"], data["conversion"]
+        quantized = data.get("quantization")  # accelbench.local.quantized_model's folders
+        made = (
+            f", quantized to {quantized['scheme']} by llmcompressor {quantized['tools']['llmcompressor']}"
+            if quantized
+            else ""
+        )
         return (
             f"{data['name']} ({data['upstream']}), {data['license']}: PyPI {source['package']} "
             f"{source['version']}, {source['gguf_file']} sha256 {source['gguf_sha256'][:12]}…, converted to "
-            f"{conversion['dtype']}"
+            f"{conversion['dtype']}{made}"
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

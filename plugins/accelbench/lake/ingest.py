@@ -45,6 +45,8 @@ class Provenance:
     host_instance_type: str | None = None
     host_accelerators: str | None = None  # the NVIDIA GPUs nvidia-smi lists (local mode on a GPU host)
     server_image_id: str | None = None
+    # What the server's own log said it served (accelbench.core.server_log): scheme and kernel, or "none".
+    server_quantization: str | None = None
 
 
 PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance) if f.name != "dag_run_id")
@@ -225,6 +227,7 @@ def run_row(
         "engine_args": " ".join(server.extra_engine_args),
         **_host_columns(prov, server),
         "server_image_id": prov.server_image_id,
+        "server_quantization": prov.server_quantization,
         "server_exit_code": level.server_exit_code,
         "server_log_tail": level.server_log_tail,
         "search_step": level.search_step,

@@ -14,7 +14,7 @@ import pyarrow as pa
 # folder kept in model_path (runs, capacities); 8: a search's capacity interval (capacities.capacity_low,
 # capacity_high, capacity_method) and why it stopped where it did (stopped_why; the outcomes probe_failed,
 # saturated, drifted); 9: a fixed campaign's recheck of its first level (runs.recheck) and what it found
-# (runs.host_drift).
+# (runs.host_drift), and the quantization the server's log reported (runs.server_quantization).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
 SCHEMA_VERSION = 9
@@ -153,6 +153,9 @@ RUNS = pa.schema(
         # on every row of a run whose host drifted (the recheck, or a search's, disagreed): both figures;
         # the report shows the run's figures undecided
         ("host_drift", pa.string()),
+        # what the server's log said it served: "CompressedTensorsW8A8Int8 (CPUInt8ScaledMMLinearKernel)", or
+        # "none" (unquantized); null where the log was not read (kubernetes mode) or said neither
+        ("server_quantization", pa.string()),
     ]
 )
 

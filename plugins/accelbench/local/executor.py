@@ -84,6 +84,7 @@ def run_local(
         **host_facts(),
         # No image ran: the rows' `image` stays the plan, this says what was measured instead.
         server_image_id=f"vllm=={local_vllm_version(python)} local process (no image)",
+        server_quantization=server.reported_quantization(),
     )
     # The compile caches are not evidence, and not worth keeping per campaign.
     shutil.rmtree(work / "server" / "cache", ignore_errors=True)

@@ -20,7 +20,6 @@ import importlib.metadata
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,22 +232,12 @@ def convert(out: Path) -> Path:
 
 
 def _run(python: Path, *args: str, timeout: float) -> str:
-    """This file as a script under the vLLM interpreter: that environment need not have accelbench
-    installed, and adding this one's site-packages to it would mix two torch/transformers stacks.
-    `-P`: the script's own folder is not put on sys.path. The child dies with this process, so a converter
-    left running can never write into the folder the next holder of the lock builds."""
-    from accelbench.lifetime import die_with_parent
+    """This file as a script under the vLLM interpreter (`accelbench.local.offline_script`). The child dies
+    with this process, so a converter left running can never write into the folder the next holder of the
+    lock builds."""
+    from accelbench.local.offline_script import run_offline
 
-    env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}
-    proc = subprocess.run(
-        [str(python), "-P", str(Path(__file__).resolve()), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-        preexec_fn=die_with_parent,
-    )
+    proc = run_offline(python, __file__, *args, timeout=timeout)
     if proc.returncode != 0:
         raise ModelConversionError(
             f"{python} real_model {' '.join(args)} exited with code {proc.returncode}:\n{proc.stderr[-3000:]}"

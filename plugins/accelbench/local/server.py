@@ -31,6 +31,7 @@ import psutil
 from packaging.version import InvalidVersion, Version
 
 from accelbench.config import Settings, env_name
+from accelbench.core.server_log import reported_quantization
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent
@@ -43,6 +44,7 @@ SERVER_CPUS_SETTING = env_name("local_server_cpus")
 CLIENT_CPUS_SETTING = env_name("local_client_cpus")
 PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bind it before vLLM does
 PORT_TAKEN = "Address already in use"
+LOG_HEAD_CHARS = 4 << 20  # where the server's log says what it loaded (reported_quantization)
 
 
 class ServerStartError(AccelbenchError):
@@ -304,6 +306,15 @@ class LocalServer:
         line = {"at": time.time(), "pid": self.process.pid, "port": self.port, "workdir": str(self.workdir)}
         with self.journal.open("a") as fh:
             fh.write(json.dumps(line) + "\n")
+
+    def reported_quantization(self) -> str | None:
+        """What the server's log says it served (`accelbench.core.server_log`): its start is enough, the
+        scheme and kernel lines come while the model loads."""
+        try:
+            with self.log_path.open(errors="replace") as fh:
+                return reported_quantization(fh.read(LOG_HEAD_CHARS))
+        except OSError:
+            return None
 
     def log_tail(self, lines: int = 40) -> str:
         try:

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Create .venv-quant: llmcompressor (PyPI), the field's tool for compressed-tensors checkpoints, which
+# accelbench.local.quantized_model runs to make W8A8 / W4A8 / W4A16 checkpoints of the real model.
+# Separate from .venv-vllm: llmcompressor pins a newer compressed-tensors and an older transformers than
+# vLLM 0.32 does; the checkpoint it writes is what vLLM reads, so nothing else needs to be shared.
+#   QUANT_ENV_DIR  where the environment goes (default .venv-quant in the repository)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/uv.sh
+
+LLMCOMPRESSOR_VERSION=0.14.0.1
+TORCH_VERSION=2.13.0
+env_dir=${QUANT_ENV_DIR:-.venv-quant}
+stamp=$env_dir/.accelbench-installed
+want=$(cat constraints-quant.txt "$0" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
+
+py=${PYTHON:-python3}
+env_tool_init quant-env . "$py"
+env_step "installing torch $TORCH_VERSION (CPU build) and llmcompressor $LLMCOMPRESSOR_VERSION into $env_dir"
+[ -x "$env_dir/bin/python" ] || "$py" -m venv "$env_dir"
+python=$env_dir/bin/python
+# torch first, as in scripts/vllm-env.sh: asked for by llmcompressor alone, a resolver would pick a CUDA build.
+env_install "$python" "torch==$TORCH_VERSION"
+env_install "$python" -c constraints-quant.txt "llmcompressor==$LLMCOMPRESSOR_VERSION"
+# PyPI's torchvision/torchaudio/torchcodec are CUDA-linked and break `import transformers` beside the CPU torch.
+env_uninstall "$python" torchvision torchaudio torchcodec triton
+env_step "checking: import llmcompressor"
+"$python" -c "import llmcompressor" >/dev/null 2>&1 || { echo "quant-env: 'import llmcompressor' fails in $env_dir" >&2; exit 1; }
+echo "$want" > "$stamp"
+env_step "done: $env_dir"
