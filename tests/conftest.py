@@ -210,7 +210,7 @@ COST_S = {
     "e2e/test_version_campaign.py": 10,
     "e2e/test_regression_gate.py": 45,  # three campaigns of one level against the zero server
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 3x halfway
-    "e2e/test_quantized_model.py": 35,  # W8A8 made (7 s on a clean clone), then a local run of the real model
+    "e2e/test_quantized_model.py": 55,  # W8A8 made (7 s on a clean clone), two real-model servers
     "integration/test_dags.py": 20,
     "integration/test_releases.py": 20,
     "integration/test_benchmarks_view.py": 22,
