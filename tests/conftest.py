@@ -193,7 +193,7 @@ COST_S = {
     "e2e/test_load_search.py::test_a_search_the_client_cannot_drive": 8,
     "e2e/test_real_model.py::test_a_real_server_answers_in_english": 30,
     "e2e/test_real_model.py::test_conversion_is_keyed_by_the_gguf": 25,  # the conversion, on a clean clone
-    "e2e/test_faults.py::test_worker_death_in_local_mode": 25,
+    "e2e/test_faults.py::test_worker_death_in_local_mode": 50,
     "e2e/test_faults.py::test_worker_death_in_kubernetes_mode": 38,
     "e2e/test_faults.py::test_s3_outage_during_ingest": 47,  # the session server's start and `driven`
     "e2e/test_faults.py::test_a_server_killed_mid_level": 8,
@@ -210,7 +210,7 @@ COST_S = {
     "e2e/test_version_campaign.py": 10,
     "e2e/test_regression_gate.py": 45,  # three campaigns of one level against the zero server
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 3x halfway
-    "e2e/test_quantized_model.py": 55,  # W8A8 made (7 s on a clean clone), two real-model servers
+    "e2e/test_quantized_model.py": 130,  # W8A8 made (50 s on a clean clone), a matrix campaign: two servers
     "integration/test_dags.py": 20,
     "integration/test_releases.py": 20,
     "integration/test_benchmarks_view.py": 22,

@@ -295,10 +295,13 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
     pid_file = (
         campaign_workdir(Settings.from_env(), spec.campaign_id) / spec.spec_id / "server" / "server.pid"
     )
+    # With vLLM's default multiprocessing (the tests' servers run without it, tests/conftest.py): the
+    # server's engine core and worker are processes of their own, children of the API server.
     worker = subprocess.Popen(
         [str(REPO / ".venv" / "bin" / "python"), "-c", WORKER, spec.model_dump_json(), lake.uri, DATE],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=os.environ | {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
     )
     try:
         # Wait until the worker is mid-benchmark: its server is up and `vllm bench serve` is running.
@@ -309,25 +312,28 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
                 for p in psutil.Process(worker.pid).children(recursive=True)
                 if "bench" in " ".join(p.cmdline())
             ]
-            if clients and pid_file.exists():
-                break
+            log = pid_file.parent / "server.log"
+            if clients and pid_file.exists() and '/health HTTP/1.1" 200' in log.read_text(errors="replace"):
+                break  # the server is up: its engine core and worker have started
             assert worker.poll() is None, "the worker ended before the benchmark started"
             time.sleep(0.5)
         else:
             pytest.fail("the worker never reached the benchmark")
         pgid = json.loads(pid_file.read_text())["pgid"]
-        assert _group(pgid), "the server's process group is running"
+        group = _group(pgid)
+        assert len(group) >= 3, [p.name() for p in group]  # API server, engine core, worker
         worker.kill()  # the worker dies: SIGKILL, no cleanup of its own
         worker.wait(timeout=30)
         psutil.wait_procs(clients, timeout=15)
         assert not [c for c in clients if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
-        left_behind = [p.pid for p in _group(pgid)]
-        # The retry: a new attempt of the same spec stops what is left, then measures again.
+        # Every process of the server's group dies with the worker (accelbench.lifetime.watch_group), the
+        # engine core too, which outlived its API server before; no retry needed to stop it.
+        _, alive = psutil.wait_procs(group, timeout=15)
+        assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], [p.name() for p in alive]
+        # The retry measures again (an orphan it found would be stopped first: LocalServer.stop_orphans).
         with caplog.at_level(logging.WARNING, logger="accelbench.local.server"):
             result = run_local(spec, lake, DATE, "attempt-2")
-        assert not _group(pgid), "the orphaned server's processes are gone"
-        if left_behind:
-            assert "earlier attempt's vLLM server" in caplog.text
+        assert not _group(pgid) and "earlier attempt's vLLM server" not in caplog.text
     finally:
         if worker.poll() is None:
             worker.kill()

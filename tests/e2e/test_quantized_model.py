@@ -1,39 +1,31 @@
-"""Quantized serving for real (issue 30, its first part): a W8A8 checkpoint of the real model made here by
-llmcompressor (PyPI, one-shot, data-free), with its provenance; served by vLLM CPU, whose log says it ran the
-int8 kernel; its next-token distributions close to the bf16 reference's (top-k KL above 0 and small, the
-reference against itself ~0); a level driven against it lands rows that name it by its own id and record what
-the server's log said it served."""
+"""Quantized serving for real: a W8A8 checkpoint of the real model made here by llmcompressor (PyPI, one-shot,
+data-free), with its provenance; and a quantization matrix through the campaign DAG (bf16 and W8A8 of the
+real model, one server each): both land, vLLM CPU's log says the W8A8 server ran the int8 kernel, and the
+quality table holds each configuration against the bf16 reference (top-k KL above 0 and small, the reference
+against itself ~0, top-1 agreement, accuracy on the project's task through lm-eval with the reference's)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from accelbench.core.fidelity import fidelity
-from accelbench.core.model_origin import PROVENANCE_FILE, model_identity
-from accelbench.core.probe_prompts import probe_prompts
-from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.lake.ingest import ingest_raw
+from accelbench.core.model_origin import PROVENANCE_FILE
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
-from accelbench.loadgen.bench_client import BenchClient
-from accelbench.loadgen.driver import Driver
-from accelbench.loadgen.finish import finish
-from accelbench.loadgen.logprobs import TOP_K, prompt_logprobs
+from accelbench.loadgen.logprobs import TOP_K
 from accelbench.local import quantized_model as qm
 from accelbench.local import real_model as rm
-from accelbench.local.server import LocalServer, Pinning
 
+from tests.support.airflow_dags import dagbag, run_dag, task_states
 from tests.support.paths import REPO
 from tests.support.servers import missing
 from tests.support.steps import wait_for
 
-DATE = "2026-12-03"
-PROMPTS = 48  # of the project's prompt set: ~660 positions, in one batch
+QUESTIONS = 40  # of the project's exact-answer task, per configuration (the form's default is 200)
+LM_EVAL_VERSION = "0.4.13"  # scripts/quant-env.sh installs it
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +48,8 @@ def _tensors(path: Path) -> dict[str, dict]:
     return header
 
 
-def test_w8a8_of_the_real_model_is_made_here_served_as_int8_and_stays_close_to_bf16(
-    real_model: Path,
-    quant_python: Path,
-    vllm_python: Path,
-    bench_client: BenchClient,
-    accelbench_env: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+def test_w8a8_of_the_real_model_is_made_here_with_its_provenance(
+    real_model: Path, quant_python: Path
 ) -> None:
     folder = qm.folder("w8a8", real_model, quant_python)
     assert folder == real_model.parent / f"{real_model.name}-w8a8q{qm.QUANTIZATION}"
@@ -103,66 +89,92 @@ def test_w8a8_of_the_real_model_is_made_here_served_as_int8_and_stays_close_to_b
     ]  # one scale per output channel
     assert tensors["model.embed_tokens.weight"]["dtype"] == "BF16"  # not a Linear: left as it was
 
-    # Its next-token distributions against the bf16 reference's, on the project's prompt set. A server's
-    # first prompt_logprobs request torch.compiles a helper of vLLM's sampler (16 s here, eager mode or not):
-    # these servers run without torch.compile, as their models already do (--enforce-eager).
-    monkeypatch.setenv("TORCHDYNAMO_DISABLE", "1")
-    prompts = probe_prompts(PROMPTS)
-    with _server(real_model, vllm_python, tmp_path / "bf16") as server:
-        reference = prompt_logprobs(server.url, rm.SERVED_MODEL_NAME, prompts)
-        again = prompt_logprobs(server.url, rm.SERVED_MODEL_NAME, prompts[::-1])[::-1]
-        assert server.reported_quantization() == "none"
-    itself = fidelity(reference, again, TOP_K)  # the reference against itself, asked in another order
-    # Only the batch's order differs: numerical noise (seen: 0.0007 nats, 99.4% agreement: near-ties flip).
-    assert itself.mean_kl.estimate is not None and itself.mean_kl.estimate < 0.003, itself.words()
-    # The shared tokens are the whole top 20, which hold most of this small model's mass, not all of it.
-    assert itself.top1_agreement.estimate is not None and itself.top1_agreement.estimate > 0.97
-    assert 0.5 < itself.shared_mass < 1.0, itself.words()
-    # The pairing matters: prompts paired with their neighbours' distributions are far apart, and the
-    # lists' small overlap says the KL bound is loose there (seen: 0.34 nats, 19% agreement, 23% shared).
-    shifted = fidelity(reference, again[1:] + again[:1], TOP_K)
-    assert shifted.mean_kl.estimate is not None and shifted.mean_kl.estimate > 0.1, shifted.words()
-    assert shifted.top1_agreement.estimate is not None and shifted.top1_agreement.estimate < 0.5
-    assert shifted.shared_mass < 0.5, shifted.words()
 
-    # W8A8 served in a local run: the lake rows name the model by its own id and say what its log said.
-    spec = BenchmarkSpec(
-        server=rm.server_spec(folder).model_copy(update={"quantization": "int8"}),
-        load=LoadPlan(input_len=32, output_len=8, concurrency=(1,), prompts_per_level=4, warmups=1),
-        campaign_id="quantized",
-    )
-    with _server(folder, vllm_python, tmp_path / "w8a8") as server:
-        quantized = prompt_logprobs(server.url, rm.SERVED_MODEL_NAME, prompts)
-        driver = Driver(
-            spec, server.url, tmp_path / "raw", vllm=str(vllm_python.parent / "vllm"), attempt="a-1"
-        )
-        envelope = driver.run()
-        said = server.reported_quantization()
-    assert said == "CompressedTensorsW8A8Int8 (CPUInt8ScaledMMLinearKernel)"
-    found = fidelity(reference, quantized, TOP_K)
-    # Seen here (48 prompts): top-20 KL mean 0.053 [0.045, 0.062] nats, top-1 agreement 81.6% [77.3, 85.9]:
-    # data-free int8 of a 135M model moves its flat distributions more than the reference's own rounding.
-    assert found.mean_kl.estimate is not None and 1e-3 < found.mean_kl.estimate < 0.2, found.words()
-    assert found.top1_agreement.estimate is not None and found.top1_agreement.estimate > 0.6, found.words()
-    assert found.mean_kl.low is not None and found.mean_kl.low > 10 * itself.mean_kl.estimate
-    print(f"W8A8 against bf16: {found.words()}")  # the figure, in the test's output
+def test_a_quantization_matrix_campaign_lands_both_with_their_quality_against_bf16(
+    airflow_db,
+    real_model: Path,
+    quant_python: Path,
+    vllm_python: Path,
+    accelbench_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    w8a8 = qm.folder("w8a8", real_model, quant_python)  # made by the test above, or here
+    monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
+    monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
+    # A server's first prompt_logprobs request torch.compiles a helper of vLLM's sampler (16 s here, eager
+    # mode or not): these servers run without torch.compile, as their models already do (--enforce-eager).
+    monkeypatch.setenv("TORCHDYNAMO_DISABLE", "1")
+    assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
+    conf = {
+        "model": str(real_model),
+        "quantized_models": [str(w8a8)],
+        "quality_questions": QUESTIONS,
+        "instance_types": ["m8g.xlarge"],
+        "concurrency": [1],  # one level: no recheck (what this test is about is the quality after it)
+        "repeats": 1,
+        "prompts_per_level": 4,
+        "input_len": 32,
+        "output_len": 8,
+        "extra_engine_args": ["--enforce-eager"],
+        "execution_mode": "local",
+    }
+    run = dagbag(airflow_db).get_dag("accelbench_campaign").test(run_conf=conf)
+    states = task_states(run)
+    assert str(run.state) == "success" and set(states.values()) <= {"success", "skipped"}, states
 
     lake = Lake(str(accelbench_env / "lake"))
-    finish(envelope, driver.spec_dir, lake, DATE, execution_mode="local", server_quantization=said)
-    landed = ingest_raw(lake, RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id), "manual__q", "a-1")
-    assert landed is not None and envelope.failure is None
-    (row,) = lake.read("runs").to_pylist()
-    assert (row["status"], row["completed"], row["quantization"]) == ("ok", 4, "int8")
-    assert row["server_quantization"] == said
-    assert row["model"] == model_identity(str(folder)).model_id == provenance["model_id"]
-    tools = provenance["quantization"]["tools"]
-    assert row["model_origin"].endswith(f"quantized to W8A8 by llmcompressor {tools['llmcompressor']}")
+    runs = {r["model"]: r for r in lake.read("runs").to_pylist()}
+    base_id, quantized_id = (
+        rm.provenance(real_model)["model_id"],
+        qm.quantized_model_id(rm.provenance(real_model)["model_id"], "w8a8"),
+    )
+    assert set(runs) == {base_id, quantized_id}  # each named by its own id, not its folder
+    assert runs[base_id]["server_quantization"] == "none" and runs[base_id]["quantization"] is None
+    assert runs[quantized_id]["quantization"] == "compressed-tensors"
+    assert (
+        runs[quantized_id]["server_quantization"] == "CompressedTensorsW8A8Int8 (CPUInt8ScaledMMLinearKernel)"
+    )
+    assert runs[quantized_id]["model_origin"].endswith("quantized to W8A8 by llmcompressor " + _tool(w8a8))
+    assert all(r["status"] == "ok" for r in runs.values())
+
+    quality = {q["model"]: q for q in lake.read("quality").to_pylist()}
+    assert set(quality) == {base_id, quantized_id}
+    ref, w8 = quality[base_id], quality[quantized_id]
+    assert ref["is_reference"] and not w8["is_reference"] and w8["reference_model"] == base_id
+    assert ref["error"] is None and w8["error"] is None, (ref["error"], w8["error"])
+    # The reference against itself (its prompts in reverse order): numerical noise only (seen: 0.0007
+    # nats, 99.4% agreement: near-ties flip).
+    assert ref["kl_mean"] < 0.003 and ref["top1_agreement"] > 0.97, ref
+    # W8A8 against it (seen, 48 prompts: top-20 KL mean 0.053 [0.045, 0.062] nats, top-1 81.6%): data-free
+    # int8 of a 135M model moves its flat distributions more than the reference's own rounding.
+    assert 1e-3 < w8["kl_mean"] < 0.2 and w8["kl_mean_low"] > 10 * w8["noise_kl_mean"], w8
+    assert 0.6 < w8["top1_agreement"] < 1 and w8["prompts"] == ref["prompts"] == 48
+    # Accuracy through lm-eval on the same questions, each with its interval; the reference well above
+    # chance (~0 on open answers; seen: 73% of 200), so the gate compares something.
+    for q in (ref, w8):
+        assert q["questions"] == QUESTIONS and q["lm_eval_version"] == LM_EVAL_VERSION
+        assert q["accuracy_low"] <= q["accuracy"] <= q["accuracy_high"]
+    assert ref["accuracy"] > 0.4 and ref["accuracy_ratio"] == 1.0
+    assert w8["reference_accuracy"] == ref["accuracy"]
+    assert w8["accuracy_ratio_low"] <= w8["accuracy_ratio"] <= w8["accuracy_ratio_high"]
+    assert w8["accuracy_ratio"] == pytest.approx(w8["accuracy"] / ref["accuracy"])
+
+    # The pairing matters: the raw logprobs the rows came from, paired with the neighbours' prompts, are far
+    # apart (seen: 0.34 nats, 19% agreement), so a wrong pairing could not pass as a small KL.
+    docs = {
+        r["model"]: RawLocation("cpu", r["date"], r["campaign_id"], r["spec_id"]).reader(lake)("quality.json")
+        for r in runs.values()
+    }
+    mine, theirs = docs[quantized_id]["logprobs"]["positions"], docs[base_id]["logprobs"]["positions"]
+    shifted = fidelity(theirs, mine[1:] + mine[:1], TOP_K)
+    assert shifted.mean_kl.estimate is not None and shifted.mean_kl.estimate > 0.1, shifted.words()
+    # The summary says each configuration's gate (the W8A8's may be undecided on 40 questions).
+    summary = run.get_task_instance("summary").xcom_pull(task_ids="summary")
+    assert (
+        set(summary["quality"]) == {ref["spec_id"], w8["spec_id"]}
+        and summary["quality"][ref["spec_id"]] == "pass"
+    )
 
 
-@contextlib.contextmanager
-def _server(model: Path, vllm_python: Path, work: Path) -> Iterator[LocalServer]:
-    spec = rm.server_spec(model)
-    with LocalServer(
-        spec, work, python=vllm_python, pinning=Pinning.from_env(), startup_timeout_s=900
-    ) as server:
-        yield server
+def _tool(folder: Path) -> str:
+    return json.loads((folder / PROVENANCE_FILE).read_text())["quantization"]["tools"]["llmcompressor"]

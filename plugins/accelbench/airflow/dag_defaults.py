@@ -25,6 +25,8 @@ CAMPAIGN_FORM_FIELDS = (
     "neuron_version",
     "dtype",
     "quantization",
+    "quantized_models",
+    "quality_questions",
     "workloads",
     "custom_prompts",
     "concurrency",

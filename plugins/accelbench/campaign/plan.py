@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from accelbench.campaign.check import check_request
 from accelbench.campaign.load import build_load_plan
+from accelbench.campaign.quality import configurations, matrix_problems, renamed, with_quality
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.size import RuntimeBuild, size_instances
 from accelbench.campaign.specs import make_specs
@@ -32,6 +33,7 @@ class Plan:
     specs: list[BenchmarkSpec]
     fits: dict[str, Fit] = field(default_factory=dict)  # instance type -> how the model fits it
     warnings: list[str] = field(default_factory=list)
+    shape: ModelShape | None = None  # the model's (of a quantization matrix: the reference's)
 
 
 def parse_request(params: Mapping[str, object]) -> CampaignRequest:
@@ -58,7 +60,45 @@ def plan_campaign(
     Each instance type runs its tier's runtime (or the request's), at its build in `builds`, else at
     `version` (with `image_digest`); a type whose runtime is `unavailable` is left out (the caller found no
     build of it and said why in `preflight`). `preflight`: problems of the execution environment found by
-    the caller (kubernetes mode's lake, image, connection), reported with the campaign's own."""
+    the caller (kubernetes mode's lake, image, connection), reported with the campaign's own.
+
+    A quantization matrix (`quantized_models`) plans each checkpoint as the request with that model, and
+    gives every spec the quality plan that names `model` as the reference (accelbench.campaign.quality)."""
+
+    def one(request: CampaignRequest, found: Sequence[Problem]) -> Plan:
+        return _plan_one(
+            request, catalog, version, campaign_id, load_shape, image_digest, found, builds, unavailable
+        )
+
+    if not req.quantized_models:
+        return one(req, preflight)
+    plans, problems = {}, []
+    for where, request in configurations(req):
+        try:
+            plans[where] = one(request, preflight if where == "model" else ())
+        except PlanningError as exc:
+            problems += [renamed(p, where, request.model) for p in exc.problems]
+    problems += matrix_problems(req, {where: p.shape for where, p in plans.items()})
+    if problems:
+        raise PlanningError(problems)
+    first = plans["model"]
+    specs = with_quality(req, [spec for plan in plans.values() for spec in plan.specs])
+    warnings = list(dict.fromkeys(w for plan in plans.values() for w in plan.warnings))
+    return Plan(specs, fits=first.fits, warnings=warnings, shape=first.shape)
+
+
+def _plan_one(
+    req: CampaignRequest,
+    catalog: Mapping[str, InstanceSpec],
+    version: str,
+    campaign_id: str,
+    load_shape: Callable[[str], ModelShape],
+    image_digest: str | None,
+    preflight: Sequence[Problem],
+    builds: Mapping[str, RuntimeBuild] | None,
+    unavailable: Collection[str],
+) -> Plan:
+    """One model's campaign: the four stages."""
     checked = check_request(req, catalog, load_shape, list(preflight))
     load, load_problems = build_load_plan(req, checked)
     checked.problems += load_problems
@@ -71,6 +111,7 @@ def plan_campaign(
         raise PlanningError(checked.problems)
     plan = Plan(make_specs(req, checked, load, sized, campaign_id), warnings=checked.warnings)
     plan.fits = {one.placed.name: one.fit for one in sized}
+    plan.shape = checked.shape
     for warning in plan.warnings:
         log.warning("%s", warning)
     return plan

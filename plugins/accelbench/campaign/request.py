@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
+from accelbench.core import quality_task
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.search import MIN_P99_REQUESTS, SearchPlan, SearchVariable
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
@@ -42,6 +43,7 @@ Quantization = Literal["none", "int8", "int4"]
 DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
 
 MODEL_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$"  # a model id or a local path; nothing a shell reads
+ModelName = Annotated[str, Field(min_length=1, max_length=200, pattern=MODEL_PATTERN)]
 PATH_PATTERN = r"^[A-Za-z0-9/._][A-Za-z0-9._/+-]*$"  # a file path; nothing a shell reads
 ENGINE_ARG_PATTERN = r"^[A-Za-z0-9_.,:=/+@-]+$"  # what an extra `vllm serve` argument may contain
 SloName = Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"]
@@ -137,6 +139,21 @@ class CampaignRequest(BaseModel):
     quantization: Quantization = Field(
         default="none",
         description="int8/int4 = a compressed-tensors W8A8/W4A8 checkpoint",
+    )
+    quantized_models: list[ModelName] = Field(
+        default_factory=list,
+        max_length=4,
+        description="A quantization matrix: quantized checkpoints of `model` (model-store ids or local "
+        "paths), each served like it, one server per type and checkpoint; `model` is the reference (its "
+        "bf16 checkpoint) that their quality is measured against after the load levels (local mode)",
+        json_schema_extra=_UNIQUE,
+    )
+    quality_questions: int = Field(
+        default=200,
+        ge=4,
+        le=5000,
+        description="A quantization matrix: questions of the project's exact-answer task each configuration "
+        "answers through lm-eval (more: a narrower accuracy interval)",
     )
     kv_cache_dtype: Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"] = Field(
         default="auto", description="KV-cache dtype (FP8 is refused on CPU)"
@@ -318,7 +335,7 @@ class CampaignRequest(BaseModel):
         json_schema_extra={"default_env": MODE_SETTING},
     )
 
-    @field_validator("instance_types", "concurrency", "request_rates", "workloads")
+    @field_validator("instance_types", "concurrency", "request_rates", "workloads", "quantized_models")
     @classmethod
     def _unique(cls, values: list[Any]) -> list[Any]:
         """Duplicates would give two runs the same id (and the same lake files)."""
@@ -378,13 +395,16 @@ class CampaignRequest(BaseModel):
 
     @property
     def context_len(self) -> int:
-        """--max-model-len, one for every workload of the campaign (one server configuration): the
-        longest prompt + output of any, plus headroom because random prompts can re-tokenize a little
-        longer than asked, and a prompt at the limit would cut the output short."""
+        """--max-model-len, one for every workload of the campaign (one server configuration) and a
+        quantization matrix's quality task: the longest prompt + output of any, plus headroom because random
+        prompts can re-tokenize a little longer than asked, and a prompt at the limit would cut the output
+        short."""
         needs = [
             (self.input_len, self.output_len) if w is None else (w.max_input_len, w.max_output_len)
             for w in self.workload_specs()
         ]
+        if self.quantized_models:  # the quality task's prompts go to the same server after the levels
+            needs.append((quality_task.PROMPT_TOKENS, quality_task.MAX_GEN_TOKS))
         return max(i + o + max(64, i // 10) for i, o in needs)
 
 

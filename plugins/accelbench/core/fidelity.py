@@ -73,6 +73,25 @@ class Fidelity:
     top_k: int
     shared_mass: float  # the reference's mean probability on the tokens both lists hold (1: a tight bound)
 
+    def columns(self) -> dict[str, float | int | str | None]:
+        """The figures as the lake's `quality` columns (accelbench.lake.schemas.QUALITY)."""
+        return {
+            "kl_mean": self.mean_kl.estimate,
+            "kl_mean_low": self.mean_kl.low,
+            "kl_mean_high": self.mean_kl.high,
+            "kl_p99": self.p99_kl.estimate,
+            "kl_p99_low": self.p99_kl.low,
+            "kl_p99_high": self.p99_kl.high,
+            "top1_agreement": self.top1_agreement.estimate,
+            "top1_low": self.top1_agreement.low,
+            "top1_high": self.top1_agreement.high,
+            "shared_mass": self.shared_mass,
+            "prompts": self.prompts,
+            "positions": self.positions,
+            "top_k": self.top_k,
+            "fidelity_method": f"mean KL and top-1: {self.mean_kl.method}; p99: {self.p99_kl.method}",
+        }
+
     def words(self) -> str:
         """ "top-20 KL mean 0.0031 [0.0024, 0.0038] nats, p99 0.021, top-1 agreement 98.7% [97.9, 99.4]
         over 64 prompts (2,048 positions)"."""

@@ -164,10 +164,32 @@ class LoadPlan(_Frozen):
         return max(self.concurrency, default=1)
 
 
+class QualityPlan(_Frozen):
+    """After its load levels, a configuration's quality measured against its running server
+    (accelbench.local.quality): the top-k next-token distributions over the project's probe prompts
+    (accelbench.core.probe_prompts), and its accuracy on the project's exact-answer task through lm-eval
+    (accelbench.core.quality_task). `reference`: the model id of the configuration the others are compared
+    with (the bf16 checkpoint of a quantization matrix); it measures the same, and its two passes over the
+    prompts give the noise floor its divergence is read against."""
+
+    reference: str
+    prompts: int = Field(default=48, ge=1, le=512)
+    questions: int = Field(default=200, ge=4, le=5000)
+
+
 class BenchmarkSpec(_Frozen):
     server: ServerSpec
     load: LoadPlan
     campaign_id: str
+    quality: QualityPlan | None = None  # None: the load levels only
+
+    @model_serializer(mode="wrap")
+    def _without_no_quality(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
+        """A spec without a quality plan dumps as before the field existed: its spec_id stays."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("quality") is None:
+            data.pop("quality", None)
+        return data
 
     @property
     def spec_id(self) -> str:

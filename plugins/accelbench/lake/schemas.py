@@ -14,10 +14,11 @@ import pyarrow as pa
 # folder kept in model_path (runs, capacities); 8: a search's capacity interval (capacities.capacity_low,
 # capacity_high, capacity_method) and why it stopped where it did (stopped_why; the outcomes probe_failed,
 # saturated, drifted); 9: a fixed campaign's recheck of its first level (runs.recheck) and what it found
-# (runs.host_drift), and the quantization the server's log reported (runs.server_quantization).
+# (runs.host_drift), and the quantization the server's log reported (runs.server_quantization); 10: the
+# quality table (a quantization matrix's configurations against their reference).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -212,7 +213,67 @@ CAPACITIES = pa.schema(
     ]
 )
 
-TABLES = {"requests": REQUESTS, "runs": RUNS, "capacities": CAPACITIES}
+# One row per configuration of a quantization matrix (a spec with a quality plan): its quality against the
+# reference configuration of the same campaign, instance type and workload (accelbench.lake.quality).
+# Partitioned like runs. The reference's own row compares it with itself (its prompts in reverse order):
+# the noise floor, ~0.
+QUALITY = pa.schema(
+    [
+        ("schema_version", pa.int16()),
+        ("campaign_id", pa.string()),
+        ("spec_id", pa.string()),
+        ("dag_run_id", pa.string()),
+        ("matrix_key", pa.string()),
+        ("instance_type", pa.string()),
+        ("workload", pa.string()),
+        ("model", pa.string()),  # the configuration's checkpoint, by its id
+        ("reference_model", pa.string()),  # the reference's (the bf16 checkpoint)
+        ("is_reference", pa.bool_()),
+        ("quantization", pa.string()),  # as planned (the checkpoint's config)
+        ("server_quantization", pa.string()),  # as the server's log said it served
+        ("vllm_version", pa.string()),
+        ("execution_mode", pa.string()),
+        ("host_cpu_model", pa.string()),
+        ("source", pa.string()),  # "measured" here, or "imported" (lm-eval results JSON)
+        # next-token distributions against the reference's: top-k KL (nats) and top-1 agreement, 95% intervals
+        ("top_k", pa.int16()),
+        ("prompts", pa.int32()),
+        ("positions", pa.int32()),
+        ("kl_mean", pa.float64()),
+        ("kl_mean_low", pa.float64()),
+        ("kl_mean_high", pa.float64()),
+        ("kl_p99", pa.float64()),
+        ("kl_p99_low", pa.float64()),
+        ("kl_p99_high", pa.float64()),
+        ("top1_agreement", pa.float64()),
+        ("top1_low", pa.float64()),
+        ("top1_high", pa.float64()),
+        ("shared_mass", pa.float64()),  # the reference's mass on tokens both top-k lists hold
+        ("fidelity_method", pa.string()),
+        (
+            "noise_kl_mean",
+            pa.float64(),
+        ),  # this configuration against itself: the floor kl_mean is read against
+        # accuracy on a task through lm-eval, the reference's on the same questions, and their ratio
+        ("task", pa.string()),
+        ("questions", pa.int32()),
+        ("accuracy", pa.float64()),
+        ("accuracy_low", pa.float64()),
+        ("accuracy_high", pa.float64()),
+        ("accuracy_method", pa.string()),
+        ("reference_accuracy", pa.float64()),
+        ("reference_accuracy_low", pa.float64()),
+        ("reference_accuracy_high", pa.float64()),
+        ("accuracy_ratio", pa.float64()),
+        ("accuracy_ratio_low", pa.float64()),
+        ("accuracy_ratio_high", pa.float64()),
+        ("accuracy_ratio_method", pa.string()),
+        ("lm_eval_version", pa.string()),
+        ("error", pa.string()),  # why a figure is missing (a step that failed, a reference not measured)
+    ]
+)
+
+TABLES = {"requests": REQUESTS, "runs": RUNS, "capacities": CAPACITIES, "quality": QUALITY}
 
 
 def reference_markdown() -> str:

@@ -18,6 +18,7 @@ from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
+from accelbench.local.quality import measure_quality
 from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.tiers import tier
 
@@ -52,6 +53,7 @@ def run_local(
     python = vllm_python(spec.server.runtime)
     check_local_devices(spec)
     journal = campaign_dir / SERVER_STARTS
+    model_id = spec.server.model_id or spec.server.model  # what the reference is named by
     # The load generator is the CPU environment's `vllm bench serve` on every tier: one pinned client, so
     # that tiers differ only in the server.
     vllm, client_cpus = str(vllm_python().parent / "vllm"), pinning.client if pinning else None
@@ -72,6 +74,9 @@ def run_local(
             server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
         )
         envelope = driver.run()
+        if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server
+            name = spec.server.served_model_name
+            measure_quality(spec.quality, server.url, name, model_id, driver.spec_dir)
     result = finish(
         envelope,
         driver.spec_dir,

@@ -133,7 +133,7 @@ def quant_python() -> Path:
         candidate = root / ENV_FOLDER / "bin" / "python"
         if candidate.is_file():
             return candidate
-    raise QuantizationError(f"no {ENV_FOLDER} found: run {INSTALLER} to make quantized checkpoints")
+    raise QuantizationError(f"no {ENV_FOLDER} found: run {INSTALLER} (llmcompressor and lm-eval)")
 
 
 def _run(python: Path, *args: str) -> None:

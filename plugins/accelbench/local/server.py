@@ -34,7 +34,7 @@ from accelbench.config import Settings, env_name
 from accelbench.core.server_log import reported_quantization
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
-from accelbench.lifetime import die_with_parent
+from accelbench.lifetime import die_with_parent, watch_group
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
 from accelbench.tiers import CPU, of_runtime, recipe_for
 
@@ -161,6 +161,7 @@ class LocalServer:
     startup_s: float | None = field(default=None, init=False)
     tmpdir: Path | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False)
+    _watchdog: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
     def url(self) -> str:
@@ -290,6 +291,7 @@ class LocalServer:
             with contextlib.suppress(psutil.NoSuchProcess):  # gone already: nothing can be left behind
                 born = psutil.Process(self.process.pid).create_time()
                 self.pid_path.write_text(json.dumps({"pgid": self.process.pid, "started": born}))
+                self._watchdog = watch_group(self.process.pid, born)  # the engine core dies with us too
             if self.journal:
                 self._record_start()
             self._wait_healthy(started)
@@ -391,6 +393,9 @@ class LocalServer:
         if self.process is None or self._stopped:
             return
         self._stopped = True
+        if self._watchdog is not None:  # stopped here, by us: the watchdog's work is done
+            self._watchdog.kill()
+            self._watchdog.wait()
         pgid = self.process.pid
         leftovers = self.tree()
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -17,11 +17,13 @@ from accelbench.core.search import UNITS, capacity_words
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
+from accelbench.lake.quality import land_quality
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.spreads import resolution_lines
 from accelbench.lake.store import Lake, safe_name
 from accelbench.report.hosts import host_label, measured_on_instance
 from accelbench.report.labels import bracket_text
+from accelbench.report.quality import quality_gate, quality_text
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +151,8 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
     searches = sorted(lake.read("capacities", where).to_pylist(), key=lambda c: c["spec_id"])
     for c in searches:
         lines.append(f"load search {c['spec_id']} on {c['instance_type']}: {capacity_text(c)}")
+    quality = land_quality(lake, campaign, date, mine)  # every benchmark has landed: each meets its reference
+    lines += [quality_text(q) for q in quality]
     log.info("campaign %s, lake %s:\n%s", campaign, lake.uri, "\n".join(lines))
     return {
         "capacities": {c["spec_id"]: c["capacity"] for c in searches},
@@ -158,6 +162,7 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
         "errors": sum(r["status"] == "errors" for r in mine),
         "local_host": sum(not measured_on_instance(r) for r in mine),
         "drifted": sorted(drifted),
+        "quality": {q["spec_id"]: quality_gate(q)[0] for q in quality},
         "lake": lake.uri,
     }
 
