@@ -10,6 +10,7 @@ import json
 import struct
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from accelbench.core.fidelity import fidelity
 from accelbench.core.model_origin import PROVENANCE_FILE
@@ -168,6 +169,15 @@ def test_a_quantization_matrix_campaign_lands_both_with_their_quality_against_bf
     mine, theirs = docs[quantized_id]["logprobs"]["positions"], docs[base_id]["logprobs"]["positions"]
     shifted = fidelity(theirs, mine[1:] + mine[:1], TOP_K)
     assert shifted.mean_kl.estimate is not None and shifted.mean_kl.estimate > 0.1, shifted.words()
+    # The report: both configurations with their KL and top-1 agreement beside their (here: unpriced) cost.
+    report = run_dag(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
+    assert task_states(report) == {"report": "success"}
+    (folder,) = lake.fs.ls(lake.path("reports"))
+    shown = {q["model"]: q for q in pq.read_table(Path(folder, "quality.parquet")).to_pylist()}
+    assert shown[quantized_id]["kl_mean"] == w8["kl_mean"] and shown[base_id]["quality_gate"] == "pass"
+    html = Path(folder, "report.html").read_text()
+    table = html[html.index('id="quality-table"') : html.index("</table>", html.index('id="quality-table"'))]
+    assert "CompressedTensorsW8A8Int8" in table and f"{w8['top1_agreement']:.1%}" in table
     # The summary says each configuration's gate (the W8A8's may be undecided on 40 questions).
     summary = run.get_task_instance("summary").xcom_pull(task_ids="summary")
     assert (

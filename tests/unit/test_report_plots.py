@@ -233,6 +233,14 @@ def test_version_trend_is_one_line_per_configuration_across_versions_from_zero()
 def test_svg_is_xml_with_hover_ids_and_the_same_bytes_each_time(name: str) -> None:
     _title, fn, _source = plots.PLOTS[name]
     rows = _curve(model="org/<script>x</script>") + _curve(version="0.31.0")
+    # Each a configuration of a quantization matrix (the cost-quality plot draws only those).
+    graded = {
+        "quality_reference": MODEL,
+        "quality_gate": "pass",
+        "accuracy_ratio": 1.0,
+        "on_pareto_front": True,
+    }
+    rows = [r | graded | {"instance_type": "m8g.xlarge"} for r in rows]
     svg = fn(rows, Limits())
     assert svg is not None and svg == fn(rows, Limits())
     assert "<script" not in svg and "dc:date" not in svg

@@ -22,6 +22,7 @@ from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
 from accelbench.report.points import level_points
+from accelbench.report.quality import mark_quality
 from accelbench.report.retractions import Retraction, split_retracted
 from accelbench.report.samples import Samples
 from accelbench.report.searches import capacity_rows, mark_searched
@@ -88,20 +89,26 @@ def gather(
     flt: ReportFilter,
     capacities: list[dict[str, Any]] | None = None,
     samples: Samples | None = None,
+    quality: list[dict[str, Any]] | None = None,
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
     priced into points; the load searches' `capacities` priced at their capacity from their probes' runs,
     marking those points for the capacity planner; each point's three-valued verdict against the SLOs
     (`accelbench.report.slos.judged`); and the best level under the SLOs per configuration.
     `samples`: the kept runs' request samples (`read_samples`), from which the latency percentiles'
-    intervals pool the requests; without them those intervals come from the repeats alone."""
+    intervals pool the requests; without them those intervals come from the repeats alone. `quality`: the
+    lake's quality rows (a quantization matrix's configurations against their reference), on the points of
+    their configurations (`accelbench.report.quality.mark_quality`)."""
     # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
     # (`host_drift`).
     chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
     kept, gone = split_retracted(chosen, retracted)
     searched = capacity_rows([c for c in capacities or [] if flt.keeps(c)], kept, prices, flt.region)
-    points = judged(mark_searched(level_points(kept, prices, flt.region, samples), searched), flt.slos)
-    return Inputs(kept, gone, searched, points, best_under_slos(points, flt.slos), samples or Samples.EMPTY)
+    graded = [q for q in quality or [] if flt.keeps(q)]
+    points = level_points(kept, prices, flt.region, samples)
+    points = judged(mark_quality(mark_searched(points, searched), graded), flt.slos)
+    best = best_under_slos(points, flt.slos)
+    return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded)
 
 
 def build_report(
@@ -111,12 +118,13 @@ def build_report(
     flt: ReportFilter,
     capacities: list[dict[str, Any]] | None = None,
     samples: Samples | None = None,
+    quality: list[dict[str, Any]] | None = None,
     *,
     registry: Sequence[Table] = TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
     """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
     runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`."""
-    inputs = gather(runs, prices, retracted, flt, capacities, samples)
+    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality)
     return {table.name: table.compute(inputs) for table in registry}
 
 

@@ -113,6 +113,18 @@ LABELS: dict[str, str] = {
     "slo_why": "SLO verdict: why (undecided: what would decide it)",
     "undecided_above": "Undecided higher levels (what would decide them)",
     "undecided": "Undecided levels that could change the answer",
+    # quality against the reference configuration (accelbench.report.quality, report/tables/quality.py)
+    "quality_reference": "Quality: reference model",
+    "quality_gate": "Quality gate",
+    "quality_why": "Quality gate: why",
+    "quality_skipped": "Left out by the quality gate",
+    "server_quantization": "Quantization the server reported",
+    "kl_mean": "Top-20 KL divergence from the reference, mean (nats)",
+    "top1_agreement": "Top-1 agreement with the reference",
+    "accuracy": "Accuracy (generated exact-answer task)",
+    "reference_accuracy": "Reference's accuracy",
+    "accuracy_ratio": "Accuracy, share of the reference's",
+    "on_pareto_front": "On the cost-quality Pareto front",
 }
 # The changes tested between two points (accelbench.report.noise: the version deltas, prefix caching).
 LABELS |= (

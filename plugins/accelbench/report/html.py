@@ -28,7 +28,9 @@ _HEADING = """{% from "table.html.j2" import table %}
 <h{{ section.level }} id="{{ anchor }}">{{ section.heading }}</h{{ section.level }}>
 """
 _ONE_TABLE = "{{ table(section.table_id, rows, columns, scroll=section.scroll) }}"
-_FRACTIONS = ("_change", "_change_low", "_change_high", "_cv", "error_rate")
+_FRACTIONS: tuple[str, ...] = ("_change", "_change_low", "_change_high", "_cv", "error_rate")
+_FRACTIONS += ("top1_agreement", "accuracy", "accuracy_low", "accuracy_high")
+_FRACTIONS += ("accuracy_ratio", "accuracy_ratio_low", "accuracy_ratio_high")
 # What the small line under a figure is: said in full once (`{{ intervals }}`, the headline's section, with
 # the anchor #intervals), in one sentence by every other section with figures (`{{ intervals_short }}`). The
 # methods are accelbench.report.points's, the verdicts accelbench.report.slos's.

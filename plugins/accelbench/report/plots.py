@@ -26,12 +26,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from accelbench.core.quality import GATE_ACCURACY_RATIO
 from accelbench.lake.schemas import IMPORTED_MODE
 from accelbench.report.keys import CONFIG_KEY
 from accelbench.report.pricing import cost_order
 from accelbench.report.table import Table
 from accelbench.report.tables import best_under_slo as best_table
 from accelbench.report.tables import points as points_table
+from accelbench.report.tables import quality as quality_table
 from accelbench.report.tables.version_deltas import version_key
 
 LOG_SCALE_SPREAD = 20  # a throughput axis spanning more than this factor is drawn logarithmic
@@ -450,9 +452,66 @@ def version_trend(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None
     return _render(version_trend_figure(rows, slos), "version-trend")
 
 
+def cost_vs_quality_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+    """Per model and workload (one panel each), every configuration of a quantization matrix: its USD per
+    1M output tokens (on-demand, at its best level under the SLOs) against its accuracy as a share of the
+    reference's, both with their 95% intervals; the Pareto front joined by a line; configurations that fail
+    or are undecided on the quality gate hollow; the gate's accuracy limit a dashed line."""
+    cost = quality_table.COST
+    known = [r for r in rows if r.get(cost) is not None and r.get("accuracy_ratio") is not None]
+    if not known:
+        return None
+    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    for r in known:
+        groups[(r["quality_reference"], r["workload"])].append(r)
+    fig = Figure(figsize=(8, 3.2 * len(groups)), layout="constrained")
+    plot = Plot(fig)
+    for n, (ax, ((reference, workload), group)) in enumerate(
+        zip(fig.subplots(len(groups), 1, squeeze=False)[:, 0], sorted(groups.items()), strict=True)
+    ):
+        for i, r in enumerate(sorted(group, key=lambda r: r[cost])):
+            passed = r.get("quality_gate") == "pass"
+            x, y = r[cost], r["accuracy_ratio"]
+            bars = ax.errorbar(
+                [x],
+                [y],
+                xerr=_errors([r], cost),
+                yerr=_errors([r], "accuracy_ratio"),
+                fmt="o",
+                color=f"C{i % 10}",
+                markerfacecolor=f"C{i % 10}" if passed else "white",
+                capsize=2,
+                label=f"{r.get('server_quantization') or r.get('quantization') or r['model_short']} on "
+                f"{r['instance_type']} (gate {r.get('quality_gate')})",
+            )
+            gid = f"cost-vs-quality-{n}-{i}"
+            bars.lines[0].set_gid(gid)
+            plot.titles[gid] = _hover(r)
+        front = sorted((r for r in group if r.get("on_pareto_front")), key=lambda r: r[cost])
+        if len(front) > 1:
+            ax.plot(
+                [r[cost] for r in front], [r["accuracy_ratio"] for r in front], color="0.4", linewidth=0.8
+            )
+        ax.axhline(GATE_ACCURACY_RATIO, color=SLO_COLOUR, linestyle="--", linewidth=0.8)
+        ax.set_xlim(left=0)
+        _plain(ax)
+        ax.set_xlabel("USD per 1M output tokens on-demand, best level under the SLOs")
+        ax.set_ylabel("accuracy, share of the reference's")
+        ax.set_title(f"{reference.split('/')[-1]} · {workload} (line: Pareto front)", fontsize=9)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+        ax.grid(alpha=0.3)
+    return plot
+
+
+def cost_vs_quality(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+    """The cost-quality plot as SVG; None when no configuration has both a price and an accuracy ratio."""
+    return _render(cost_vs_quality_figure(rows, slos), "cost-vs-quality")
+
+
 PlotFn = Callable[[Sequence[dict[str, Any]], SloLimits], str | None]
 PLOTS: dict[str, tuple[str, PlotFn, Table]] = {  # id: (title, the SVG of the rows, the table it draws)
     "throughput_vs_latency": ("Throughput vs latency", throughput_vs_latency, points_table.TABLE),
     "cost_at_slo": ("Cost per 1M output tokens at the SLO", cost_at_slo, best_table.TABLE),
     "version_trend": ("Version trend", version_trend, best_table.TABLE),
+    "cost_vs_quality": ("Cost vs quality against the reference", cost_vs_quality, quality_table.TABLE),
 }

@@ -66,6 +66,13 @@ def error_rate(run: dict[str, Any]) -> float | None:
     return failed / (done + failed)
 
 
+def comparison_id(point: dict[str, Any], model: str | None = None) -> str:
+    """The point's comparison id (COMPARISON_KEY), with `model` in place of its own: a quantized checkpoint
+    is compared with the configurations of its reference model (accelbench.report.quality)."""
+    fields = {k: point[k] for k in COMPARISON_KEY} | {"workload": point["workload_profile"]}
+    return short_id(fields | ({"model": model} if model else {}))
+
+
 def _identity(key: tuple[Any, ...]) -> dict[str, Any]:
     """A point's key fields, its ids and the labels made from them."""
     point: dict[str, Any] = dict(zip(POINT_KEY, key, strict=True))
@@ -78,6 +85,7 @@ def _identity(key: tuple[Any, ...]) -> dict[str, Any]:
     point["model_short"] = short_model(point["model"])
     point["workload_profile"] = point["workload"]  # the name; `workload` says the requests in words
     point["workload"] = workload_label(point)
+    assert point["comparison_id"] == comparison_id(point)  # the label keeps what the id was made from
     point["comparison"] = f"{point['model_short']} · {point['workload']}"
     point["level"] = level_label(point["level_kind"], point["level_value"])
     return point

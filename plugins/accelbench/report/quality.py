@@ -7,6 +7,7 @@ from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE, Interval
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL, Verdict, gate
+from accelbench.report.points import comparison_id
 
 
 def _interval(row: dict[str, Any], name: str, low: str, high: str, method: str) -> Interval | None:
@@ -60,3 +61,48 @@ def quality_text(row: dict[str, Any]) -> str:
         f"quality {row['spec_id']} on {row['instance_type']}: {row['model']}{served} {what}: "
         f"{'; '.join(parts) or 'nothing measured'}; gate {verdict}: {why}{error}"
     )
+
+
+# What a point carries of its configuration's quality (null: not measured, or a configuration outside a
+# quantization matrix, which the gate does not apply to).
+POINT_FIELDS = (
+    "quality_reference",
+    "quality_gate",
+    "quality_why",
+    "kl_mean",
+    "kl_mean_low",
+    "kl_mean_high",
+    "top1_agreement",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "accuracy_ratio",
+    "accuracy_ratio_low",
+    "accuracy_ratio_high",
+    "server_quantization",
+)
+
+
+def _spec_ids(point: dict[str, Any]) -> set[str]:
+    """The specs a point's runs came from (a run id is `<campaign>/<spec id>/<level>`)."""
+    return {rid.split("/")[-2] for rid in point.get("run_ids") or [] if rid.count("/") >= 2}
+
+
+def mark_quality(points: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each point with its configuration's quality (the newest campaign's row of its specs) and gate; a
+    quantized checkpoint's point is compared with its reference model's configurations (its comparison id
+    is the reference's), so the headline chooses among quantizations too."""
+    newest = sorted(rows, key=lambda q: (str(q.get("date") or ""), q["campaign_id"]))
+    by_spec = {q["spec_id"]: q for q in newest}
+    for p in points:
+        found = [by_spec[s] for s in _spec_ids(p) if s in by_spec]
+        p |= dict.fromkeys(POINT_FIELDS)
+        if not found:
+            continue
+        q = max(found, key=lambda r: (str(r.get("date") or ""), r["campaign_id"]))
+        verdict, why = quality_gate(q)
+        p |= {k: q.get(k) for k in POINT_FIELDS if k in q}
+        p |= {"quality_reference": q["reference_model"], "quality_gate": verdict, "quality_why": why}
+        if q["reference_model"] and q["reference_model"] != p["model"]:
+            p["comparison_id"] = comparison_id(p, q["reference_model"])
+    return points

@@ -22,7 +22,8 @@ class Inputs:
     them (`accelbench.report.searches.capacity_rows`); `points`: one per load level of a configuration
     (`accelbench.report.points.level_points`), marked with their searched capacity; `best`: per
     configuration, the best level under the SLOs, cheapest first (`accelbench.report.slos.best_under_slos`);
-    `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read.
+    `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
+    `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points.
     """
 
     runs: list[Row] = field(default_factory=list)
@@ -31,6 +32,7 @@ class Inputs:
     points: list[Row] = field(default_factory=list)
     best: list[Row] = field(default_factory=list)
     samples: Samples = Samples.EMPTY
+    quality: list[Row] = field(default_factory=list)
 
 
 def _no_variables(rows: Sequence[Row]) -> Mapping[str, Any]:

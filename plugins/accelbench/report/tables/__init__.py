@@ -26,6 +26,7 @@ from accelbench.report.tables import (
     models,
     points,
     prefix_caching,
+    quality,
     resolution,
     retracted,
     version_deltas,
@@ -37,6 +38,7 @@ TABLES: tuple[Table, ...] = (
     cross_tier.NOT_COMPARED,
     best_under_slo.TABLE,
     local_results.TABLE,
+    quality.TABLE,
     capacities.TABLE,  # followed on the page by the capacity planner and the plots
     frontier.TABLE,
     version_deltas.TABLE,

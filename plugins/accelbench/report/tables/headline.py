@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL
 from accelbench.report.columns import COSTS, LATENCIES
 from accelbench.report.labels import short_model
 from accelbench.report.pricing import cost_order
@@ -44,8 +45,23 @@ SHOWN_WITH_INTERVAL = ("request_throughput", *COSTS, *LATENCIES, "error_rate")
 MAX_UNDECIDED_SHOWN = 3  # the headline names this many undecided levels, then counts the rest
 
 
+def family(p: dict[str, Any]) -> str:
+    """The model a point answers for: a quantized checkpoint's reference model (accelbench.report.quality),
+    else its own."""
+    return str(p.get("quality_reference") or p["model"])
+
+
+def _quality_skipped(candidates: list[dict[str, Any]]) -> str | None:
+    """The configurations left out of the answer by the quality gate, each with its verdict and why."""
+    skipped = [p for p in candidates if p.get("quality_gate") not in (None, "pass")]
+    said = [f"{p['configuration']}: quality {p['quality_gate']} ({p['quality_why']})" for p in skipped]
+    return " | ".join(said) or None
+
+
 def _answer(on_instance: bool, candidates: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
-    """(the answer in words, the point it names) among the best levels of one model and workload."""
+    """(the answer in words, the point it names) among the best levels of one model and workload that pass
+    the quality gate (a configuration outside a quantization matrix has none to pass)."""
+    candidates = [p for p in candidates if p.get("quality_gate") in (None, "pass")]
     priced = [p for p in candidates if p.get("on_demand_usd_per_1m_output_tokens") is not None]
     fastest = max(candidates, key=lambda p: p["output_throughput"] or 0) if candidates else None
     if on_instance and priced:
@@ -90,13 +106,13 @@ def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -
     that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
     measured: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     levels: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
-    for p in points:  # per model and workload: one comparison (keys.COMPARISON_KEY)
-        key = (p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])
+    for p in points:  # per model and workload: one comparison (keys.COMPARISON_KEY), its quantizations in it
+        key = (family(p), p["workload"], p["comparison_id"], p["measured_on_instance"])
         measured[key].add(p["configuration_id"])
         levels[key].append(p)
     chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for p in best:
-        chosen[(p["model"], p["workload"], p["comparison_id"], p["measured_on_instance"])].append(p)
+        chosen[(family(p), p["workload"], p["comparison_id"], p["measured_on_instance"])].append(p)
     rows = []
     for key in sorted(measured, key=lambda k: (str(k[0]), k[1], k[2], not k[3])):
         model, workload, _, on_instance = key
@@ -110,6 +126,7 @@ def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -
             "configurations_meeting_slos": len(candidates),
             "answer": answer,
             "undecided": _undecided(levels[key], top, on_instance),
+            "quality_skipped": _quality_skipped(candidates),
         }
         shown = (*HEADLINE_FIELDS, *(f"{c}_{side}" for c in SHOWN_WITH_INTERVAL for side in ("low", "high")))
         rows.append(row | {k: (top or {}).get(k) for k in shown})
@@ -140,6 +157,7 @@ TABLE = Table(
         anchor="answer",
         table_id="headline-table",
         scroll=False,
+        variables=lambda rows: {"gate": {"min_ratio": GATE_ACCURACY_RATIO, "max_kl": GATE_MEAN_KL}},
         text="""\
 <p>Per model and workload, the configuration measured on its instance type with the lowest on-demand cost
 per 1M output tokens whose level meets every SLO: p99 TTFT{% if slos.ttft_p99_ms %}
@@ -164,6 +182,10 @@ error rate ≤ {{ slos.max_error_rate | cell("error_rate") }}{% endif %}
 ({{ h.measured_where }}).
 {% else %}{{ h.answer }} ({{ h.configurations_measured }} measured).{% endif %}
 {%- if h.undecided %}<br><span class="undecided">Undecided, could change this answer: {{ h.undecided }}</span>
+{%- endif %}
+{%- if h.quality_skipped %}<br><span class="undecided">Left out by the quality gate (at least
+{{ gate.min_ratio | cell("accuracy_ratio") }} of the reference's accuracy and a mean top-k KL of at most
+{{ gate.max_kl }} nats, each decided by its 95% interval): {{ h.quality_skipped }}</span>
 {%- endif %}</p>
 {% endfor %}""",
     ),
