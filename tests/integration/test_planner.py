@@ -132,6 +132,25 @@ DRIFTED = [
 ]
 
 
+PASSED = {"quality_gate": "pass", "quality_why": "accuracy 100.0% of the reference's", **DEAR}
+FAILED = {"quality_gate": "fail", "quality_why": "mean KL 0.4000 [0.35, 0.45] vs <= 0.1", **DEAR}
+GATED = [  # a quantization matrix (priced apart from the others): the faster W4 checkpoint fails the gate
+    _pt("m8g.4xlarge", 1, 4.0, 100, 10, **PASSED),
+    _pt("c8g.4xlarge", 1, 8.0, 100, 10, **FAILED),
+]
+
+
+def test_a_configuration_that_fails_the_quality_gate_is_left_out_unless_not_required() -> None:
+    (kept,) = plan_capacity(GATED, 10, **SLOS)
+    assert kept["configuration_id"] == "m8g.4xlarge"
+    (gone,) = left_out(GATED, 10, **SLOS)
+    assert gone["reason"] == "quality gate fail: mean KL 0.4000 [0.35, 0.45] vs <= 0.1"
+    assert [r["configuration_id"] for r in plan_capacity(GATED, 10, **SLOS, require_quality=False)] == [
+        "c8g.4xlarge",  # 8 req/s: 2 replicas, cheaper than m8g.4xlarge's 3
+        "m8g.4xlarge",
+    ]
+
+
 def test_a_level_whose_host_drifted_is_undecided_and_says_so() -> None:
     assert plan_capacity([{k: v for k, v in p.items() if k != "host_drift"} for p in DRIFTED], 10, **SLOS)
     assert plan_capacity(DRIFTED, 10, **SLOS) == []
@@ -372,7 +391,7 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     hostile = _pt("hostile", 1, 1.0, 1, 1, configuration=HOSTILE, spot_usd_per_hour=None)
-    points = [*POINTS, *SEARCHED, *TWO_SEARCHES, *UNSURE, *DRIFTED, hostile]
+    points = [*POINTS, *SEARCHED, *TWO_SEARCHES, *UNSURE, *DRIFTED, *GATED, hostile]
     page_file = tmp_path / "planner.html"
     page_file.write_text(_page(points, target_rps=10, ttft_p99_ms=2000, tpot_p99_ms=50, max_error_rate=0.01))
     with sync_playwright() as pw:
@@ -460,8 +479,13 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
 
             # The same rule on many inputs: the page's plan() against _plan, ranked and left out alike.
             rows = planner_rows(points)
-            for target, ttft, tpot, e2el, errors in itertools.product(
-                (0.3, 10, 37, 250), (None, 450, 2000), (None, 20, 30), (None, 1500), (None, 0.0, 0.01)
+            for target, ttft, tpot, e2el, errors, quality in itertools.product(
+                (0.3, 10, 37, 250),
+                (None, 450, 2000),
+                (None, 20, 30),
+                (None, 1500),
+                (None, 0.0, 0.01),
+                (True, False),
             ):
                 limits = {
                     "ttft_p99_ms": ttft,
@@ -470,9 +494,15 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
                     "max_error_rate": errors,
                 }
                 js = page.evaluate(
-                    "([rows, t, l]) => window.accelbenchPlanner.plan(rows, t, l)", [rows, target, limits]
+                    "([rows, t, l, q]) => window.accelbenchPlanner.plan(rows, t, l, q)",
+                    [rows, target, limits, quality],
                 )
-                assert js["ranked"] == plan_capacity(points, target, **limits), (target, limits)
-                assert js["excluded"] == left_out(points, target, **limits), (target, limits)
+                expected = plan_capacity(points, target, **limits, require_quality=quality)
+                assert js["ranked"] == expected, (target, limits, quality)
+                assert js["excluded"] == left_out(points, target, quality, **limits), (
+                    target,
+                    limits,
+                    quality,
+                )
         finally:
             browser.close()

@@ -31,7 +31,10 @@ The rule, per configuration (``configuration_id``: one server configuration, wor
   the one used, else every one, with ``uses_search`` False);
 - replicas = ceil(target_rps / that rate); monthly cost = replicas x USD per hour x HOURS_PER_MONTH,
   on-demand and spot; headroom = replicas x rate / target_rps;
-- ranked by on-demand monthly cost, unpriced last, ties by spot cost (unpriced last), then by label.
+- ranked by on-demand monthly cost, unpriced last, ties by spot cost (unpriced last), then by label;
+- with ``require_quality`` (the default, as the headline), a configuration of a quantization matrix that
+  failed or is undecided on the quality gate (``quality_gate``, `accelbench.report.quality`) is left out,
+  with its verdict and why; one without a gate is planned as before.
 
 A month is HOURS_PER_MONTH = 730 hours (365 days x 24 h / 12), the convention the AWS Pricing
 Calculator (https://calculator.aws) and AWS's pricing examples use for monthly estimates.
@@ -57,6 +60,9 @@ from accelbench.report.slos import (
 
 HOURS_PER_MONTH = 730
 DEFAULT_TARGET_RPS = 10.0  # what the form starts with when the report names no target rate
+# Whether a configuration must pass the quality gate to be planned (the form's box starts so): the headline's
+# rule. A configuration outside a quantization matrix has no gate to pass.
+REQUIRE_QUALITY = True
 
 
 # What the page needs of each point, and no more (the JSON goes into every report).
@@ -81,6 +87,8 @@ PLANNER_FIELDS = (
     "sample_warning",
     "searched_capacity",
     "host_drift",
+    "quality_gate",
+    "quality_why",
 )
 
 
@@ -116,6 +124,7 @@ def planner_context(
             "tpot_p99_ms": tpot_p99_ms,
             "e2el_p99_ms": e2el_p99_ms,
             "max_error_rate": max_error_rate,
+            "require_quality": REQUIRE_QUALITY,
         },
         "limits": [asdict(limit) for limit in LIMITS],
         "judged_on_estimate": list(JUDGED_ON_ESTIMATE),
@@ -219,8 +228,20 @@ def _order(row: dict[str, Any]) -> tuple[Any, ...]:
     return (od is None, od or 0.0, spot is None, spot or 0.0, row["configuration"], row["configuration_id"])
 
 
+def _quality_refused(levels: list[Mapping[str, Any]]) -> str | None:
+    """Why a configuration fails the quality gate (a quantization matrix's configuration that did not pass:
+    `accelbench.report.quality`), None when it passed or has no quality to pass."""
+    for p in levels:
+        if p.get("quality_gate") not in (None, "pass"):
+            return f"quality gate {p['quality_gate']}: {p.get('quality_why') or ''}"
+    return None
+
+
 def _plan(
-    points: Iterable[Mapping[str, Any]], target_rps: float, limits: Mapping[str, float | None]
+    points: Iterable[Mapping[str, Any]],
+    target_rps: float,
+    limits: Mapping[str, float | None],
+    require_quality: bool = REQUIRE_QUALITY,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(ranked rows, left-out configurations with why), the rule of the module docstring."""
     _check_target(target_rps)
@@ -237,6 +258,9 @@ def _plan(
             "workload": first["workload"],
         }
         measured = [p for p in levels if p.get("measured_on_instance") is True]
+        if require_quality and (refused := _quality_refused(levels)):
+            excluded.append(about | {"reason": refused})
+            continue
         if not measured:
             host = first.get("host") or "another host"
             excluded.append(about | {"reason": f"not priced: measured on {host}"})
@@ -264,18 +288,24 @@ def plan_capacity(
     tpot_p99_ms: float | None = None,
     e2el_p99_ms: float | None = None,
     max_error_rate: float | None = None,
+    require_quality: bool = REQUIRE_QUALITY,
 ) -> list[dict[str, Any]]:
     """Per configuration that can meet the limits, the level used, replicas and monthly costs, ranked
     (see the module docstring). `max_error_rate` is a fraction (0.01 = 1%)."""
-    return _plan(points, target_rps, _limits(ttft_p99_ms, tpot_p99_ms, e2el_p99_ms, max_error_rate))[0]
+    limits = _limits(ttft_p99_ms, tpot_p99_ms, e2el_p99_ms, max_error_rate)
+    return _plan(points, target_rps, limits, require_quality)[0]
 
 
 def left_out(
-    points: Iterable[Mapping[str, Any]], target_rps: float, **limits: float | None
+    points: Iterable[Mapping[str, Any]],
+    target_rps: float,
+    require_quality: bool = REQUIRE_QUALITY,
+    **limits: float | None,
 ) -> list[dict[str, Any]]:
     """The configurations `plan_capacity` does not rank, each with the reason, in input order; the
     limits are plan_capacity's, by name."""
     unknown = set(limits) - {limit.param for limit in LIMITS}
     if unknown:
         raise TypeError(f"unknown limits: {', '.join(sorted(unknown))}")
-    return _plan(points, target_rps, {limit.param: limits.get(limit.param) for limit in LIMITS})[1]
+    named = {limit.param: limits.get(limit.param) for limit in LIMITS}
+    return _plan(points, target_rps, named, require_quality)[1]
