@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
 
 from accelbench import tiers
 from accelbench.catalog import queries
@@ -12,6 +13,7 @@ from accelbench.catalog.db import make_engine, redact
 from accelbench.config import LAKE_SETTING, Settings
 from accelbench.errors import AccelbenchError
 from accelbench.lake import athena
+from accelbench.lake.imported_quality import QualityTarget, import_quality
 from accelbench.lake.store import Lake
 
 
@@ -58,12 +60,42 @@ def main(argv: list[str] | None = None) -> int:
     ddl.add_argument(
         "--database", default=athena.DEFAULT_DATABASE, help="Athena database (default: %(default)s)"
     )
+    quality = sub.add_parser(
+        "import-quality",
+        help="import an lm-eval results JSON into the lake's quality table, joined to a configuration",
+    )
+    quality.add_argument("results", type=Path, help="the results_<date>.json lm-eval wrote (--output_path)")
+    quality.add_argument("--model", required=True, help="the model id of the configuration it measured")
+    quality.add_argument("--reference-model", required=True, help="the reference configuration's model id")
+    quality.add_argument("--reference", type=Path, help="the reference's results JSON of the same task")
+    quality.add_argument("--accelerator-type", required=True, choices=tiers.names(), help="its tier")
+    quality.add_argument("--instance-type", help="the instance type that served it")
+    quality.add_argument("--quantization", help="its quantization (e.g. compressed-tensors W8A8)")
+    quality.add_argument("--vllm-version", help="the vLLM version that served it")
+    quality.add_argument("--task", help="the file's task to import (default: its only one)")
+    quality.add_argument("--metric", help="the task's metric, e.g. acc,none (default: its only one)")
+    quality.add_argument("--lake", help=f"the lake (default: {LAKE_SETTING})")
     args = parser.parse_args(argv)
     try:
         if args.command == "show":
             show(Settings.from_env())
         elif args.command == "ddl":
             print_ddl(args.lake, args.database)
+        elif args.command == "import-quality":
+            target = QualityTarget(
+                model=args.model,
+                reference_model=args.reference_model,
+                accelerator_type=args.accelerator_type,
+                instance_type=args.instance_type,
+                quantization=args.quantization,
+                vllm_version=args.vllm_version,
+                task=args.task,
+                metric=args.metric,
+            )
+            lake = Lake(args.lake) if args.lake else Lake.from_env()
+            row = import_quality(lake, args.results, target, args.reference)
+            what = f"accuracy {row['accuracy']:.1%} of {row['questions']} questions"
+            print(f"imported {row['task']}: {what}, into {lake.uri}")
     except AccelbenchError as exc:
         print(f"accelbench: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
