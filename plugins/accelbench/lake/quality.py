@@ -84,9 +84,13 @@ def _row(run: dict[str, Any], doc: dict[str, Any], ref: dict[str, Any] | None) -
             row |= mine["noise_floor"]
         elif theirs:
             row |= fidelity(theirs["positions"], mine["positions"], mine["top_k"]).columns()
+        elif ref is not None:
+            errors.append("the reference's next-token distributions were not measured")
     answers, ref_answers = doc.get("accuracy"), (ref or {}).get("accuracy")
     if answers:
         row |= _accuracy(answers, ref_answers)
+        if ref is not None and not ref_answers:
+            errors.append("the reference's accuracy was not measured")
     row["error"] = "; ".join(errors) or None
     return row
 

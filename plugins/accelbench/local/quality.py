@@ -57,8 +57,8 @@ def measure_quality(
     started = time.monotonic()
     try:
         doc["logprobs"] = _logprobs(plan, base_url, served_model_name)
-    except AccelbenchError as exc:
-        doc["errors"]["logprobs"] = str(exc)
+    except (AccelbenchError, ValueError) as exc:  # ValueError: no position had logprobs
+        doc["errors"]["logprobs"] = f"{type(exc).__name__}: {exc}"
     log.info(
         "quality: next-token distributions of %d prompts in %.0f s", plan.prompts, time.monotonic() - started
     )
