@@ -477,6 +477,8 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
     with FakeKubeAPI(mode="run") as fake:
+        # The server container's log: the session's real vLLM server's, as vLLM wrote it.
+        fake.container_logs["server"] = vllm_server.log_path.read_text(errors="replace")
         lake_uri = _kubernetes_campaign(fake, tmp_path, monkeypatch)
         monkeypatch.setenv("ACCELBENCH_MODEL_STORE", str(store))
         fake.on_finish = main_container
@@ -520,6 +522,8 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         "kubernetes"
     }
     assert lake.read("requests").num_rows == 18
+    # What the server container's log said it served (read before the pod was deleted): unquantized.
+    assert {r["server_quantization"] for r in runs} == {"none"}
 
 
 # ---- the server dies mid-level, or fails some requests and lives -----------------------------------

@@ -657,6 +657,9 @@ class FakeKubeAPI:
         self.calls: list[tuple[str, str]] = []
         self.rejections: list[Rejection] = []  # every request answered 4xx other than 404
         self.follows = 0  # log follow requests seen: one per attempt that watches a running pod
+        # container name -> its log (e.g. a real vLLM server's), served with limitBytes honoured; a container
+        # not listed logs the load generator's line
+        self.container_logs: dict[str, str] = {}
         self.finish_on_follow: int | None = None  # the main container finishes at this follow request
         self.on_finish: Callable[[dict[str, Any]], dict[str, Any]] = lambda pod: {}
         self.xcom: dict[tuple[str, str], str] = {}
@@ -1019,6 +1022,12 @@ class FakeKubeAPI:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
+        if (logged := self.container_logs.get(request.query.get("container", ""))) is not None:
+            limit = request.query.get("limitBytes")
+            data = logged.encode()
+            await response.write(data[: int(limit)] if limit else data)
+            await response.write_eof()
+            return response
         await response.write(f"{stamp} accelbench-loadgen: driving the levels\n".encode())
         if request.query.get("follow", "").lower() == "true" and self.state.get(key) == "running":
             self.follows += 1

@@ -21,6 +21,7 @@ from accelbench.airflow.benchmark_xcom import NODE_XCOM
 from accelbench.config import LAKE_SETTING
 from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
+from accelbench.core.server_log import LOG_HEAD_BYTES, reported_quantization
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError, ConfigError, PodNotScheduled
 from accelbench.k8s import placement
@@ -162,6 +163,7 @@ class BenchmarkPod(KubernetesPodOperator):
         ]
         self.loadgen_result: dict[str, Any] | None = None  # set by cleanup(): the XCom value it got
         self.server_death: dict[str, Any] = {}  # set by cleanup() when the server container died
+        self.served: dict[str, Any] = {}  # set by cleanup(): what the server's log says it served
         # unwrap: Airflow's ExecutorSafeguard would log that execute() runs outside the task runner,
         # which is by design here: BenchmarkOperator is the task, this operator its kubernetes engine.
         execute = inspect.unwrap(KubernetesPodOperator.execute)
@@ -178,7 +180,7 @@ class BenchmarkPod(KubernetesPodOperator):
                 raise
         finally:
             facts = self._node_facts()
-            facts |= self.server_death  # ingest puts these on the failed level's row only
+            facts |= self.served | self.server_death  # ingest puts the death on the failed level's row only
             if facts:
                 context["ti"].xcom_push(key=NODE_XCOM, value=facts)
         if not self.loadgen_result:
@@ -203,8 +205,28 @@ class BenchmarkPod(KubernetesPodOperator):
         override, not a callback: see the class's docstring."""
         self.loadgen_result = xcom_result
         if remote_pod is not None:
+            self.served = self._served_quantization(remote_pod)
             self.server_death = self._server_death(remote_pod)
         super().cleanup(pod, remote_pod, xcom_result, context)
+
+    def _served_quantization(self, remote_pod: k8s.V1Pod) -> dict[str, Any]:
+        """`server_quantization`: what the server container's log (its head, where vLLM says what it loaded)
+        reports it served (`accelbench.core.server_log`), as local mode reads its server's log file; {} when
+        it cannot be read or says nothing. Best effort: read before the pod (and its logs) is deleted."""
+        name = self.parts.server.name
+        try:
+            lines = self.pod_manager.read_pod_logs(remote_pod, name, follow=False, limit_bytes=LOG_HEAD_BYTES)
+            found = reported_quantization(b"".join(lines).decode(errors="replace"))
+        except Exception as exc:
+            log.warning(
+                "cannot read the log of pod %s's %s container: %s", remote_pod.metadata.name, name, exc
+            )
+            return {}
+        if found is None:
+            log.warning("the %s container's log does not say what quantization it served", name)
+            return {}
+        log.info("the %s container's log says it served: %s", name, found)
+        return {"server_quantization": found}
 
     def _server_death(self, remote_pod: k8s.V1Pod) -> dict[str, Any]:
         """server_exit_code and server_log_tail (its last log lines, then the kubelet's reason) of a

@@ -13,6 +13,7 @@ import re
 _KERNEL = re.compile(r"\b(?:Selected|Using) (\w+) for (\w+)\s*$", re.MULTILINE)
 _ENGINE = re.compile(r"Initializing a V1 LLM engine .*?\bquantization=([\w-]+)")
 UNQUANTIZED = "none"  # the engine said quantization=None
+LOG_HEAD_BYTES = 4 << 20  # the log's head, where the server says what it loaded: read no more of it
 
 
 def reported_quantization(log_text: str) -> str | None:

@@ -155,7 +155,7 @@ RUNS = pa.schema(
         # the report shows the run's figures undecided
         ("host_drift", pa.string()),
         # what the server's log said it served: "CompressedTensorsW8A8Int8 (CPUInt8ScaledMMLinearKernel)", or
-        # "none" (unquantized); null where the log was not read (kubernetes mode) or said neither
+        # "none" (unquantized), in both modes; null where the log could not be read or said neither
         ("server_quantization", pa.string()),
     ]
 )

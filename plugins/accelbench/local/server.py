@@ -31,7 +31,7 @@ import psutil
 from packaging.version import InvalidVersion, Version
 
 from accelbench.config import Settings, env_name
-from accelbench.core.server_log import reported_quantization
+from accelbench.core.server_log import LOG_HEAD_BYTES, reported_quantization
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent, watch_group
@@ -44,7 +44,6 @@ SERVER_CPUS_SETTING = env_name("local_server_cpus")
 CLIENT_CPUS_SETTING = env_name("local_client_cpus")
 PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bind it before vLLM does
 PORT_TAKEN = "Address already in use"
-LOG_HEAD_CHARS = 4 << 20  # where the server's log says what it loaded (reported_quantization)
 
 
 class ServerStartError(AccelbenchError):
@@ -314,7 +313,7 @@ class LocalServer:
         scheme and kernel lines come while the model loads."""
         try:
             with self.log_path.open(errors="replace") as fh:
-                return reported_quantization(fh.read(LOG_HEAD_CHARS))
+                return reported_quantization(fh.read(LOG_HEAD_BYTES))
         except OSError:
             return None
 
