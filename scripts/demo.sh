@@ -10,6 +10,9 @@
 #   scripts/demo.sh --instance-type g6e.xlarge   plan for that catalog type instead of m8g.xlarge; a GPU type
 #                            runs on this machine's NVIDIA GPU through the CUDA vLLM (scripts/vllm-gpu-env.sh),
 #                            and its rows name the GPU it really ran on
+#   scripts/demo.sh --quantized   a quantization matrix: the real model's bf16 checkpoint and its W8A8 made
+#                            here by llmcompressor (.venv-quant, scripts/quant-env.sh; cached), each measured,
+#                            then its quality against bf16 (next-token KL, accuracy through lm-eval)
 # Each line says the seconds since the start; the first run installs .venv and .venv-vllm, with progress.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,20 +20,30 @@ repo=$PWD
 
 model_kind=real
 instance_type=m8g.xlarge
+quantized=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --tiny) model_kind=tiny ;;
+    --quantized) quantized=1 ;;
     --instance-type) instance_type=${2:?demo: --instance-type needs a catalog instance type}; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "demo: unknown argument '$1' (scripts/demo.sh [--tiny] [--instance-type TYPE])" >&2; exit 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "demo: unknown argument '$1' (scripts/demo.sh [--tiny] [--quantized] [--instance-type TYPE])" >&2; exit 2 ;;
   esac
   shift
 done
 say() { echo "demo: [${SECONDS}s] $*"; }
 
+if [ "$quantized" = 1 ] && [ "$model_kind" != real ]; then
+  echo "demo: --quantized quantizes the real model: leave out --tiny" >&2
+  exit 2
+fi
 say "environments: .venv (scripts/bootstrap.sh), then .venv-vllm (scripts/vllm-env.sh); up to date: no output"
 scripts/bootstrap.sh
 scripts/vllm-env.sh
+if [ "$quantized" = 1 ]; then
+  say "the quantization environment .venv-quant (scripts/quant-env.sh): llmcompressor and lm-eval"
+  scripts/quant-env.sh
+fi
 # A GPU type is served by the CUDA build of vLLM (the load generator stays the CPU environment's).
 if grep -q "^$instance_type,.*,gpu," plugins/accelbench/catalog/data/instance_types.csv; then
   say "$instance_type is a GPU type: .venv-vllm-gpu (scripts/vllm-gpu-env.sh)"
@@ -131,9 +144,24 @@ if [ "$model_kind" = real ]; then
 fi
 say "model: $about"
 say "model folder: $model"
+matrix=
+if [ "$quantized" = 1 ]; then
+  say "W8A8 of it by llmcompressor (data-free, made once and cached beside the bf16 folder; log: $logs/quantize.log)"
+  w8a8=$(.venv/bin/python - "$model" 2>"$logs/quantize.log" <<'PY'
+import sys
+from pathlib import Path
+
+from accelbench.local import quantized_model as qm
+
+print(qm.folder("w8a8", Path(sys.argv[1]).resolve(), qm.quant_python()))
+PY
+  ) || { echo "demo: the W8A8 checkpoint could not be made; last lines of $logs/quantize.log:" >&2; tail -n 40 "$logs/quantize.log" >&2; exit 1; }
+  say "quantized folder: $w8a8 (the reference: bf16; quality measured after the levels)"
+  matrix=$(printf ', "quantized_models": ["%s"]' "$w8a8")
+fi
 # --enforce-eager: no graph compilation (the real model is ready in 1-1.5 min on 2 cores, not ~6). The planner
 # passes --max-model-len itself: input + output + headroom (64 + 32 + 64 = 160 tokens).
-campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["%s"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"}' "$model" "$served" "$instance_type")
+campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["%s"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"%s}' "$model" "$served" "$instance_type" "$matrix")
 run_dag accelbench_campaign "$campaign_conf"
 echo
 say "campaign summary (from the lake):"

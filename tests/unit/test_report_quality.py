@@ -99,3 +99,24 @@ def test_the_cost_quality_plot_draws_every_configuration_and_joins_the_front() -
     assert ax.get_legend() is not None and len(ax.get_legend().get_texts()) == 3
     svg = cost_vs_quality(rows, ReportFilter())
     assert svg is not None and svg.startswith("<svg") and "org/model-w4a16" in svg  # the hover titles
+
+
+def test_an_imported_accuracy_joins_the_configuration_of_its_model_and_instance_type() -> None:
+    """`accelbench import-quality` rows name a model (and an instance type): they join its points when no
+    campaign measured that configuration's quality; a measured row wins over an imported one."""
+    runs = _runs(BF16, "s-bf16", 100) + _runs(W8A8, "s-w8a8", 150)
+    imported = _quality("imported-abc", W8A8, (0.93, 0.88, 0.98), (None, None, None)) | {"source": "imported"}
+    imported |= {"campaign_id": "imported", "kl_mean": None, "kl_mean_low": None, "kl_mean_high": None}
+    flt = ReportFilter(ttft_p99_ms=60_000, tpot_p99_ms=60_000)
+    tables = build_report(runs, PRICES, [], flt, quality=[imported])
+    rows = {r["model"]: r for r in tables["quality"]}
+    assert set(rows) == {W8A8} and rows[W8A8]["quality_gate"] == "fail"  # 0.98 < 0.99: fails, KL or not
+    (answer,) = tables["headline"]
+    assert answer["on_demand_usd_per_1m_output_tokens"] == pytest.approx(0.20 / 3600 / 100 * 1e6, rel=1e-6)
+    elsewhere = imported | {
+        "instance_type": "c8g.xlarge"
+    }  # another type's accuracy: not this configuration's
+    assert build_report(runs, PRICES, [], flt, quality=[elsewhere])["quality"] == []
+    measured = _quality("s-w8a8", W8A8, (0.995, 0.992, 0.999), (0.05, 0.045, 0.062))
+    tables = build_report(runs, PRICES, [], flt, quality=[imported, measured])
+    assert {r["model"]: r["quality_gate"] for r in tables["quality"]} == {W8A8: "pass"}

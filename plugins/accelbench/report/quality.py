@@ -88,18 +88,35 @@ def _spec_ids(point: dict[str, Any]) -> set[str]:
     return {rid.split("/")[-2] for rid in point.get("run_ids") or [] if rid.count("/") >= 2}
 
 
+def _imported_for(point: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Imported quality rows (`accelbench import-quality`) of the point's configuration: its model, and its
+    instance type and vLLM version where the import named them."""
+    return [
+        q
+        for q in rows
+        if q.get("source") == "imported"
+        and q["model"] == point["model"]
+        and q.get("instance_type") in (None, point.get("instance_type"))
+        and q.get("vllm_version") in (None, point.get("vllm_version"))
+    ]
+
+
 def mark_quality(points: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each point with its configuration's quality (the newest campaign's row of its specs) and gate; a
-    quantized checkpoint's point is compared with its reference model's configurations (its comparison id
-    is the reference's), so the headline chooses among quantizations too."""
-    newest = sorted(rows, key=lambda q: (str(q.get("date") or ""), q["campaign_id"]))
-    by_spec = {q["spec_id"]: q for q in newest}
+    """Each point with its configuration's quality and gate: the newest campaign's row of its specs, else
+    the newest imported row of its model (and instance type and version, where named); a quantized
+    checkpoint's point is compared with its reference model's configurations (its comparison id is the
+    reference's), so the headline chooses among quantizations too."""
+
+    def newest(found: list[dict[str, Any]]) -> dict[str, Any]:
+        return max(found, key=lambda r: (str(r.get("date") or ""), r["campaign_id"], r["spec_id"]))
+
+    by_spec = {q["spec_id"]: q for q in rows if q.get("source") != "imported"}
     for p in points:
-        found = [by_spec[s] for s in _spec_ids(p) if s in by_spec]
+        found = [by_spec[s] for s in _spec_ids(p) if s in by_spec] or _imported_for(p, rows)
         p |= dict.fromkeys(POINT_FIELDS)
         if not found:
             continue
-        q = max(found, key=lambda r: (str(r.get("date") or ""), r["campaign_id"]))
+        q = newest(found)
         verdict, why = quality_gate(q)
         p |= {k: q.get(k) for k in POINT_FIELDS if k in q}
         p |= {"quality_reference": q["reference_model"], "quality_gate": verdict, "quality_why": why}
