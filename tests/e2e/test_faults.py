@@ -723,7 +723,10 @@ def test_the_pod_reads_how_its_server_died_before_the_pod_is_deleted(tmp_path: P
         "ERROR engine core died",
         "kubelet: container server terminated, exit code 137, reason OOMKilled",
     ]
-    assert len(tail) == SERVER_LOG_TAIL_LINES and "INFO restarted" not in tail and len(logs) == 1
+    assert len(tail) == SERVER_LOG_TAIL_LINES and "INFO restarted" not in tail
+    # Two reads of the server's log: its head, for what it served (this one says nothing of it), and the
+    # dead instance's tail.
+    assert len(logs) == 2 and op.served == {}
 
 
 def test_server_termination_reads_a_restart_or_a_nonzero_exit_only() -> None:
