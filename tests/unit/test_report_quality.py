@@ -120,3 +120,14 @@ def test_an_imported_accuracy_joins_the_configuration_of_its_model_and_instance_
     measured = _quality("s-w8a8", W8A8, (0.995, 0.992, 0.999), (0.05, 0.045, 0.062))
     tables = build_report(runs, PRICES, [], flt, quality=[imported, measured])
     assert {r["model"]: r["quality_gate"] for r in tables["quality"]} == {W8A8: "pass"}
+
+
+def test_a_points_comparison_id_is_made_again_from_its_fields() -> None:
+    """mark_quality remakes a quantized point's comparison id from the point's fields (its workload label
+    replaced the profile name): for an unquantized point that gives back the id it was built with."""
+    from accelbench.report.points import comparison_id, level_points
+
+    from tests.support.report_data import RUNS
+
+    points = level_points(RUNS, PRICES, "us-east-1")
+    assert points and all(comparison_id(p) == p["comparison_id"] for p in points)

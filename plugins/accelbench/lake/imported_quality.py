@@ -107,6 +107,12 @@ def read_results(path: Path, task: str | None, metric: str | None) -> TaskResult
     return TaskResult(task, metric, value, n, doc.get("lm_eval_version"), day)
 
 
+def _accuracy(result: TaskResult) -> Interval:
+    """The result's share right with its Wilson interval (its answers rebuilt from the share and n)."""
+    right = round(result.value * result.n)
+    return accuracy([1.0] * right + [0.0] * (result.n - right))
+
+
 def ratio_interval(candidate: TaskResult, reference: TaskResult, seed: int = 0) -> Interval:
     """accuracy(candidate) / accuracy(reference) with a parametric bootstrap percentile interval: each side
     drawn as numpy's binomial of its own n and share, independently (no per-question answers to pair)."""
@@ -124,8 +130,7 @@ def ratio_interval(candidate: TaskResult, reference: TaskResult, seed: int = 0) 
 def quality_row(path: Path, target: QualityTarget, reference: Path | None = None) -> dict[str, Any]:
     """The `quality` row of the results file at `path`, against the reference's results file if given."""
     mine = read_results(path, target.task, target.metric)
-    correct = [1.0] * round(mine.value * mine.n) + [0.0] * (mine.n - round(mine.value * mine.n))
-    acc = accuracy(correct)
+    acc = _accuracy(mine)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     row: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -150,9 +155,7 @@ def quality_row(path: Path, target: QualityTarget, reference: Path | None = None
     }
     if reference is not None:
         theirs = read_results(reference, mine.task, mine.metric)
-        ref_acc = accuracy(
-            [1.0] * round(theirs.value * theirs.n) + [0.0] * (theirs.n - round(theirs.value * theirs.n))
-        )
+        ref_acc = _accuracy(theirs)
         ratio = ratio_interval(mine, theirs)
         row |= {
             "reference_accuracy": ref_acc.estimate,

@@ -134,16 +134,10 @@ def land_quality(lake: Lake, campaign_id: str, date: str, runs: list[dict[str, A
         return where.reader(lake)(QUALITY_FILE)
 
     rows = quality_rows(runs, read)
+    tier = {run["spec_id"]: run["accelerator_type"] for run in runs}
     by_type: dict[str, list[dict[str, Any]]] = {}
-    for row, run in zip(rows, _firsts(runs, rows), strict=True):
-        by_type.setdefault(run["accelerator_type"], []).append(row)
+    for row in rows:
+        by_type.setdefault(tier[row["spec_id"]], []).append(row)
     for accelerator_type, mine in by_type.items():
         lake.write_table("quality", quality_table(mine), accelerator_type, date, safe_name(campaign_id))
     return rows
-
-
-def _firsts(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    first: dict[str, dict[str, Any]] = {}
-    for run in runs:
-        first.setdefault(run["spec_id"], run)
-    return [first[row["spec_id"]] for row in rows]

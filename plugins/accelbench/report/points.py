@@ -85,7 +85,6 @@ def _identity(key: tuple[Any, ...]) -> dict[str, Any]:
     point["model_short"] = short_model(point["model"])
     point["workload_profile"] = point["workload"]  # the name; `workload` says the requests in words
     point["workload"] = workload_label(point)
-    assert point["comparison_id"] == comparison_id(point)  # the label keeps what the id was made from
     point["comparison"] = f"{point['model_short']} · {point['workload']}"
     point["level"] = level_label(point["level_kind"], point["level_value"])
     return point

@@ -9,6 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL
+from accelbench.report.labels import short_model
 from accelbench.report.quality import POINT_FIELDS
 from accelbench.report.table import Inputs, Section, Table
 from accelbench.report.tables.headline import family
@@ -60,7 +61,7 @@ def quality_rows(inputs: Inputs) -> list[dict[str, Any]]:
         at = best.get(cid, {})
         row = {k: p.get(k) for k in FIELDS} | {k: p.get(k) for k in POINT_FIELDS}
         row |= {k: at.get(k) for k in (COST, f"{COST}_low", f"{COST}_high", "level", "output_throughput")}
-        row["model_short"] = family(p).split("/")[-1]
+        row["model_short"] = short_model(family(p))
         rows.append(row)
     groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
