@@ -1,7 +1,8 @@
 """Pod memory reserves: the load generator's peak memory, and vLLM CPU's process overhead for a small model.
 
 Run: .venv/bin/python benchmarks/pod_reserves.py [--runs 1] [--quick] [--concurrency 1,256,1024]
-         [--parts loadgen,levels,tokenizer,server,server-vocab] [--levels 4] [--max-point-s 240]
+         [--parts loadgen,levels,tokenizer,server,server-vocab,quality] [--levels 4] [--max-point-s 240]
+         [--questions 200]
 
 Memory, not time: the figures are what the two containers of a benchmark pod need as memory requests
 (= limits), `LOADGEN_MEMORY_GIB` and `PROCESS_OVERHEAD_GIB` in accelbench/sizing/fit.py. Every process
@@ -42,6 +43,14 @@ any of them: a cgroup is charged for it too, but can reclaim it.
    compiled with KV 1 GiB (what a campaign's server gets unless its request adds --enforce-eager). Part
    `server-vocab`: eager with KV 1 GiB, the same shape with the Qwen-sized BPE and vocabulary (151,665:
    embeddings and LM head 148 MiB), for what a real tokenizer adds to the server's processes.
+
+4. The quality step (part `quality`, not in the default parts: it needs .venv-quant). `accelbench-loadgen` as
+   the pod runs it, for a spec with a quality plan (accelbench.loadgen.quality: 48 probe prompts' logprobs,
+   then lm-eval's `run` over --questions questions of the project's task, from .venv-quant's interpreter as
+   the image's quality environment would run it) after one small level (16 prompts, 128/32, concurrency 4),
+   against a LocalServer of the tiny model. The tree's roles: the driver, the `vllm bench serve` runner, and
+   lm-eval (every process whose command line names lm_eval): lm-eval's peak is what the container needs
+   beyond its load-generator memory (`LOADGEN_QUALITY_MIB`).
 
 --runs N repeats every measurement and prints medians (default 1: memory varies little between runs).
 --quick: a smoke test (two grid points, the eager 1 GiB server).
@@ -720,6 +729,89 @@ def summarize(loadgen: dict, dropped: list[str], tokenizer: dict | None, servers
     print(f"  command: {' '.join([Path(sys.executable).name, *sys.argv])}")
 
 
+QUANT_PYTHON = REPO / ".venv-quant" / "bin" / "python"
+
+
+def quality_role(proc: psutil.Process, root_pid: int) -> str:
+    if proc.pid == root_pid:
+        return "driver"
+    try:
+        return "lm-eval" if any("lm_eval" in part for part in proc.cmdline()) else "runner"
+    except psutil.Error:
+        return "runner"
+
+
+def quality_part(args: argparse.Namespace, work: Path) -> dict:
+    """One spec with a quality plan through `accelbench-loadgen` against a tiny-model LocalServer."""
+    from accelbench.core.spec import QualityPlan
+
+    server = server_spec(tiny_tokenizer()).model_copy(update={"extra_engine_args": ("--enforce-eager",)})
+    assert isinstance(server, ServerSpec)
+    load = LoadPlan(input_len=128, output_len=32, concurrency=(4,), prompts_per_level=16, warmups=WARMUPS)
+    plan = QualityPlan(reference=server.model, questions=args.questions)
+    bench = BenchmarkSpec(server=server, load=load, campaign_id="reserves-quality", quality=plan)
+    spec_file = work / "spec.json"
+    spec_file.write_text(bench.model_dump_json())
+    pinning = Pinning.from_env()
+    local = LocalServer(server, work / "server", pinning=pinning, python=VLLM_PYTHON, startup_timeout_s=900)
+    with local, (work / "loadgen.log").open("w") as log:
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [
+                *(
+                    str(LOADGEN),
+                    "--spec",
+                    str(spec_file),
+                    "--server-url",
+                    local.url,
+                    "--out",
+                    str(work / "raw"),
+                ),
+                *("--vllm", str(VLLM_BIN), "--server-pid", str(local.process.pid)),  # type: ignore[union-attr]
+                *(
+                    "--lake",
+                    str(work / "lake"),
+                    "--date",
+                    "2026-12-01",
+                    "--lm-eval-python",
+                    str(QUANT_PYTHON),
+                ),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=os.environ | OFFLINE,
+            preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}),
+        )
+        with TreeSampler(lambda: proc.pid, role=quality_role) as sampler:
+            stdout, _ = proc.communicate(timeout=1800)
+        wall = time.monotonic() - started
+    quality = json.loads((work / "raw" / bench.spec_id / "quality.json").read_text())
+    if proc.returncode != 0 or quality["errors"] or len(quality["accuracy"]["correct"]) != args.questions:
+        raise SystemExit(
+            f"quality run failed: {quality['errors']} (see {work / 'loadgen.log'}) {stdout[-500:]}"
+        )
+    return {
+        "questions": args.questions,
+        "wall_s": wall,
+        "samples": len(sampler.samples),
+        "roles": {
+            role: {m: sampler.peak(m, role) for m in ("charge", "rss", "anon")} for role in sampler.roles()
+        },
+        "total": {m: sampler.peak(m) for m in ("charge", "rss", "anon")},
+    }
+
+
+def quality_summary(r: dict) -> None:
+    head = f"{r['questions']} questions, 48 probe prompts, {r['wall_s']:.0f} s, {r['samples']} samples"
+    print(f"\nQuality step: {head}")
+    for role, peak in [*sorted(r["roles"].items()), ("tree", r["total"])]:
+        figures = (
+            f"charge {mib(peak['charge'])} MiB, RSS {mib(peak['rss'])} MiB, anon {mib(peak['anon'])} MiB"
+        )
+        print(f"  {role:8} peak {figures}")
+
+
 def main() -> None:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
@@ -733,6 +825,7 @@ def main() -> None:
         help="drop grid points predicted to take longer (never the largest: the point the question is about)",
     )
     parser.add_argument("--levels", type=int, default=4, help="levels of the `levels` part's spec")
+    parser.add_argument("--questions", type=int, default=200, help="the `quality` part's lm-eval questions")
     parser.add_argument("--concurrency", default=",".join(map(str, CONCURRENCY)), help="the grid's levels")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -754,8 +847,14 @@ def main() -> None:
         tokenizer = tokenizer_part(args, loadgen.get("top", []))
     if parts & {"server", "server-vocab"}:
         servers = server_part(args, parts)
+    quality = None
+    if "quality" in parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            quality = quality_part(args, Path(tmp))
     with contextlib.suppress(BrokenPipeError):
         summarize(loadgen, dropped, tokenizer, servers)
+        if quality:
+            quality_summary(quality)
 
 
 if __name__ == "__main__":

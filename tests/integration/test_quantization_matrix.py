@@ -6,6 +6,8 @@ conversion and of its W8A8 checkpoint that llmcompressor wrote here (accelbench.
 from __future__ import annotations
 
 import pytest
+from accelbench.k8s.pod import build_pod_parts
+from accelbench.sizing.fit import LOADGEN_QUALITY_MIB, loadgen_memory
 
 from tests.support.planning import plan, problems
 
@@ -42,9 +44,23 @@ def test_a_campaign_without_a_matrix_has_no_quality_plan_and_keeps_its_spec_ids(
         ({"quantized_models": [REFERENCE + "-copy"]}, "quantized_models[0]", "no config.json found"),
         ({"quantized_models": [REFERENCE]}, "quantized_models[0]", "has no quantization_config"),
         ({"quantized_models": ["local/tiny-llama"]}, "quantized_models[0]", "is not a checkpoint of"),
-        ({"execution_mode": "kubernetes"}, "quantized_models", "execution_mode=local"),
     ],
 )
 def test_a_bad_matrix_is_refused_naming_the_field(fields: dict, field: str, why: str) -> None:
     found = problems(instance_types=["m8g.xlarge"], **(MATRIX | fields))
     assert why in found.get(field, ""), found
+
+
+def test_a_kubernetes_matrix_gives_its_load_generator_room_for_lm_eval() -> None:
+    """In kubernetes mode the benchmark pod's driver runs the quality step (the image's lm-eval): its
+    container gets LOADGEN_QUALITY_MIB more, and the node budget leaves the server that much less than a
+    campaign of the same model without a matrix."""
+    matrix = plan(instance_types=["m8g.xlarge"], **(MATRIX | {"execution_mode": "kubernetes"}))
+    plain = plan(instance_types=["m8g.xlarge"], model=REFERENCE, execution_mode="kubernetes")
+    assert all(s.quality is not None for s in matrix.specs) and len(matrix.specs) == 2
+    spec, alone = matrix.specs[0], plain.specs[0]
+    parts = build_pod_parts(spec)
+    expected = loadgen_memory(spec.load) + LOADGEN_QUALITY_MIB
+    assert parts.loadgen_resources.limits == {"cpu": "1", "memory": f"{expected}Mi"}
+    assert build_pod_parts(alone).loadgen_resources.limits["memory"] == f"{loadgen_memory(alone.load)}Mi"
+    assert alone.server.server_memory_mib - spec.server.server_memory_mib == LOADGEN_QUALITY_MIB

@@ -151,3 +151,26 @@ def test_each_configuration_is_paired_with_the_reference_of_its_type_and_workloa
     assert other["accuracy"] == 0.75 and other["accuracy_ratio"] is None and other["kl_mean"] is None
     assert "no reference configuration (org/base)" in other["error"]
     assert quality_table(list(rows.values())).num_rows == 3
+
+
+def test_a_quality_step_that_cannot_run_records_why_and_one_without_a_plan_skips(tmp_path: Path) -> None:
+    """The driver's step (accelbench.loadgen.quality) never raises: a server it cannot reach and no lm-eval
+    interpreter are each recorded in quality.json, naming what to set; the levels' evidence lands anyway."""
+    from accelbench.core.spec import QualityPlan
+    from accelbench.lake.quality import QUALITY_FILE
+    from accelbench.loadgen.quality import LM_EVAL_PYTHON_ENV, measure_quality
+
+    from tests.support.specs import spec_for
+
+    plain = spec_for("/models/m")
+    assert measure_quality(plain, "http://127.0.0.1:9", tmp_path, None) is None
+    assert not (tmp_path / QUALITY_FILE).exists()
+    spec = plain.model_copy(update={"quality": QualityPlan(reference="/models/m", prompts=2, questions=4)})
+    doc = measure_quality(spec, "http://127.0.0.1:9", tmp_path, tmp_path / "no-python")
+    assert doc is not None and json.loads((tmp_path / QUALITY_FILE).read_text()) == doc
+    assert doc["is_reference"] and set(doc["errors"]) == {"logprobs", "accuracy"}
+    assert "Connection refused" in doc["errors"]["logprobs"]
+    assert (
+        f"no interpreter with lm-eval at {tmp_path / 'no-python'}: set {LM_EVAL_PYTHON_ENV}"
+        in (doc["errors"]["accuracy"])
+    )

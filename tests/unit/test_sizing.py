@@ -206,3 +206,16 @@ def test_deepseek_style_moe_counts_shared_experts_and_leading_dense_layers() -> 
     moe_active = 2 * 3 * 4 * 8 + shared + 4 * 4
     assert shape.linear_params() == 3 * attention + dense_mlp + 2 * moe_all
     assert shape.linear_params(active=True) == 3 * attention + dense_mlp + 2 * moe_active
+
+
+def test_a_checkpoint_is_planned_at_the_bits_its_format_stores() -> None:
+    """The real checkpoints' configs (llmcompressor wrote them here: tests/data/model_configs/local--*).
+    Compressed-tensors' "int-quantized" keeps a 4-bit weight in a byte, "pack-quantized" packs it. On disk
+    (benchmarks/RESULTS.md): W8A8 156 MiB, W4A8 159 MiB, W4A16 108 MiB."""
+    shapes = {s: load_model_shape(f"local/smollm2-135m{s}", STORE) for s in ("", "-w8a8", "-w4a8", "-w4a16")}
+    bf16 = shapes[""]
+    other = bf16.total_params() - bf16.linear_params()
+    assert shapes["-w4a8"].quantization is not None and shapes["-w4a8"].quantization.scheme == "W4A8"
+    one_byte = bf16.linear_params() + other * 2
+    assert shapes["-w4a8"].weight_bytes() == shapes["-w8a8"].weight_bytes() == one_byte
+    assert shapes["-w4a16"].weight_bytes() == bf16.linear_params() // 2 + other * 2

@@ -2,7 +2,7 @@
 that model, and the quality plan every spec of the campaign gets, naming `model` as the reference.
 
 The reference is the unquantized checkpoint (bf16 on CPU): each configuration's next-token distributions and
-accuracy are compared with its after the load levels (accelbench.local.quality), so the reference must be
+accuracy are compared with its after the load levels (accelbench.loadgen.quality), so the reference must be
 unquantized, each other checkpoint quantized, and all of them the same network (architecture and shape)."""
 
 from __future__ import annotations
@@ -11,17 +11,12 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from accelbench.campaign.request import CampaignRequest
 from accelbench.core.model_origin import model_identity
-from accelbench.core.modes import default_mode
 from accelbench.core.problems import Problem
 from accelbench.core.spec import BenchmarkSpec, QualityPlan
 from accelbench.sizing.model_config import ModelShape
 
 # What makes two checkpoints the same network: a quantized checkpoint keeps these of its reference.
 SAME_NETWORK = ("architecture", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "vocab_size")
-LOCAL_ONLY = (
-    "a quantization matrix measures quality with lm-eval beside the server, which the load generator's image "
-    "does not hold: run it with execution_mode=local"
-)
 
 
 def configurations(req: CampaignRequest) -> Iterator[tuple[str, CampaignRequest]]:
@@ -42,10 +37,8 @@ def renamed(problem: Problem, where: str, model: str) -> Problem:
 
 
 def matrix_problems(req: CampaignRequest, shapes: Mapping[str, ModelShape | None]) -> list[Problem]:
-    """The reference unquantized, each checkpoint quantized and the same network; local mode only."""
+    """The reference unquantized, each checkpoint quantized and the same network."""
     problems = []
-    if (req.execution_mode or default_mode()) != "local":
-        problems.append(Problem("quantized_models", req.quantized_models, LOCAL_ONLY))
     reference = shapes.get("model")
     if reference is not None and reference.quantization is not None:
         q = reference.quantization

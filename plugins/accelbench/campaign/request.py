@@ -145,7 +145,7 @@ class CampaignRequest(BaseModel):
         max_length=4,
         description="A quantization matrix: quantized checkpoints of `model` (model-store ids or local "
         "paths), each served like it, one server per type and checkpoint; `model` is the reference (its "
-        "bf16 checkpoint) that their quality is measured against after the load levels (local mode)",
+        "bf16 checkpoint) that their quality is measured against after the load levels",
         json_schema_extra=_UNIQUE,
     )
     quality_questions: int = Field(

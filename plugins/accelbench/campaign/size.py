@@ -73,7 +73,7 @@ def _size(
     tier, spec, problems = placed.tier, placed.spec, checked.problems
     ranks, rank_problems = tier.tensor_parallel(req, spec, checked.shape, checked.warnings)
     problems += rank_problems
-    budget = _budget(placed, load, problems)
+    budget = _budget(placed, load, problems, quality=bool(req.quantized_models))
     if budget is None:
         return None
     try:
@@ -96,8 +96,9 @@ def _size(
     return Sized(placed, build, image, ranks, budget, fit)
 
 
-def _budget(placed: Placed, load: LoadPlan, problems: list[Problem]) -> NodeBudget | None:
-    """What the node leaves the server; None (with the problem) when too little or unknown."""
+def _budget(placed: Placed, load: LoadPlan, problems: list[Problem], *, quality: bool) -> NodeBudget | None:
+    """What the node leaves the server; None (with the problem) when too little or unknown. `quality`: the
+    load generator also runs a quantization matrix's quality step (lm-eval), so it needs more memory."""
     spec = placed.spec
     if spec.max_pods is None:
         why = (
@@ -106,7 +107,7 @@ def _budget(placed: Placed, load: LoadPlan, problems: list[Problem]) -> NodeBudg
         )
         problems.append(Problem(placed.where, placed.name, why))
         return None
-    budget = placed.tier.node_budget(spec, loadgen_memory(load))
+    budget = placed.tier.node_budget(spec, loadgen_memory(load, quality=quality))
     if budget.server_cpu >= 1 and budget.server_memory_mib >= MIN_SERVER_MEMORY_MIB:
         return budget
     why = (

@@ -166,7 +166,7 @@ class LoadPlan(_Frozen):
 
 class QualityPlan(_Frozen):
     """After its load levels, a configuration's quality measured against its running server
-    (accelbench.local.quality): the top-k next-token distributions over the project's probe prompts
+    (accelbench.loadgen.quality): the top-k next-token distributions over the project's probe prompts
     (accelbench.core.probe_prompts), and its accuracy on the project's exact-answer task through lm-eval
     (accelbench.core.quality_task). `reference`: the model id of the configuration the others are compared
     with (the bf16 checkpoint of a quantization matrix); it measures the same, and its two passes over the

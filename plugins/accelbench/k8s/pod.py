@@ -180,6 +180,7 @@ def build_pod_parts(
     of = tier(s.accelerator_type)
     shm_gib = max(1, min(16, s.server_memory_mib // 4096))
     weights_gib = s.model_weights_gib
+    quality = spec.quality is not None  # its load generator also runs lm-eval after the levels
     return PodParts(
         name=f"accelbench-{spec.spec_id}",
         namespace=namespace,
@@ -187,7 +188,7 @@ def build_pod_parts(
         loadgen_image=Settings.from_env("loadgen_image").loadgen_image or DEFAULT_LOADGEN_IMAGE,
         loadgen_cmds=["accelbench-loadgen"],
         loadgen_env=loadgen_env(spec, lake_uri),
-        loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{loadgen_memory(spec.load)}Mi"),
+        loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{loadgen_memory(spec.load, quality=quality)}Mi"),
         loadgen_security_context=k8s.V1SecurityContext(
             capabilities=k8s.V1Capabilities(drop=["ALL"]),
             allow_privilege_escalation=False,

@@ -1,6 +1,7 @@
 """`accelbench-loadgen`: the benchmark pod's main container (and a stand-alone driver).
 
-Drives the server through every level of the spec, writes the raw evidence to --out, copies it to
+Drives the server through every level of the spec (then, for a spec with a quality plan, measures its
+quality against the same server: accelbench.loadgen.quality), writes the raw evidence to --out, copies it to
 the lake's raw/ area when a lake is configured (the pod's case), and prints a compact summary, also
 to /airflow/xcom/return.json when that directory exists.
 
@@ -25,6 +26,7 @@ from accelbench.loadgen.contract import LAKE_DATE_ENV, LOADGEN_SETTINGS, SPEC_EN
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
+from accelbench.loadgen.quality import LM_EVAL_PYTHON_ENV, measure_quality
 from accelbench.loadgen.sampling import find_server_pid
 
 XCOM_RETURN = Path("/airflow/xcom/return.json")
@@ -40,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=env.raw_dir)
     parser.add_argument("--vllm", default=env.vllm_bin)
     parser.add_argument("--server-pid", type=int, help="server process to sample (default: found by name)")
+    parser.add_argument(
+        "--lm-eval-python",
+        type=Path,
+        default=env.lm_eval_python,
+        help=f"the interpreter with lm-eval, for a spec with a quality plan (default: ${LM_EVAL_PYTHON_ENV})",
+    )
     parser.add_argument("--lake", default=env.lake_uri, help=f"lake URI (default: ${LAKE_SETTING})")
     parser.add_argument(
         "--date",
@@ -69,8 +77,13 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
         attempt=env.attempt or None,
     )
     date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
+    envelope = driver.run()
+    if spec.quality is not None and envelope.failure is None:  # after the levels, against the same server
+        measure_quality(spec, args.server_url, driver.spec_dir, args.lm_eval_python)
+    elif spec.quality is not None:
+        log.warning("quality not measured: a level failed (%s)", envelope.failure)
     result = finish(
-        driver.run(),
+        envelope,
         driver.spec_dir,
         Lake(args.lake) if args.lake else None,
         date,

@@ -24,6 +24,7 @@ LOADGEN_SETTINGS = (
     "attempt",
     "raw_dir",
     "vllm_bin",
+    "lm_eval_python",
     "lake_uri",
     "execution_mode",
 )

@@ -18,7 +18,8 @@ from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
-from accelbench.local.quality import measure_quality
+from accelbench.loadgen.quality import measure_quality
+from accelbench.local.quantized_model import QuantizationError, quant_python
 from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.tiers import tier
 
@@ -37,6 +38,17 @@ def check_local_devices(spec: BenchmarkSpec) -> None:
         raise ConfigError(*problem)
 
 
+def lm_eval_python(settings: Settings) -> Path | None:
+    """The interpreter with lm-eval: the setting, else the quantization environment (None: there is none,
+    which the quality step records)."""
+    if settings.lm_eval_python is not None:
+        return settings.lm_eval_python
+    try:
+        return quant_python()
+    except QuantizationError:
+        return None
+
+
 def run_local(
     spec: BenchmarkSpec, lake: Lake, date: str, attempt: str | None = None, settings: Settings | None = None
 ) -> RunSummary:
@@ -53,7 +65,6 @@ def run_local(
     python = vllm_python(spec.server.runtime)
     check_local_devices(spec)
     journal = campaign_dir / SERVER_STARTS
-    model_id = spec.server.model_id or spec.server.model  # what the reference is named by
     # The load generator is the CPU environment's `vllm bench serve` on every tier: one pinned client, so
     # that tiers differ only in the server.
     vllm, client_cpus = str(vllm_python().parent / "vllm"), pinning.client if pinning else None
@@ -75,13 +86,7 @@ def run_local(
         )
         envelope = driver.run()
         if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server
-            name = spec.server.served_model_name
-            try:
-                measure_quality(spec.quality, server.url, name, model_id, driver.spec_dir)
-            except (
-                Exception
-            ):  # the levels' evidence still goes to the lake; the quality row says it is missing
-                log.exception("quality of %s not measured", spec.spec_id)
+            measure_quality(spec, server.url, driver.spec_dir, lm_eval_python(settings))
     result = finish(
         envelope,
         driver.spec_dir,

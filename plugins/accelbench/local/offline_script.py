@@ -11,9 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from accelbench.core.offline import OFFLINE
 from accelbench.lifetime import die_with_parent
-
-OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}
 
 
 def run_offline(python: Path, script: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:

@@ -38,6 +38,10 @@ LOADGEN_MAX_IN_FLIGHT = 1024
 LOADGEN_BASE_MIB = 1280
 LOADGEN_BYTES_PER_INPUT_TOKEN = 8
 LOADGEN_BYTES_PER_OUTPUT_TOKEN = 128
+# lm-eval's `run` beside the driver (the quality step after the levels, accelbench.loadgen.quality), from
+# benchmarks/pod_reserves.py --parts quality (RESULTS.md, "Pod reserves"): lm-eval's processes peaked at
+# 464 MiB charged (200 questions); added to the container's memory, rounded up with margin.
+LOADGEN_QUALITY_MIB = 512
 # KubernetesPodOperator's XCom sidecar (a shell loop); requests = limits like every container of the pod.
 XCOM_SIDECAR_CPU_M = 10
 XCOM_SIDECAR_MEMORY_MIB = 32
@@ -165,9 +169,11 @@ def loadgen_memory_mib(prompts: int, input_len: int, output_len: int, range_rati
     return math.ceil(mib / 64) * 64
 
 
-def loadgen_memory(load: LoadPlan) -> int:
-    """The load-generator container's memory for a campaign's load plan (its pod and the node budget)."""
-    return loadgen_memory_mib(load.prompts_per_level, load.input_len, load.output_len, load.range_ratio)
+def loadgen_memory(load: LoadPlan, *, quality: bool = False) -> int:
+    """The load-generator container's memory for a campaign's load plan (its pod and the node budget), with
+    room for lm-eval when it also measures a quantization matrix's quality after the levels."""
+    mib = loadgen_memory_mib(load.prompts_per_level, load.input_len, load.output_len, load.range_ratio)
+    return mib + (LOADGEN_QUALITY_MIB if quality else 0)
 
 
 def process_overhead_gib(tensor_parallel_size: int) -> float:
