@@ -11,6 +11,7 @@ import boto3
 import pendulum
 import pyarrow.parquet as pq
 import pytest
+from accelbench.core.startup import PHASES
 from accelbench.lake.store import Lake
 from accelbench.loadgen.host import host_facts
 from airflow.models.asset import AssetEvent
@@ -73,6 +74,17 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     assert {r["date"] for r in runs} == {"2026-11-30"} and runs[0]["pinning"] is not None
     starts = list((accelbench_env / "work").glob("*/server-starts.jsonl"))
     assert len(starts) == 1 and len(starts[0].read_text().splitlines()) == 1  # one server per spec
+    # Its start-up in phases (accelbench.core.startup: vLLM's log lines, stamped as they appeared), adding up
+    # to the start-up the server measured (execution.json), within a second.
+    (startup,) = lake.read("startups").to_pylist()
+    (execution,) = (accelbench_env / "lake" / "raw").rglob("execution.json")
+    measured = json.loads(execution.read_text())["server_startup_s"]
+    phases = [startup[name] for name in PHASES if startup[name] is not None]
+    assert len(phases) == 4 and all(p >= 0 for p in phases), startup  # every boundary seen, in order
+    assert abs(sum(phases) - measured) < 1.0 and abs(startup["ready_s"] - measured) < 1.0
+    assert startup["vllm_weights_load_s"] is not None and startup["vllm_engine_init_s"] is not None
+    assert startup["spec_id"] == runs[0]["spec_id"] and startup["model"] == runs[0]["model"]
+    assert 0 <= startup["first_level_s"] < 30 and startup["dag_run_id"] == run.run_id
 
     # Clear the whole DAG run and run it again (dag.test clears the TIs of the same logical date and
     # replaces the run of the same run id):

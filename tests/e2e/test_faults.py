@@ -48,7 +48,7 @@ from accelbench.tiers import load_seed
 from botocore.stub import ANY, Stubber
 from sqlalchemy import event, func, select
 
-from tests.support.kube_api import FakeKubeAPI
+from tests.support.kube_api import NODECLAIM, PULL_S, TIMELINE, FakeKubeAPI
 from tests.support.paths import REPO
 from tests.support.pricelist import SESSION, PricingEndpoint, price_document, spot_page
 from tests.support.servers import FaultyProxy, PostgresServer, free_port
@@ -524,6 +524,24 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     assert lake.read("requests").num_rows == 18
     # What the server container's log said it served (read before the pod was deleted): unquantized.
     assert {r["server_quantization"] for r in runs} == {"none"}
+    # Its start-up, read from the pod's conditions, events and node before the pod was deleted (the stand-in
+    # plays kube_api.TIMELINE), landed beside its runs.
+    (startup,) = lake.read("startups").to_pylist()
+    t = TIMELINE
+    assert (startup["scheduling_s"], startup["image_pull_s"], startup["server_start_s"]) == (
+        t["scheduled"],
+        t["server_started"] - t["scheduled"],
+        t["loadgen_started"] - t["server_started"],
+    )
+    assert startup["ready_s"] == t["loadgen_started"] and startup["process_start_s"] is None
+    assert (startup["node_launch_s"], startup["kubelet_pull_s"], startup["nodeclaim"]) == (
+        t["node_created"],
+        PULL_S,
+        NODECLAIM,
+    )
+    assert startup["execution_mode"] == "kubernetes" and startup["capacity_type"] == "on-demand"
+    assert startup["spec_id"] == runs[0]["spec_id"] and startup["dag_run_id"] == run.run_id
+    assert startup["first_level_s"] is not None and startup["first_level_s"] >= 0
 
 
 # ---- the server dies mid-level, or fails some requests and lives -----------------------------------

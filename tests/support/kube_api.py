@@ -37,7 +37,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
@@ -56,11 +56,23 @@ SCHEDULER_SAID = (
 # The Kubernetes versions every object must be valid for (the EKS versions this project supports).
 K8S_VERSIONS: tuple[str, ...] = ("1.33", "1.34", "1.35", "1.36", "1.37")
 POD_SCHEMA = "pod-v1.json"
+EVENT_SCHEMA, NODE_SCHEMA = "event-v1.json", "node-v1.json"
+# A pod's start-up as the API keeps it, in whole seconds after its creation (`FakeKubeAPI.timeline`):
+# Karpenter launches a node for it, the scheduler binds it there, the kubelet pulls the server's image (for
+# PULL_S by its own clock) and starts the server, and once the server's startup probe passes, the load
+# generator. The pod's creation is back-dated by the whole timeline, so that no served time is in the future.
+TIMELINE = {"node_created": 38, "scheduled": 71, "pulled": 95, "server_started": 96, "loadgen_started": 151}
+PULL_S = 22.6
+NODECLAIM = "accelbench-cpu-x7k2p"
 DELETE_OPTIONS_SCHEMA = "deleteoptions-meta-v1.json"
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _stamp(datetime.now(UTC))
+
+
+def _stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _selected(labels: dict[str, str], selector: str) -> bool:
@@ -653,6 +665,8 @@ class FakeKubeAPI:
         for version in self.versions:  # fail here, not in a handler, if a version's schemas are missing
             _validator(version, POD_SCHEMA)
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        self.created: dict[tuple[str, str], datetime] = {}
+        self.timeline = dict(TIMELINE)
         self.state: dict[tuple[str, str], str] = {}
         self.calls: list[tuple[str, str]] = []
         self.rejections: list[Rejection] = []  # every request answered 4xx other than 404
@@ -735,12 +749,18 @@ class FakeKubeAPI:
                     }
                 ],
             }
-        running = {"running": {"startedAt": _now()}}
-        done = {
-            "terminated": {"exitCode": 0, "reason": "Completed", "startedAt": _now(), "finishedAt": _now()}
-        }
-        base = done if state in ("finished", "succeeded") else running
-        sidecar = done if state == "succeeded" else running
+        at = self._at(key)
+
+        def running(started: str) -> dict[str, Any]:
+            return {"running": {"startedAt": at(started)}}
+
+        def done(started: str) -> dict[str, Any]:
+            ended = {"exitCode": 0, "reason": "Completed", "startedAt": at(started), "finishedAt": _now()}
+            return {"terminated": ended}
+
+        finished = state in ("finished", "succeeded")
+        base = done("loadgen_started") if finished else running("loadgen_started")
+        sidecar = done("loadgen_started") if state == "succeeded" else running("loadgen_started")
 
         def container(name: str, st: dict[str, Any]) -> dict[str, Any]:
             return {
@@ -756,15 +776,20 @@ class FakeKubeAPI:
             "phase": "Succeeded" if state == "succeeded" else "Running",
             "hostIP": "10.0.7.21",
             "podIP": "10.0.7.99",
-            "startTime": _now(),
+            "startTime": at("scheduled"),
             "qosClass": "Guaranteed",
             "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()},
-                {"type": "Ready", "status": "True", "lastTransitionTime": _now()},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": at("scheduled")},
+                {"type": "Ready", "status": "True", "lastTransitionTime": at("loadgen_started")},
             ],
-            "initContainerStatuses": [container("server", running)],
+            "initContainerStatuses": [container("server", running("server_started"))],
             "containerStatuses": [container("base", base), container("airflow-xcom-sidecar", sidecar)],
         }
+
+    def _at(self, key: tuple[str, str]) -> Callable[[str], str]:
+        """The API's time of a moment of the pod's start-up (TIMELINE)."""
+        created = self.created[key]
+        return lambda moment: _stamp(created + timedelta(seconds=self.timeline[moment]))
 
     def _view(self, key: tuple[str, str]) -> dict[str, Any]:
         pod = json.loads(json.dumps(self.pods[key]))
@@ -893,7 +918,9 @@ class FakeKubeAPI:
                 sent,
                 {"name": meta["name"], "kind": "pods"},
             )
-        meta |= {"uid": str(uuid.uuid4()), "resourceVersion": "1", "creationTimestamp": _now()}
+        created = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=max(self.timeline.values()))
+        self.created[key] = created
+        meta |= {"uid": str(uuid.uuid4()), "resourceVersion": "1", "creationTimestamp": _stamp(created)}
         pod.pop("status", None)  # the API server ignores a status sent on create
         self.pods[key] = pod
         self.state[key] = "unschedulable" if self.mode == "unschedulable" else "running"
@@ -1066,35 +1093,120 @@ class FakeKubeAPI:
         await ws.close()
         return ws
 
+    def _event(self, key: tuple[str, str], n: int, reason: str, message: str, **how: Any) -> dict[str, Any]:
+        """A core/v1 Event about the pod as the kubelet or scheduler writes it (`how`: when, container)."""
+        ns, name = key
+        when = self._at(key)(how["moment"]) if "moment" in how else _now()
+        involved = {"kind": "Pod", "namespace": ns, "name": name, "apiVersion": "v1"}
+        if "container" in how:
+            involved["fieldPath"] = how["container"]
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{name}.{n:x}",
+                "namespace": ns,
+                "uid": f"ev-{name}-{n}",
+                "resourceVersion": "2",
+            },
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "type": how.get("type", "Normal"),
+            "source": {"component": how.get("component", "kubelet")}
+            | ({"host": NODE} if "component" not in how else {}),
+            "count": 1,
+            "firstTimestamp": when,
+            "lastTimestamp": when,
+        }
+
+    def _pod_events(self, key: tuple[str, str]) -> list[dict[str, Any]]:
+        if self.state[key] == "unschedulable":
+            return [
+                self._event(
+                    key, 1, "FailedScheduling", SCHEDULER_SAID, type="Warning", component="default-scheduler"
+                )
+            ]
+        image = next(c["image"] for c in self.pods[key]["spec"]["initContainers"] if c["name"] == "server")
+        server = "spec.initContainers{server}"
+        return [
+            self._event(
+                key,
+                1,
+                "Scheduled",
+                f"Successfully assigned {key[0]}/{key[1]} to {NODE}",
+                moment="scheduled",
+                component="default-scheduler",
+            ),
+            self._event(key, 2, "Pulling", f'Pulling image "{image}"', moment="scheduled", container=server),
+            self._event(
+                key,
+                3,
+                "Pulled",
+                f'Successfully pulled image "{image}" in {PULL_S}s ({PULL_S}s including waiting). '
+                "Image size: 1843200412 bytes.",
+                moment="pulled",
+                container=server,
+            ),
+            self._event(
+                key, 4, "Created", "Created container: server", moment="server_started", container=server
+            ),
+            self._event(
+                key, 5, "Started", "Started container server", moment="server_started", container=server
+            ),
+            self._event(
+                key,
+                6,
+                "Started",
+                "Started container base",
+                moment="loadgen_started",
+                container="spec.containers{base}",
+            ),
+        ]
+
+    def _served(self, doc: dict[str, Any], schema_file: str) -> dict[str, Any]:
+        """`doc` as served, after the strict schemas' check (a shape Kubernetes would not write: an error)."""
+        for cause in schema_problems(doc, schema_file):
+            self.errors.append(f"served {doc.get('kind')} {doc['metadata'].get('name')}: {cause}")
+        return doc
+
     async def _events(self, request: web.Request) -> web.Response:
         ns, _ = self._record(request)
+        wanted = dict(
+            part.split("=", 1) for part in request.query.get("fieldSelector", "").split(",") if "=" in part
+        ).get("involvedObject.name")
         items = [
-            {
-                "metadata": {
-                    "name": f"{name}.fs",
-                    "namespace": ns,
-                    "uid": f"ev-{name}",
-                    "resourceVersion": "2",
-                },
-                "involvedObject": {"kind": "Pod", "namespace": ns, "name": name, "fieldPath": ""},
-                "reason": "FailedScheduling",
-                "message": SCHEDULER_SAID,
-                "type": "Warning",
-                "count": 1,
-                "firstTimestamp": _now(),
-                "lastTimestamp": _now(),
-            }
-            for (pns, name), state in self.state.items()
-            if pns == ns and state == "unschedulable"
+            self._served(event, EVENT_SCHEMA)
+            for key in self.state
+            if key[0] == ns and wanted in (None, key[1])
+            for event in self._pod_events(key)
         ]
         return web.json_response(
             {"kind": "EventList", "apiVersion": "v1", "metadata": {"resourceVersion": "2"}, "items": items}
         )
 
     async def _node(self, request: web.Request) -> web.Response:
+        """The node every pod runs on, launched by Karpenter for the newest pod (TIMELINE's node_created)."""
         self.calls.append((request.method, request.path))
         name = request.match_info["name"]
-        labels = {"topology.kubernetes.io/zone": "us-east-1b", "karpenter.sh/capacity-type": "on-demand"}
+        labels = {
+            "topology.kubernetes.io/zone": "us-east-1b",
+            "karpenter.sh/capacity-type": "on-demand",
+            "karpenter.sh/nodepool": "accelbench-cpu",
+        }
+        meta: dict[str, Any] = {"name": name, "labels": labels}
+        if self.created:
+            newest = max(self.created, key=lambda k: self.created[k])
+            meta["creationTimestamp"] = self._at(newest)("node_created")
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodeClaim",
+                "name": NODECLAIM,
+                "uid": "6f1c2d3e-0000-4000-8000-000000000001",
+                "blockOwnerDeletion": True,
+            }
+        ]
         return web.json_response(
-            {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name, "labels": labels}}
+            self._served({"kind": "Node", "apiVersion": "v1", "metadata": meta}, NODE_SCHEMA)
         )

@@ -436,3 +436,44 @@ def test_log_and_exec_need_a_container_of_the_pod(
     assert doc["message"] == f"container nope is not valid for pod {created}"
     assert "driving the levels" in api.read_namespaced_pod_log(created, NS, container="base")
     assert "driving the levels" in api.read_namespaced_pod_log(created, NS, container="server")
+
+
+# ---- a pod's start-up, as the API keeps it --------------------------------------------------------------
+
+
+def test_every_start_up_phase_is_read_from_the_pods_conditions_events_and_node(
+    cpu_pod: dict[str, Any], fake: FakeKubeAPI, api: client.CoreV1Api
+) -> None:
+    """The stand-in plays a pod's start-up (kube_api.TIMELINE: node launched, scheduled, image pulled, server
+    started, its startup probe passed) in the shapes Kubernetes writes, each served object strict-validated;
+    accelbench.k8s.startup reads every phase back through the real client."""
+    from accelbench.k8s.startup import pod_startup
+
+    name = cpu_pod["metadata"]["name"]
+    api.create_namespaced_pod(NS, cpu_pod)
+    pod = api.read_namespaced_pod(name, NS)
+    events = api.list_namespaced_event(NS, field_selector=f"involvedObject.name={name}").items
+    node = api.read_node(pod.spec.node_name)
+    assert fake.errors == [], fake.errors  # every event and the node passed the strict schemas
+    found = pod_startup(pod, events, node, "server", "base")
+    assert found is not None and found.execution_mode == "kubernetes"
+    t = kube_api.TIMELINE
+    assert found.phases == {
+        "scheduling_s": t["scheduled"],
+        "image_pull_s": t["server_started"] - t["scheduled"],
+        "server_start_s": t["loadgen_started"] - t["server_started"],
+    }
+    assert found.ready_s == t["loadgen_started"] == sum(found.phases.values())  # type: ignore[arg-type]
+    assert found.figures == {"node_launch_s": t["node_created"], "kubelet_pull_s": kube_api.PULL_S}
+    assert found.nodeclaim == kube_api.NODECLAIM
+    assert found.started_at == pod.metadata.creation_timestamp.isoformat()
+
+    # A node older than the pod (already there): no launch; an image already on the node: no pull time.
+    fake.timeline["node_created"] = -600
+    node = api.read_node(pod.spec.node_name)
+    image = cpu_pod["spec"]["initContainers"][0]["image"]
+    for event in events:
+        if event.reason == "Pulled":
+            event.message = f'Container image "{image}" already present on machine'
+    again = pod_startup(pod, events, node, "server", "base")
+    assert again is not None and again.figures == {"node_launch_s": None, "kubelet_pull_s": 0.0}

@@ -23,9 +23,12 @@ from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.server_log import LOG_HEAD_BYTES, reported_quantization
 from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.startup import STARTUP_FILE, Startup
 from accelbench.errors import AccelbenchError, ConfigError, PodNotScheduled
 from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
+from accelbench.k8s.startup import pod_startup
+from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
@@ -164,6 +167,7 @@ class BenchmarkPod(KubernetesPodOperator):
         self.loadgen_result: dict[str, Any] | None = None  # set by cleanup(): the XCom value it got
         self.server_death: dict[str, Any] = {}  # set by cleanup() when the server container died
         self.served: dict[str, Any] = {}  # set by cleanup(): what the server's log says it served
+        self.startup: Startup | None = None  # set by cleanup(): the pod's start-up in phases
         # unwrap: Airflow's ExecutorSafeguard would log that execute() runs outside the task runner,
         # which is by design here: BenchmarkOperator is the task, this operator its kubernetes engine.
         execute = inspect.unwrap(KubernetesPodOperator.execute)
@@ -207,7 +211,35 @@ class BenchmarkPod(KubernetesPodOperator):
         if remote_pod is not None:
             self.served = self._served_quantization(remote_pod)
             self.server_death = self._server_death(remote_pod)
+            self.startup = self._startup(remote_pod)
         super().cleanup(pod, remote_pod, xcom_result, context)
+
+    def _startup(self, remote_pod: k8s.V1Pod) -> Startup | None:
+        """The pod's start-up in phases (accelbench.k8s.startup) from its latest status, its events and its
+        node; None when the API cannot say. Best effort: read before the pod (and its events) goes."""
+        try:
+            pod = self.pod_manager.read_pod(remote_pod)
+        except Exception as exc:
+            log.warning("cannot read pod %s's start-up: %s", remote_pod.metadata.name, exc)
+            return None
+        try:
+            events = self.pod_manager.read_pod_events(pod).items or []
+        except Exception as exc:  # the RBAC may not grant `list events`: no kubelet pull time then
+            log.warning("cannot read pod %s's events for the start-up: %s", pod.metadata.name, exc)
+            events = []
+        node = None
+        if pod.spec is not None and pod.spec.node_name:
+            try:
+                node = self.client.read_node(pod.spec.node_name)
+            except Exception as exc:  # the RBAC may not grant `get nodes`: no node launch then
+                log.warning("cannot read node %s for the start-up: %s", pod.spec.node_name, exc)
+        found = pod_startup(pod, events, node, self.parts.server.name, self.base_container_name)
+        if found is None:
+            log.warning("pod %s's start-up cannot be read from the API", pod.metadata.name)
+            return None
+        phases = ", ".join(f"{k} {v:.0f}" for k, v in found.phases.items() if v is not None)
+        log.info("pod %s ready %.0f s after it was created (%s)", pod.metadata.name, found.ready_s, phases)
+        return found
 
     def _served_quantization(self, remote_pod: k8s.V1Pod) -> dict[str, Any]:
         """`server_quantization`: what the server container's log (its head, where vLLM says what it loaded)
@@ -324,7 +356,12 @@ class KubernetesExecutor:
                 LAKE_SETTING, self.lake.uri, "kubernetes mode needs an s3:// lake the pods can write"
             )
         self.pod = BenchmarkPod(task_id=self.task_id, spec=spec, lake_uri=self.lake.uri, **self.pod_kwargs)
-        return self.pod.run(self.context, date, attempt)
+        try:
+            return self.pod.run(self.context, date, attempt)
+        finally:  # beside the pod's evidence: the ingest makes it the `startups` row
+            if self.pod.startup is not None:
+                where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
+                self.lake.put_raw_text(self.pod.startup.model_dump_json(), *where.parts[1:], STARTUP_FILE)
 
     def on_kill(self) -> None:
         """Delete the pod (the provider's on_kill)."""

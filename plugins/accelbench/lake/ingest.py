@@ -23,6 +23,7 @@ from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.rows import capacities_table, runs_table
 from accelbench.lake.schemas import CAPACITIES, METRICS, REQUESTS, SCHEMA_VERSION, STATS
+from accelbench.lake.startups import read_startup, startups
 from accelbench.lake.store import Lake
 
 
@@ -440,13 +441,22 @@ def ingest_raw(
             if table is not None:
                 sink.write(table)
     landed = Landed(runs_table(runs), sink.rows, capacities(envelope, prov))
+    # The start-up before the runs, like the requests: a run visible in a report has its start-up in place.
+    startup = read_startup(read, lake.uri_of(lake.path(*where.parts)))
+    model = model_columns(envelope.spec.server)
+    _replace(lake, "startups", startups(envelope, startup, dataclasses.asdict(prov), model), where)
     lake.write_table("runs", landed.runs, where.accelerator_type, where.date, where.stem)
     # The capacity after its probes. An attempt without a search result (a failed probe cut it short)
     # leaves no capacity of an earlier attempt behind.
-    if landed.capacities.num_rows:
-        lake.write_table("capacities", landed.capacities, where.accelerator_type, where.date, where.stem)
-    else:
-        stale = lake.table_path("capacities", where.accelerator_type, where.date, where.stem)
-        if lake.fs.exists(stale):
-            lake.fs.rm_file(stale)
+    _replace(lake, "capacities", landed.capacities, where)
     return landed
+
+
+def _replace(lake: Lake, table: str, rows: pa.Table, where: RawLocation) -> None:
+    """The spec's file of `table` holds `rows`; none (not an earlier attempt's) when there are none."""
+    if rows.num_rows:
+        lake.write_table(table, rows, where.accelerator_type, where.date, where.stem)
+        return
+    stale = lake.table_path(table, where.accelerator_type, where.date, where.stem)
+    if lake.fs.exists(stale):
+        lake.fs.rm_file(stale)

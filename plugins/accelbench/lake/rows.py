@@ -17,7 +17,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from accelbench.errors import AccelbenchError
-from accelbench.lake.schemas import CAPACITIES, RUNS
+from accelbench.lake.schemas import CAPACITIES, RUNS, STARTUPS
 
 
 def _python_type(column: pa.Field) -> Any:
@@ -43,6 +43,7 @@ def row_model(name: str, schema: pa.Schema) -> type[BaseModel]:
 
 RunRow = row_model("RunRow", RUNS)
 CapacityRow = row_model("CapacityRow", CAPACITIES)
+StartupRow = row_model("StartupRow", STARTUPS)
 
 
 class RowError(AccelbenchError):
@@ -76,3 +77,8 @@ def runs_table(rows: Iterable[Mapping[str, Any]], *, complete: bool = True) -> p
 def capacities_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
     """The `capacities` table of `rows`, each checked against CapacityRow first (every column, none other)."""
     return pa.Table.from_pylist(_checked(CapacityRow, "capacities", "spec_id", rows), schema=CAPACITIES)
+
+
+def startups_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """The `startups` table of `rows`, each checked against StartupRow first (every column, none other)."""
+    return pa.Table.from_pylist(_checked(StartupRow, "startups", "spec_id", rows), schema=STARTUPS)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from accelbench.core.startup import FIGURES, PHASES
+
 # 2: runs.source_uri, runs.matrix_key; 3: the engine settings of a point, where it ran (host_*,
 # measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail);
 # 4: a load search's probes (runs.search_step, runs.search_phase) and its result (the capacities table);
@@ -15,10 +17,11 @@ import pyarrow as pa
 # capacity_high, capacity_method) and why it stopped where it did (stopped_why; the outcomes probe_failed,
 # saturated, drifted); 9: a fixed campaign's recheck of its first level (runs.recheck) and what it found
 # (runs.host_drift), and the quantization the server's log reported (runs.server_quantization); 10: the
-# quality table (a quantization matrix's configurations against their reference).
+# quality table (a quantization matrix's configurations against their reference); 11: the startups table (a
+# server's start-up in phases).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -273,7 +276,44 @@ QUALITY = pa.schema(
     ]
 )
 
-TABLES = {"requests": REQUESTS, "runs": RUNS, "capacities": CAPACITIES, "quality": QUALITY}
+# One row per server that became ready (accelbench.core.startup): its start-up in phases, each ending where
+# the next begins (null: a boundary not seen, its time in the next), vLLM's own durations beside them, and how
+# long the first level waited after ready. Partitioned like runs.
+STARTUPS = pa.schema(
+    [
+        ("schema_version", pa.int16()),
+        ("campaign_id", pa.string()),
+        ("spec_id", pa.string()),
+        ("dag_run_id", pa.string()),
+        ("matrix_key", pa.string()),
+        ("instance_type", pa.string()),
+        ("accelerator_count", pa.int16()),
+        ("model", pa.string()),
+        ("quantization", pa.string()),
+        ("vllm_version", pa.string()),
+        ("execution_mode", pa.string()),
+        ("node", pa.string()),
+        ("capacity_type", pa.string()),
+        ("nodeclaim", pa.string()),  # kubernetes: the Karpenter NodeClaim that owns the node
+        ("host_cpu_model", pa.string()),
+        ("host_instance_type", pa.string()),
+        ("source_uri", pa.string()),
+        ("started_at", pa.timestamp("us", tz="UTC")),  # the first instant (local: the process launched)
+        ("ready_s", pa.float64()),  # the first instant -> ready: the phases' sum
+        *((name, pa.float64()) for name in PHASES),
+        *((name, pa.float64()) for name in FIGURES),
+        ("first_level_s", pa.float64()),  # ready -> the load generator started (its warm-up first)
+        ("method", pa.string()),  # how the boundaries were found
+    ]
+)
+
+TABLES = {
+    "requests": REQUESTS,
+    "runs": RUNS,
+    "capacities": CAPACITIES,
+    "quality": QUALITY,
+    "startups": STARTUPS,
+}
 
 
 def reference_markdown() -> str:

@@ -225,6 +225,12 @@ class Lake:
                     self.fs.put_file(str(local), dest)
         return dest
 
+    def put_raw_text(self, text: str, *parts: str) -> str:
+        """A small document written to raw/ whole (local: staged and renamed), as put_raw copies a file."""
+        dest = self.path("raw", *parts)
+        self._write_bytes(dest, text.encode())
+        return dest
+
     def read(
         self, name: str, where: ds.Expression | None = None, columns: list[str] | None = None
     ) -> pa.Table:

@@ -12,6 +12,7 @@ from accelbench.config import Settings
 from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.startup import STARTUP_FILE
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import BenchClient
@@ -85,6 +86,8 @@ def run_local(
             server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
         )
         envelope = driver.run()
+        if server.startup is not None:  # beside the envelope: the ingest makes it the `startups` row
+            (driver.spec_dir / STARTUP_FILE).write_text(server.startup.model_dump_json())
         if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server
             measure_quality(spec, server.url, driver.spec_dir, lm_eval_python(settings))
     result = finish(

@@ -24,6 +24,7 @@ import urllib.error
 import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -33,6 +34,7 @@ from packaging.version import InvalidVersion, Version
 from accelbench.config import Settings, env_name
 from accelbench.core.server_log import LOG_HEAD_BYTES, reported_quantization
 from accelbench.core.spec import ServerSpec
+from accelbench.core.startup import POLL_S, LogStamps, Startup, local_startup
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent, watch_group
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
@@ -158,6 +160,7 @@ class LocalServer:
     journal: Path | None = None  # a JSON-lines file that gets one line per launch
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     startup_s: float | None = field(default=None, init=False)
+    startup: Startup | None = field(default=None, init=False)  # its phases (accelbench.core.startup)
     tmpdir: Path | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False)
     _watchdog: subprocess.Popen[bytes] | None = field(default=None, init=False)
@@ -275,7 +278,8 @@ class LocalServer:
         self._share_model_infos()
         cmd = self.command()
         log.info("starting vLLM server: %s", " ".join(cmd))
-        started = time.monotonic()
+        started, started_at = time.monotonic(), datetime.now(UTC).isoformat()
+        stamps = LogStamps(self.log_path)
         try:
             with self.log_path.open("wb") as out:
                 self.process = subprocess.Popen(
@@ -293,12 +297,14 @@ class LocalServer:
                 self._watchdog = watch_group(self.process.pid, born)  # the engine core dies with us too
             if self.journal:
                 self._record_start()
-            self._wait_healthy(started)
+            healthy = self._wait_healthy(started, stamps)
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - started
-        log.info("vLLM server healthy at %s after %.1f s", self.url, self.startup_s)
+        self.startup_s = healthy - started
+        self.startup = local_startup(stamps, started, healthy, started_at)
+        phases = ", ".join(f"{k} {v:.1f}" for k, v in self.startup.phases.items() if v is not None)
+        log.info("vLLM server healthy at %s after %.1f s (%s)", self.url, self.startup_s, phases)
 
     def _record_start(self) -> None:
         """One line per server process launched: what the campaign-overhead benchmark counts."""
@@ -333,10 +339,12 @@ class LocalServer:
             return None
         return (128 - code if code < 0 else code), clip_log_tail(self.log_tail(SERVER_LOG_TAIL_LINES))
 
-    def _wait_healthy(self, started: float) -> None:
+    def _wait_healthy(self, started: float, stamps: LogStamps) -> float:
+        """The monotonic time /health first answered; `stamps` reads the log at every poll."""
         assert self.process is not None
         deadline = started + self.startup_timeout_s
         while time.monotonic() < deadline:
+            stamps.read(time.monotonic())
             code = self.process.poll()
             if code is not None:
                 raise ServerStartError(
@@ -346,10 +354,12 @@ class LocalServer:
             try:
                 with urllib.request.urlopen(f"{self.url}/health", timeout=2) as resp:
                     if resp.status == 200:
-                        return
+                        healthy = time.monotonic()
+                        stamps.read(healthy)
+                        return healthy
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
-            time.sleep(0.5)
+            time.sleep(POLL_S)
         raise ServerStartError(
             f"vLLM server not healthy after {self.startup_timeout_s:.0f} s; "
             f"last lines of {self.log_path}:\n{self.log_tail()}"
