@@ -85,6 +85,11 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     assert startup["vllm_weights_load_s"] is not None and startup["vllm_engine_init_s"] is not None
     assert startup["spec_id"] == runs[0]["spec_id"] and startup["model"] == runs[0]["model"]
     assert 0 <= startup["first_level_s"] < 30 and startup["dag_run_id"] == run.run_id
+    # What it cost (the summary task): its billed seconds, from launch to stop; not priced on a stand-in host.
+    (cost,) = lake.read("costs").to_pylist()
+    assert cost["billed_s"] == startup["billed_s"] and cost["billed_s"] > startup["ready_s"]
+    if here["host_instance_type"] != "m8g.xlarge":
+        assert cost["usd"] is None and "not on a m8g.xlarge" in cost["unpriced"]
 
     # Clear the whole DAG run and run it again (dag.test clears the TIs of the same logical date and
     # replaces the run of the same run id):

@@ -64,7 +64,7 @@ def test_every_statement_parses_as_athena_and_every_column_appears_once_with_its
     assert [s.kind for s in statements] == ["DATABASE"] + ["TABLE"] * len(TABLES)
     assert statements[0].this.name == "accelbench" and statements[0].args["exists"]
     created = tables(athena.ddl(URI, tier_names()))
-    assert set(created) == set(TABLES) == {"capacities", "quality", "requests", "runs", "startups"}
+    assert set(created) == set(TABLES) == {"capacities", "costs", "quality", "requests", "runs", "startups"}
     for name, schema in TABLES.items():
         create = created[name]
         assert create.this.this.db == "accelbench" and create.args["exists"]

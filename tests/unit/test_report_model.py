@@ -6,11 +6,12 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from accelbench.core.price import price_at
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.hosts import measured_where
 from accelbench.report.keys import WARMUPS_APART_SINCE, warmups_in_window
 from accelbench.report.points import level_points
-from accelbench.report.pricing import cost_per_million, price_at
+from accelbench.report.pricing import cost_per_million
 from accelbench.report.retractions import Retraction, split_retracted
 from accelbench.report.slos import Slos, best_under_slos
 from accelbench.report.tables.cross_tier import NO_OTHER_TIER, OTHERS_MISS_SLOS, cross_tier

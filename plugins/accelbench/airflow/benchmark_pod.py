@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
@@ -358,10 +359,11 @@ class KubernetesExecutor:
         self.pod = BenchmarkPod(task_id=self.task_id, spec=spec, lake_uri=self.lake.uri, **self.pod_kwargs)
         try:
             return self.pod.run(self.context, date, attempt)
-        finally:  # beside the pod's evidence: the ingest makes it the `startups` row
+        finally:  # beside the pod's evidence (the pod is deleted now): the ingest makes it the `startups` row
             if self.pod.startup is not None:
                 where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
-                self.lake.put_raw_text(self.pod.startup.model_dump_json(), *where.parts[1:], STARTUP_FILE)
+                ended = self.pod.startup.model_copy(update={"ended_at": datetime.now(UTC).isoformat()})
+                self.lake.put_raw_text(ended.model_dump_json(), *where.parts[1:], STARTUP_FILE)
 
     def on_kill(self) -> None:
         """Delete the pod (the provider's on_kill)."""

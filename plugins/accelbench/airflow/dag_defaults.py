@@ -48,6 +48,7 @@ CAMPAIGN_FORM_FIELDS = (
     "extra_engine_args",
     "gpu_memory_utilization",
     "slos",
+    "max_campaign_usd",
     "execution_mode",
 )
 # The CampaignRequest fields the campaign form hides, each with why. A run takes the model's default for them

@@ -155,6 +155,12 @@ class CampaignRequest(BaseModel):
         description="A quantization matrix: questions of the project's exact-answer task each configuration "
         "answers through lm-eval (more: a narrower accuracy interval)",
     )
+    max_campaign_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Refuse the plan when its estimate (each server's start-up and requests, priced "
+        "on-demand; the plan task logs it) is above this many USD; empty: no limit",
+    )
     kv_cache_dtype: Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"] = Field(
         default="auto", description="KV-cache dtype (FP8 is refused on CPU)"
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -82,6 +83,25 @@ class Startup(BaseModel):
     figures: dict[str, float | None] = {}  # FIGURES' names: durations inside the phases
     nodeclaim: str | None = None  # kubernetes: the Karpenter NodeClaim that owns the node
     method: str
+    # When the server stopped (local: the process; kubernetes: the pod deleted), UTC ISO 8601: the end of
+    # what it was paid for (`billed_from`)
+    ended_at: str | None = None
+
+    def billed_from(self) -> datetime:
+        """Where paying for the server began: the node's launch for it (kubernetes, a node launched for the
+        pod), else the pod's scheduling on a node that was there (kubernetes), else the process's launch."""
+        start = datetime.fromisoformat(self.started_at)
+        if self.execution_mode != "kubernetes":
+            return start
+        launched, scheduled = self.figures.get("node_launch_s"), self.phases.get("scheduling_s")
+        offset = launched if launched is not None else scheduled
+        return start + timedelta(seconds=offset or 0.0)
+
+    def billed_s(self) -> float | None:
+        """Seconds the server's node was paid for (None: its end was not recorded)."""
+        if self.ended_at is None:
+            return None
+        return round((datetime.fromisoformat(self.ended_at) - self.billed_from()).total_seconds(), 3)
 
 
 @dataclass

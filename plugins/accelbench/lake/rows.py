@@ -17,7 +17,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from accelbench.errors import AccelbenchError
-from accelbench.lake.schemas import CAPACITIES, RUNS, STARTUPS
+from accelbench.lake.schemas import CAPACITIES, COSTS, RUNS, STARTUPS
 
 
 def _python_type(column: pa.Field) -> Any:
@@ -44,6 +44,7 @@ def row_model(name: str, schema: pa.Schema) -> type[BaseModel]:
 RunRow = row_model("RunRow", RUNS)
 CapacityRow = row_model("CapacityRow", CAPACITIES)
 StartupRow = row_model("StartupRow", STARTUPS)
+CostRow = row_model("CostRow", COSTS)
 
 
 class RowError(AccelbenchError):
@@ -82,3 +83,8 @@ def capacities_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
 def startups_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
     """The `startups` table of `rows`, each checked against StartupRow first (every column, none other)."""
     return pa.Table.from_pylist(_checked(StartupRow, "startups", "spec_id", rows), schema=STARTUPS)
+
+
+def costs_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """The `costs` table of `rows`, each checked against CostRow first (every column, none other)."""
+    return pa.Table.from_pylist(_checked(CostRow, "costs", "spec_id", rows), schema=COSTS)

@@ -18,7 +18,7 @@ from accelbench.core.startup import FIGURES, PHASES
 # saturated, drifted); 9: a fixed campaign's recheck of its first level (runs.recheck) and what it found
 # (runs.host_drift), and the quantization the server's log reported (runs.server_quantization); 10: the
 # quality table (a quantization matrix's configurations against their reference); 11: the startups table (a
-# server's start-up in phases).
+# server's start-up in phases) and the costs table (what each server of a campaign cost).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
 SCHEMA_VERSION = 11
@@ -304,6 +304,34 @@ STARTUPS = pa.schema(
         *((name, pa.float64()) for name in FIGURES),
         ("first_level_s", pa.float64()),  # ready -> the load generator started (its warm-up first)
         ("method", pa.string()),  # how the boundaries were found
+        ("ended_at", pa.timestamp("us", tz="UTC")),  # the server stopped (local) or its pod was deleted
+        # what its node was paid for: from the node's launch for it (or the pod's scheduling on a node that
+        # was there; local: the process's launch) to ended_at
+        ("billed_s", pa.float64()),
+    ]
+)
+
+# One row per server of a campaign (accelbench.lake.costs, written by its summary): what its node was paid
+# for (startups.billed_s) at the price in force on its start for its capacity type. Partitioned like runs.
+COSTS = pa.schema(
+    [
+        ("schema_version", pa.int16()),
+        ("campaign_id", pa.string()),
+        ("spec_id", pa.string()),
+        ("dag_run_id", pa.string()),
+        ("matrix_key", pa.string()),
+        ("instance_type", pa.string()),
+        ("model", pa.string()),
+        ("vllm_version", pa.string()),
+        ("execution_mode", pa.string()),
+        ("capacity_type", pa.string()),  # the node's karpenter.sh/capacity-type
+        ("pricing_model", pa.string()),  # on_demand or spot: the price applied (null: unpriced)
+        ("region", pa.string()),
+        ("billed_s", pa.float64()),
+        ("usd_per_hour", pa.float64()),
+        ("price_source", pa.string()),  # where the price came from, and the date it took effect
+        ("usd", pa.float64()),  # billed_s x usd_per_hour
+        ("unpriced", pa.string()),  # why usd is null
     ]
 )
 
@@ -313,6 +341,7 @@ TABLES = {
     "capacities": CAPACITIES,
     "quality": QUALITY,
     "startups": STARTUPS,
+    "costs": COSTS,
 }
 
 

@@ -68,6 +68,8 @@ def startup_row(
         **{name: startup.figures.get(name) for name in FIGURES},
         "first_level_s": round(first_level, 3) if first_level is not None else None,
         "method": startup.method,
+        "ended_at": datetime.fromisoformat(startup.ended_at) if startup.ended_at else None,
+        "billed_s": startup.billed_s(),
     }
 
 

@@ -6,6 +6,7 @@ import json
 import logging
 import shutil
 import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import Settings
@@ -86,10 +87,11 @@ def run_local(
             server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
         )
         envelope = driver.run()
-        if server.startup is not None:  # beside the envelope: the ingest makes it the `startups` row
-            (driver.spec_dir / STARTUP_FILE).write_text(server.startup.model_dump_json())
         if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server
             measure_quality(spec, server.url, driver.spec_dir, lm_eval_python(settings))
+    if server.startup is not None:  # beside the envelope: the ingest makes it the `startups` row
+        stopped = server.startup.model_copy(update={"ended_at": datetime.now(UTC).isoformat()})
+        (driver.spec_dir / STARTUP_FILE).write_text(stopped.model_dump_json())
     result = finish(
         envelope,
         driver.spec_dir,

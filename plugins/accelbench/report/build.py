@@ -90,6 +90,7 @@ def gather(
     capacities: list[dict[str, Any]] | None = None,
     samples: Samples | None = None,
     quality: list[dict[str, Any]] | None = None,
+    costs: list[dict[str, Any]] | None = None,
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
     priced into points; the load searches' `capacities` priced at their capacity from their probes' runs,
@@ -98,7 +99,8 @@ def gather(
     `samples`: the kept runs' request samples (`read_samples`), from which the latency percentiles'
     intervals pool the requests; without them those intervals come from the repeats alone. `quality`: the
     lake's quality rows (a quantization matrix's configurations against their reference), on the points of
-    their configurations (`accelbench.report.quality.mark_quality`)."""
+    their configurations (`accelbench.report.quality.mark_quality`). `costs`: the lake's costs rows (what each
+    server of a campaign cost, `accelbench.lake.costs`)."""
     # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
     # (`host_drift`).
     chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
@@ -108,7 +110,8 @@ def gather(
     points = level_points(kept, prices, flt.region, samples)
     points = judged(mark_quality(mark_searched(points, searched), graded), flt.slos)
     best = best_under_slos(points, flt.slos)
-    return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded)
+    spent = [c for c in costs or [] if flt.keeps(c)]
+    return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent)
 
 
 def build_report(
@@ -119,12 +122,13 @@ def build_report(
     capacities: list[dict[str, Any]] | None = None,
     samples: Samples | None = None,
     quality: list[dict[str, Any]] | None = None,
+    costs: list[dict[str, Any]] | None = None,
     *,
     registry: Sequence[Table] = TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
     """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
     runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`."""
-    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality)
+    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality, costs)
     return {table.name: table.compute(inputs) for table in registry}
 
 

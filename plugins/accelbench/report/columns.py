@@ -12,6 +12,18 @@ import re
 from accelbench.core.intervals import CONFIDENCE
 
 LABELS: dict[str, str] = {
+    "campaign_id": "Campaign",
+    "servers": "Servers",
+    "billed_hours": "Billed instance-hours",
+    "campaign_usd": "Cost of its priced servers, USD",
+    "unpriced_servers": "Unpriced servers",
+    "capacity_type": "Capacity type (the node's)",
+    "pricing_model": "Price applied",
+    "billed_s": "Billed seconds (node launch or scheduling to pod deletion)",
+    "usd_per_hour": "USD per hour",
+    "usd": "Cost, USD",
+    "price_source": "Price source",
+    "unpriced": "Unpriced because",
     "accelerator_type": "Tier",
     "instance_type": "Instance type",
     "model": "Model",

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from accelbench.core.price import Price
+from accelbench.core.price import Price, price_at
 
 SECONDS_PER_HOUR = 3600
 PRICING_MODELS = ("on_demand", "spot")
-
-
-def price_at(
-    history: Iterable[Price], instance_type: str, region: str, pricing_model: str, when: datetime
-) -> Price | None:
-    """The price in force at `when`: the newest one that took effect at or before it."""
-    valid = [
-        p
-        for p in history
-        if (p.instance_type, p.region, p.pricing_model) == (instance_type, region, pricing_model)
-        and p.effective_at <= when
-    ]
-    return max(valid, key=lambda p: p.effective_at, default=None)
 
 
 def cost_per_million(usd_per_hour: float | None, tokens_per_s: float | None) -> float | None:

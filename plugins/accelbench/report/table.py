@@ -23,7 +23,8 @@ class Inputs:
     (`accelbench.report.points.level_points`), marked with their searched capacity; `best`: per
     configuration, the best level under the SLOs, cheapest first (`accelbench.report.slos.best_under_slos`);
     `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
-    `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points.
+    `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points;
+    `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`).
     """
 
     runs: list[Row] = field(default_factory=list)
@@ -33,6 +34,7 @@ class Inputs:
     best: list[Row] = field(default_factory=list)
     samples: Samples = Samples.EMPTY
     quality: list[Row] = field(default_factory=list)
+    costs: list[Row] = field(default_factory=list)
 
 
 def _no_variables(rows: Sequence[Row]) -> Mapping[str, Any]:

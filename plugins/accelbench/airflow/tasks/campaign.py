@@ -10,12 +10,18 @@ import pyarrow.dataset as ds
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
+from accelbench.campaign.estimate import estimate, over_budget
 from accelbench.campaign.plan import parse_request
 from accelbench.campaign.prepare import prepare_campaign, unconfigured
+from accelbench.campaign.request import CampaignRequest
+from accelbench.config import Settings
 from accelbench.core.modes import check_mode, default_mode
+from accelbench.core.price import Price
+from accelbench.core.problems import PlanningError
 from accelbench.core.search import UNITS, capacity_words
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
+from accelbench.lake.costs import cost_text, land_costs, total
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.quality import land_quality
 from accelbench.lake.raw import RawLocation
@@ -24,6 +30,7 @@ from accelbench.lake.store import Lake, safe_name
 from accelbench.report.hosts import host_label, measured_on_instance
 from accelbench.report.labels import bracket_text
 from accelbench.report.quality import quality_gate, quality_text
+from accelbench.report.sources import price_history
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +54,30 @@ def plan_benchmarks(
         raise AirflowSkipException(why)
     with catalog_engine() as engine:
         planned = prepare_campaign(request, engine, campaign_id, MODE_CHECKS, as_of=as_of)
+        prices = price_history(engine, {s.server.instance_type for s in planned.specs})
     log.info("planned %d benchmark pods", len(planned.specs))
+    _check_estimate(request, planned.specs, prices)
     _log_resolution(planned.specs, check_mode(request.execution_mode or default_mode()))
     return [spec.model_dump(mode="json") for spec in planned.specs]
+
+
+def _check_estimate(request: CampaignRequest, specs: list[BenchmarkSpec], prices: list[Price]) -> None:
+    """Log what the plan will cost (accelbench.campaign.estimate); refuse it above max_campaign_usd."""
+    mode = check_mode(request.execution_mode or default_mode())
+    try:
+        lake: Lake | None = Lake.from_env()
+    except AccelbenchError as exc:
+        log.warning("the estimate uses stated figures: the lake could not be opened (%s)", exc)
+        lake = None
+    estimates = estimate(specs, lake, prices, Settings.from_env("regions").regions[0], mode)
+    lines = [e.text() for e in estimates]
+    log.info(
+        "what this campaign will cost, estimated: %.4f USD\n%s",
+        sum(e.usd for e in estimates),
+        "\n".join(lines),
+    )
+    if problem := over_budget(estimates, request.max_campaign_usd):
+        raise PlanningError([problem])
 
 
 def _log_resolution(specs: list[BenchmarkSpec], mode: str) -> None:
@@ -153,6 +181,14 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
         lines.append(f"load search {c['spec_id']} on {c['instance_type']}: {capacity_text(c)}")
     quality = land_quality(lake, campaign, date, mine)  # every benchmark has landed: each meets its reference
     lines += [quality_text(q) for q in quality]
+    costs = _costs(lake, campaign, date, {r["instance_type"] for r in mine})
+    spent, unpriced = total(costs)
+    lines += [f"cost: {cost_text(c)}" for c in costs]
+    if costs:
+        lines.append(
+            f"what the campaign cost: {spent:.4f} USD over {len(costs) - unpriced} priced server(s)"
+            + (f"; {unpriced} unpriced" if unpriced else "")
+        )
     log.info("campaign %s, lake %s:\n%s", campaign, lake.uri, "\n".join(lines))
     return {
         "capacities": {c["spec_id"]: c["capacity"] for c in searches},
@@ -163,8 +199,17 @@ def summarize(campaign: str, date: str) -> dict[str, Any]:
         "local_host": sum(not measured_on_instance(r) for r in mine),
         "drifted": sorted(drifted),
         "quality": {q["spec_id"]: quality_gate(q)[0] for q in quality},
+        "cost_usd": round(spent, 6) if costs else None,
+        "unpriced_servers": unpriced,
         "lake": lake.uri,
     }
+
+
+def _costs(lake: Lake, campaign: str, date: str, instance_types: set[str]) -> list[dict[str, Any]]:
+    """Each server's cost at the catalog's prices (accelbench.lake.costs), written to the lake."""
+    with catalog_engine() as engine:
+        prices = price_history(engine, instance_types)
+    return land_costs(lake, campaign, date, prices, Settings.from_env("regions").regions[0])
 
 
 def capacity_text(c: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from accelbench.report.table import Table
 from accelbench.report.tables import (
     best_under_slo,
     capacities,
+    costs,
     cross_tier,
     frontier,
     headline,
@@ -45,6 +46,8 @@ TABLES: tuple[Table, ...] = (
     prefix_caching.TABLE,
     resolution.TABLE,
     models.TABLE,
+    costs.CAMPAIGNS,
+    costs.SERVERS,
     points.TABLE,
     retracted.TABLE,
 )

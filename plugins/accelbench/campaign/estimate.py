@@ -1,0 +1,157 @@
+"""What a planned campaign will cost before it runs: per server, a start-up allowance plus the requests its
+load plan sends over a throughput, priced on-demand at today's price; `max_campaign_usd` refuses a plan whose
+estimate is above it, before any server starts.
+
+The start-up allowance is the median `ready_s` of the lake's earlier start-ups of the instance type in the
+same mode, else STARTUP_ALLOWANCE_S; the throughput is the median request rate of
+the lake's earlier runs of the same configuration (matrix key), else STATED_REQUESTS_PER_S. Both say which
+they used. A local server is not billed (its host is not bought for the campaign): its estimate is 0."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow.dataset as ds
+
+from accelbench.core.price import Price, price_at
+from accelbench.core.problems import Problem
+from accelbench.core.spec import BenchmarkSpec
+from accelbench.lake.store import Lake
+
+log = logging.getLogger(__name__)
+STARTUP_ALLOWANCE_S = 600.0  # node launch, image pull and model load when no start-up was measured
+STATED_REQUESTS_PER_S = 1.0  # a slow CPU server's rate, when the configuration was never measured
+SEARCH_PROBES = 8  # probes a load search is assumed to take (its budget is not fixed in advance)
+SECONDS_PER_HOUR = 3600
+
+
+@dataclass(frozen=True)
+class ServerEstimate:
+    spec_id: str
+    instance_type: str
+    requests: int
+    startup_s: float
+    startup_from: str  # "measured" or "stated"
+    requests_per_s: float
+    rate_from: str
+    usd_per_hour: float | None  # None: unpriced (local, or no price)
+    why_unpriced: str | None
+
+    @property
+    def seconds(self) -> float:
+        return self.startup_s + self.requests / self.requests_per_s
+
+    @property
+    def usd(self) -> float:
+        return (self.usd_per_hour or 0.0) * self.seconds / SECONDS_PER_HOUR
+
+    def text(self) -> str:
+        price = f"{self.usd_per_hour:.4f} USD/h" if self.usd_per_hour is not None else self.why_unpriced
+        return (
+            f"{self.spec_id} on {self.instance_type}: {self.startup_s:.0f} s start-up ({self.startup_from})"
+            " + "
+            f"{self.requests} requests at {self.requests_per_s:.2f} req/s ({self.rate_from}) = "
+            f"{self.seconds:.0f} s x {price} = {self.usd:.4f} USD"
+        )
+
+
+def requests_of(spec: BenchmarkSpec) -> int:
+    """Every request the load generator sends to the server: warm-ups, each level's warm-ups and repeats,
+    the recheck of a campaign of two or more levels; a search's SEARCH_PROBES probes."""
+    load = spec.load
+    if load.search is not None:
+        per_probe = load.search.max_requests or load.search.min_requests
+        return load.warmups + SEARCH_PROBES * load.search.repeats * per_probe
+    levels = len(load.concurrency) + len(load.request_rates)
+    recheck = 1 if levels > 1 else 0
+    return (
+        load.warmups
+        + levels * (load.level_warmups + load.repeats * load.prompts_per_level)
+        + recheck * (load.prompts_per_level)
+    )
+
+
+def estimate(
+    specs: Sequence[BenchmarkSpec], lake: Lake | None, prices: Sequence[Price], region: str, mode: str
+) -> list[ServerEstimate]:
+    """Each planned server's estimate (see the module's docstring)."""
+    now = datetime.now(UTC)
+    try:
+        rates, startups = _rates(lake, {s.matrix_key for s in specs}), _startups(lake, mode)
+    except Exception as exc:  # an estimate never fails a plan: an unreadable lake leaves the stated figures
+        log.warning(
+            "the estimate uses stated figures: the lake could not be read (%s: %s)", type(exc).__name__, exc
+        )
+        rates, startups = {}, {}
+    out = []
+    for spec in specs:
+        instance = spec.server.instance_type
+        measured = startups.get(instance)
+        rate = rates.get(spec.matrix_key)
+        price = price_at(prices, instance, region, "on_demand", now) if mode != "local" else None
+        why = None
+        if mode == "local":
+            why = "local: not billed"
+        elif price is None:
+            why = f"no on-demand price of {instance} in {region}"
+        out.append(
+            ServerEstimate(
+                spec_id=spec.spec_id,
+                instance_type=instance,
+                requests=requests_of(spec),
+                startup_s=measured if measured is not None else STARTUP_ALLOWANCE_S,
+                startup_from="measured before" if measured is not None else "stated allowance",
+                requests_per_s=rate if rate else STATED_REQUESTS_PER_S,
+                rate_from="measured before" if rate else "stated",
+                usd_per_hour=price.usd_per_hour if price else None,
+                why_unpriced=why,
+            )
+        )
+    return out
+
+
+def over_budget(estimates: Sequence[ServerEstimate], max_usd: float | None) -> Problem | None:
+    """The refusal of a plan whose estimate is above `max_usd` (None: no limit)."""
+    total = sum(e.usd for e in estimates)
+    if max_usd is None or total <= max_usd:
+        return None
+    why = (
+        f"the plan's estimate is {total:.2f} USD over {len(estimates)} server(s), above the limit: raise "
+        "it, or plan fewer instance types, levels or repeats (the plan task's log lists each server)"
+    )
+    return Problem("max_campaign_usd", max_usd, why)
+
+
+def _rates(lake: Lake | None, keys: set[str]) -> dict[str, float]:
+    """The median request rate of the lake's measured runs of each matrix key."""
+    if lake is None or not keys:
+        return {}
+    where = ds.field("matrix_key").isin(sorted(keys)) & (ds.field("status") == "ok")
+    rows = lake.read("runs", where, columns=["matrix_key", "request_throughput"]).to_pylist()
+    found: dict[str, list[float]] = {}
+    for r in rows:
+        if r["request_throughput"]:
+            found.setdefault(r["matrix_key"], []).append(r["request_throughput"])
+    return {k: statistics.median(v) for k, v in found.items()}
+
+
+def _startups(lake: Lake | None, mode: str) -> dict[str, float]:
+    """The median start-up of the lake's earlier servers of each instance type in `mode`: pod created (or
+    process launched) to ready, which holds the node's launch (a little more than is billed before the first
+    request, which starts at the node's launch)."""
+    if lake is None:
+        return {}
+    rows = lake.read(
+        "startups",
+        ds.field("execution_mode") == mode,
+        columns=["instance_type", "ready_s"],
+    ).to_pylist()
+    found: dict[str, list[float]] = {}
+    for r in rows:
+        if r["ready_s"] is not None:
+            found.setdefault(r["instance_type"], []).append(r["ready_s"])
+    return {k: statistics.median(v) for k, v in found.items()}
