@@ -164,3 +164,34 @@ def test_max_campaign_usd_refuses_a_plan_whose_estimate_is_above_it(
             specs = plan_benchmarks(request | {"max_campaign_usd": round(hand + 0.01, 2)}, "c-1")
     assert len(specs) == 1 and f"estimated: {hand:.4f} USD" in caplog.text
     assert "262 requests at 1.00 req/s (stated)" in caplog.text and "stated allowance" in caplog.text
+
+
+def test_the_estimate_uses_what_the_lake_measured_before() -> None:
+    """The configuration's median request rate of earlier ok runs, and the type's median start-up in the
+    same mode, instead of the stated figures."""
+    from accelbench.campaign.estimate import estimate, requests_of
+
+    from tests.support.planning import plan
+
+    (spec,) = plan(instance_types=["r8g.xlarge"], concurrency=[1, 2], prompts_per_level=40).specs
+    lake = Lake.from_env()
+    runs = [
+        {"run_id": f"old/{i}", "matrix_key": spec.matrix_key, "status": status, "request_throughput": rate}
+        for i, (status, rate) in enumerate([("ok", 2.0), ("ok", 4.0), ("ok", 5.0), ("failed", 50.0)])
+    ]
+    lake.write_table("runs", pa.Table.from_pylist(runs, schema=RUNS), "cpu", DATE, "old")
+    before = [_row(f"s{i}", "r8g.xlarge", "on-demand", _startup(30.0, 60.0, 900.0)) for i in range(3)]
+    for row, ready in zip(before, (100.0, 140.0, 300.0), strict=True):
+        row["ready_s"] = ready
+    lake.write_table("startups", startups_table(before), "cpu", DATE, "old")
+    (found,) = estimate([spec], lake, PRICES, "us-east-1", "kubernetes")
+    assert (found.requests_per_s, found.rate_from) == (4.0, "measured before")  # the failed run left out
+    assert (found.startup_s, found.startup_from) == (140.0, "measured before")
+    price = 0.3000 if datetime.now(UTC) >= datetime(2026, 12, 2, tzinfo=UTC) else 0.2352  # today's
+    assert found.usd == pytest.approx((140.0 + requests_of(spec) / 4.0) * price / 3600)
+    (local,) = estimate([spec], lake, PRICES, "us-east-1", "local")
+    assert (
+        local.usd == 0.0
+        and local.why_unpriced == "local: not billed"
+        and local.startup_from == "stated allowance"
+    )
