@@ -118,6 +118,8 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
         and summary["rows"]["best_under_slo"] == 0
     )
     points = pq.read_table(Path(folder, "points.parquet")).to_pylist()
+    (latest,) = lake.read("startups").to_pylist()  # the rerun's server: the planner's cold start
+    assert {p["startup_s"] for p in points} == {latest["ready_s"]}
     assert {p["slo_verdict"] for p in points} == {"undecided"}, [p["slo_why"] for p in points]
     assert all("p99" in p["slo_why"] for p in points)  # says which limit is undecided and what decides it
     html = Path(folder, "report.html").read_text()

@@ -11,6 +11,7 @@ import json
 import math
 import re
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from accelbench.report.capacity_planner import (
     HOURS_PER_MONTH,
     PLANNER_FIELDS,
+    Profile,
     left_out,
     plan_capacity,
     planner_context,
@@ -212,6 +214,50 @@ def test_replicas_and_monthly_cost_by_hand() -> None:
     assert HOURS_PER_MONTH == 730
 
 
+def test_a_daily_profile_and_scale_to_zero_by_hand() -> None:
+    """m8g.xlarge serves 2.5 req/s at c2 (test_replicas_and_monthly_cost_by_hand), 0.20 USD/h on-demand, 0.07
+    spot; it starts in 95 s (measured), g6e.xlarge's start-up is unknown."""
+    points = [p | {"startup_s": 95.0} if p["configuration_id"] == "m8g.xlarge" else p for p in POINTS]
+    # Peak 10 req/s for 6 h, no traffic the other 18 h, scale to zero: 4 replicas x 6 h + 0 x 18 h = 24
+    # replica-hours a day; 24 x 0.20 x 730 / 24 = 146.00 USD a month on-demand, 24 x 0.07 x 730 / 24 = 51.10.
+    zero = Profile(trough_rps=0.0, peak_hours=6, min_replicas=0, cold_start_limit_s=60)
+    m8g, g6e, _ = plan_capacity(points, 10, **SLOS, profile=zero)
+    assert (m8g["replicas"], m8g["trough_replicas"]) == (4, 0)
+    assert m8g["on_demand_usd_per_month"] == pytest.approx(146.00)
+    assert m8g["spot_usd_per_month"] == pytest.approx(51.10)
+    assert (m8g["startup_s"], m8g["cold_start_over_limit"]) == (95.0, True)  # scales, starts in 95 s > 60 s
+    # g6e.xlarge: 1 replica at the peak (36 req/s), 0 in the trough: 6 x 1.861 x 730 / 24 = 339.63; unknown
+    # start-up: no verdict on the cold start.
+    assert (g6e["replicas"], g6e["trough_replicas"], g6e["cold_start_over_limit"]) == (1, 0, None)
+    assert g6e["on_demand_usd_per_month"] == pytest.approx(339.6325)
+    # A trough of 3 req/s for 16 h, at least one replica: m8g 4 x 8 + 2 x 16 = 64 replica-hours a day.
+    busy = Profile(trough_rps=3.0, peak_hours=8, min_replicas=1, cold_start_limit_s=120)
+    m8g = plan_capacity(points, 10, **SLOS, profile=busy)[0]
+    assert (m8g["replicas"], m8g["trough_replicas"], m8g["cold_start_over_limit"]) == (4, 2, False)
+    assert m8g["on_demand_usd_per_month"] == pytest.approx(64 * 0.20 * 730 / 24)
+    # Never fewer than the minimum: 5 replicas all day, no scaling, no cold start: the steady cost of 5.
+    floor = Profile(trough_rps=3.0, peak_hours=8, min_replicas=5, cold_start_limit_s=1)
+    m8g = plan_capacity(points, 10, **SLOS, profile=floor)[0]
+    assert (m8g["replicas"], m8g["trough_replicas"], m8g["cold_start_over_limit"]) == (5, 5, None)
+    assert m8g["on_demand_usd_per_month"] == pytest.approx(5 * 0.20 * 730)
+    # The steady plan is the profile-free one, and bad profiles are refused naming what is wrong.
+    steady = plan_capacity(points, 10, **SLOS)[0]
+    assert (steady["trough_replicas"], steady["cold_start_over_limit"], steady["startup_s"]) == (
+        None,
+        None,
+        95.0,
+    )
+    for bad, why in (
+        (Profile(11.0, 8), "trough rate"),
+        (Profile(1.0, 0), "hours at the peak"),
+        (Profile(1.0, 25), "hours at the peak"),
+        (Profile(1.0, 8, min_replicas=1.5), "minimum replicas"),  # type: ignore[arg-type]
+        (Profile(1.0, 8, cold_start_limit_s=-1), "cold-start limit"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            plan_capacity(points, 10, **SLOS, profile=bad)
+
+
 def test_left_out_says_why() -> None:
     gone = {e["configuration_id"]: e["reason"] for e in left_out(POINTS, 10, **SLOS)}
     # c8g.xlarge would be the cheapest (9 req/s, 2 replicas) but ran on a laptop: its price does not apply.
@@ -392,6 +438,7 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
 
     hostile = _pt("hostile", 1, 1.0, 1, 1, configuration=HOSTILE, spot_usd_per_hour=None)
     points = [*POINTS, *SEARCHED, *TWO_SEARCHES, *UNSURE, *DRIFTED, *GATED, hostile]
+    points = [p | {"startup_s": 95.0} if p["configuration_id"] == "m8g.xlarge" else p for p in points]
     page_file = tmp_path / "planner.html"
     page_file.write_text(_page(points, target_rps=10, ttft_p99_ms=2000, tpot_p99_ms=50, max_error_rate=0.01))
     with sync_playwright() as pw:
@@ -415,7 +462,8 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
             assert (
                 m8g[0] == "1"
                 and m8g[4] == "concurrency 2 ⚠"
-                and m8g[5:] == ["2.5", "4", "584.00", "204.40", "1.00\N{MULTIPLICATION SIGN}", "not searched"]
+                and m8g[5:]
+                == ["2.5", "4", "584.00", "204.40", "1.00\N{MULTIPLICATION SIGN}", "not searched", "95"]
             )
             # The searched capacity is the level used (test_a_searched_capacity_is_the_level_used_...).
             assert by_id["m7g.large"]["texts"][4:] == [
@@ -426,6 +474,7 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
                 "no price",
                 "1.00\N{MULTIPLICATION SIGN}",
                 "concurrency 3 [3, 4]",
+                "not measured",
             ]
             assert by_id["g6e.xlarge"]["texts"][6:10] == [
                 "1",
@@ -462,6 +511,27 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
             assert fits[0] <= fits[1] and fits[2] <= 1400, fits
             page.screenshot(path=str(artifacts_dir() / "planner-page.png"), full_page=True)
 
+            # A day: 10 req/s for 8 h, 2 req/s the other 16 h, scale to zero allowed, 60 s to start.
+            # m8g.xlarge: 4 replicas at peak, 1 in the trough: 4 x 8 + 1 x 16 = 48 replica-hours a day,
+            # x 0.20 x 730 / 24 = 292.00 USD; it starts in 95 s: flagged.
+            page.fill("#planner-trough", "2")
+            page.fill("#planner-min-replicas", "0")
+            page.fill("#planner-cold-start", "60")
+            assert page.input_value("#planner-peak-hours") == "8"
+            m8g = {r["configuration_id"]: r for r in _table(page)}["m8g.xlarge"]["texts"]
+            assert (m8g[6], m8g[7], m8g[11]) == (
+                "4 at peak, 1 in the trough",
+                "292.00",
+                "95 ⚠ over the cold-start limit",
+            )
+            page.fill("#planner-peak-hours", "25")
+            assert page.locator("#planner-table tbody tr").count() == 0
+            assert "at most 24" in page.inner_text("#planner-status")
+            for field in ("#planner-trough", "#planner-cold-start"):
+                page.fill(field, "")
+            page.fill("#planner-peak-hours", "8")
+            page.fill("#planner-min-replicas", "1")
+
             page.fill("#planner-tpot", "30")  # m8g.xlarge falls back to c1: 10 replicas, 1,460.00 USD
             shown = _table(page)
             assert [r["configuration_id"] for r in shown[:2]] == ["g6e.xlarge", "m8g.xlarge"]
@@ -479,14 +549,18 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
 
             # The same rule on many inputs: the page's plan() against _plan, ranked and left out alike.
             rows = planner_rows(points)
-            for target, ttft, tpot, e2el, errors, quality in itertools.product(
+            # Days: (trough as a share of the target, hours at peak, minimum replicas, cold-start limit)
+            days = (None, (0.0, 6, 0, 60), (0.3, 8, 1, None))
+            for target, ttft, tpot, e2el, errors, quality, day in itertools.product(
                 (0.3, 10, 37, 250),
                 (None, 450, 2000),
                 (None, 20, 30),
                 (None, 1500),
                 (None, 0.0, 0.01),
                 (True, False),
+                days,
             ):
+                profile = None if day is None else Profile(target * day[0], day[1], day[2], day[3])
                 limits = {
                     "ttft_p99_ms": ttft,
                     "tpot_p99_ms": tpot,
@@ -494,11 +568,11 @@ def test_page_in_chromium_agrees_with_plan_capacity(tmp_path: Path) -> None:
                     "max_error_rate": errors,
                 }
                 js = page.evaluate(
-                    "([rows, t, l, q]) => window.accelbenchPlanner.plan(rows, t, l, q)",
-                    [rows, target, limits, quality],
+                    "([rows, t, l, q, d]) => window.accelbenchPlanner.plan(rows, t, l, q, d)",
+                    [rows, target, limits, quality, None if profile is None else asdict(profile)],
                 )
-                expected = plan_capacity(points, target, **limits, require_quality=quality)
-                assert js["ranked"] == expected, (target, limits, quality)
+                expected = plan_capacity(points, target, **limits, require_quality=quality, profile=profile)
+                assert js["ranked"] == expected, (target, limits, quality, profile)
                 assert js["excluded"] == left_out(points, target, quality, **limits), (
                     target,
                     limits,

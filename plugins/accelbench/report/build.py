@@ -27,6 +27,7 @@ from accelbench.report.retractions import Retraction, split_retracted
 from accelbench.report.samples import Samples
 from accelbench.report.searches import capacity_rows, mark_searched
 from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos, best_under_slos, judged
+from accelbench.report.startups import mark_startups
 from accelbench.report.table import Inputs, Table
 from accelbench.report.tables import TABLES
 
@@ -91,6 +92,7 @@ def gather(
     samples: Samples | None = None,
     quality: list[dict[str, Any]] | None = None,
     costs: list[dict[str, Any]] | None = None,
+    startups: list[dict[str, Any]] | None = None,
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
     priced into points; the load searches' `capacities` priced at their capacity from their probes' runs,
@@ -100,7 +102,8 @@ def gather(
     intervals pool the requests; without them those intervals come from the repeats alone. `quality`: the
     lake's quality rows (a quantization matrix's configurations against their reference), on the points of
     their configurations (`accelbench.report.quality.mark_quality`). `costs`: the lake's costs rows (what each
-    server of a campaign cost, `accelbench.lake.costs`)."""
+    server of a campaign cost, `accelbench.lake.costs`); `startups`: the lake's startups rows, each point's
+    median start-up from them (`accelbench.report.startups`)."""
     # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
     # (`host_drift`).
     chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
@@ -109,6 +112,7 @@ def gather(
     graded = [q for q in quality or [] if flt.keeps(q)]
     points = level_points(kept, prices, flt.region, samples)
     points = judged(mark_quality(mark_searched(points, searched), graded), flt.slos)
+    points = mark_startups(points, startups or [])
     best = best_under_slos(points, flt.slos)
     spent = [c for c in costs or [] if flt.keeps(c)]
     return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent)
@@ -123,12 +127,13 @@ def build_report(
     samples: Samples | None = None,
     quality: list[dict[str, Any]] | None = None,
     costs: list[dict[str, Any]] | None = None,
+    startups: list[dict[str, Any]] | None = None,
     *,
     registry: Sequence[Table] = TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
     """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
     runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`."""
-    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality, costs)
+    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality, costs, startups)
     return {table.name: table.compute(inputs) for table in registry}
 
 

@@ -36,6 +36,17 @@ The rule, per configuration (``configuration_id``: one server configuration, wor
   failed or is undecided on the quality gate (``quality_gate``, `accelbench.report.quality`) is left out,
   with its verdict and why; one without a gate is planned as before.
 
+With a daily traffic profile (`Profile`: the target rate at the peak for `peak_hours` of each day,
+`trough_rps` the rest of the day, never fewer than `min_replicas` replicas, 0 allowing scale to zero when
+the trough has no traffic): peak replicas = max(min_replicas, ceil(target_rps / rate)), trough replicas =
+max(min_replicas, ceil(trough_rps / rate)), and the monthly cost follows the day: (peak replicas x
+peak_hours + trough replicas x (24 - peak_hours)) x USD per hour x HOURS_PER_MONTH / 24. A replica started
+for the peak makes its first users wait its start-up, the configuration's measured `startup_s` (the median
+`ready_s` of its servers' start-ups, the first level that has one): a configuration that scales (fewer
+replicas in the trough) is flagged (`cold_start_over_limit` True) when that start-up is over the profile's
+`cold_start_limit_s` (None: it does not scale, no limit was given, or no start-up was measured); it is
+still ranked, by cost.
+
 A month is HOURS_PER_MONTH = 730 hours (365 days x 24 h / 12), the convention the AWS Pricing
 Calculator (https://calculator.aws) and AWS's pricing examples use for monthly estimates.
 """
@@ -44,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE
@@ -59,6 +70,9 @@ from accelbench.report.slos import (
 )
 
 HOURS_PER_MONTH = 730
+HOURS_PER_DAY = 24
+DEFAULT_PEAK_HOURS = 8.0  # the form's start for a daily profile: a working day at peak
+DEFAULT_MIN_REPLICAS = 1
 DEFAULT_TARGET_RPS = 10.0  # what the form starts with when the report names no target rate
 # Whether a configuration must pass the quality gate to be planned (the form's box starts so): the headline's
 # rule. A configuration outside a quantization matrix has no gate to pass.
@@ -89,7 +103,39 @@ PLANNER_FIELDS = (
     "host_drift",
     "quality_gate",
     "quality_why",
+    "startup_s",
 )
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A day of traffic (the module's docstring): the target rate for `peak_hours`, `trough_rps` the rest."""
+
+    trough_rps: float
+    peak_hours: float
+    min_replicas: int = 1
+    cold_start_limit_s: float | None = None
+
+    def check(self, target_rps: float) -> None:
+        def number(x: Any) -> bool:
+            return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+        if not (number(self.trough_rps) and 0 <= self.trough_rps <= target_rps):
+            raise ValueError(f"the trough rate must be between 0 and the peak's, not {self.trough_rps!r}")
+        if not (number(self.peak_hours) and 0 < self.peak_hours <= HOURS_PER_DAY):
+            raise ValueError(f"the hours at the peak must be above 0 and at most 24, not {self.peak_hours!r}")
+        if not (
+            number(self.min_replicas)
+            and self.min_replicas >= 0
+            and self.min_replicas == int(self.min_replicas)
+        ):
+            raise ValueError(
+                f"the minimum replicas must be a whole number of 0 or more, not {self.min_replicas!r}"
+            )
+        if self.cold_start_limit_s is not None and not (
+            number(self.cold_start_limit_s) and self.cold_start_limit_s >= 0
+        ):
+            raise ValueError(f"the cold-start limit must be 0 s or more, not {self.cold_start_limit_s!r}")
 
 
 def _json_safe(value: Any) -> Any:
@@ -125,6 +171,10 @@ def planner_context(
             "e2el_p99_ms": e2el_p99_ms,
             "max_error_rate": max_error_rate,
             "require_quality": REQUIRE_QUALITY,
+            "trough_rps": None,  # blank: the target all day
+            "peak_hours": DEFAULT_PEAK_HOURS,
+            "min_replicas": DEFAULT_MIN_REPLICAS,
+            "cold_start_limit_s": None,
         },
         "limits": [asdict(limit) for limit in LIMITS],
         "judged_on_estimate": list(JUDGED_ON_ESTIMATE),
@@ -134,9 +184,17 @@ def planner_context(
     }
 
 
-def _monthly(replicas: int, usd_per_hour: float | None) -> float | None:
-    # The JavaScript multiplies in this order too, so both give the same float.
-    return None if usd_per_hour is None else replicas * usd_per_hour * HOURS_PER_MONTH
+def _monthly(
+    replicas: int, usd_per_hour: float | None, trough: int | None = None, profile: Profile | None = None
+) -> float | None:
+    """Always-on replicas, or the day's replica-hours of a profile, a month. The JavaScript computes in this
+    order too, so both give the same float."""
+    if usd_per_hour is None:
+        return None
+    if profile is None or trough is None:
+        return replicas * usd_per_hour * HOURS_PER_MONTH
+    daily = replicas * profile.peak_hours + trough * (HOURS_PER_DAY - profile.peak_hours)
+    return daily * usd_per_hour * HOURS_PER_MONTH / HOURS_PER_DAY
 
 
 def _limits(*values: float | None) -> dict[str, float | None]:
@@ -196,6 +254,7 @@ def _ranked_row(
     searched: Mapping[str, Any] | None,
     target_rps: float,
     undecided: str | None,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
     """The plan of one configuration on its level: the searched capacity that holds the limits, whatever
     else does, else `best`; unranked yet."""
@@ -206,14 +265,24 @@ def _ranked_row(
         shown = "; ".join(labels) or None
     rate = best["request_throughput"]
     replicas = math.ceil(target_rps / rate)
+    trough = over = None
+    startup = next((p["startup_s"] for p in measured if p.get("startup_s") is not None), None)
+    if profile is not None:
+        replicas = max(profile.min_replicas, replicas)
+        trough = max(profile.min_replicas, math.ceil(profile.trough_rps / rate))
+        if trough < replicas and profile.cold_start_limit_s is not None and startup is not None:
+            over = startup > profile.cold_start_limit_s
     return {
         "model": best["model"],
         "point_id": best["point_id"],
         "level": best["level"],
         "request_throughput": rate,
         "replicas": replicas,
-        "on_demand_usd_per_month": _monthly(replicas, best.get("on_demand_usd_per_hour")),
-        "spot_usd_per_month": _monthly(replicas, best.get("spot_usd_per_hour")),
+        "trough_replicas": trough,
+        "on_demand_usd_per_month": _monthly(replicas, best.get("on_demand_usd_per_hour"), trough, profile),
+        "spot_usd_per_month": _monthly(replicas, best.get("spot_usd_per_hour"), trough, profile),
+        "startup_s": startup,
+        "cold_start_over_limit": over,
         "headroom": replicas * rate / target_rps,
         "sample_warning": best.get("sample_warning"),
         "searched_capacity": shown,
@@ -242,9 +311,12 @@ def _plan(
     target_rps: float,
     limits: Mapping[str, float | None],
     require_quality: bool = REQUIRE_QUALITY,
+    profile: Profile | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(ranked rows, left-out configurations with why), the rule of the module docstring."""
     _check_target(target_rps)
+    if profile is not None:
+        profile.check(target_rps)
     configurations: dict[str, list[Mapping[str, Any]]] = {}
     for p in points:
         configurations.setdefault(p["configuration_id"], []).append(p)
@@ -274,7 +346,7 @@ def _plan(
             continue
         used = (searched or best)["request_throughput"]
         above = _undecided_words([p for p in undecided if p["request_throughput"] > used], limits)
-        ranked.append(about | _ranked_row(measured, best, searched, target_rps, above))
+        ranked.append(about | _ranked_row(measured, best, searched, target_rps, above, profile))
     ranked.sort(key=_order)
     for rank, row in enumerate(ranked, 1):
         row["rank"] = rank
@@ -289,11 +361,13 @@ def plan_capacity(
     e2el_p99_ms: float | None = None,
     max_error_rate: float | None = None,
     require_quality: bool = REQUIRE_QUALITY,
+    profile: Profile | None = None,
 ) -> list[dict[str, Any]]:
     """Per configuration that can meet the limits, the level used, replicas and monthly costs, ranked
-    (see the module docstring). `max_error_rate` is a fraction (0.01 = 1%)."""
+    (see the module docstring). `max_error_rate` is a fraction (0.01 = 1%); `profile`: a day of traffic
+    whose peak is `target_rps` (None: `target_rps` all day)."""
     limits = _limits(ttft_p99_ms, tpot_p99_ms, e2el_p99_ms, max_error_rate)
-    return _plan(points, target_rps, limits, require_quality)[0]
+    return _plan(points, target_rps, limits, require_quality, profile)[0]
 
 
 def left_out(

@@ -50,13 +50,14 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     capacities = lake.read("capacities", where=partition_filter(flt)).to_pylist()
     quality = lake.read("quality", where=partition_filter(flt)).to_pylist()
     costs = lake.read("costs", where=partition_filter(flt)).to_pylist()
+    startups = lake.read("startups", where=partition_filter(flt)).to_pylist()
     with catalog_engine() as engine:
         prices = price_history(engine, {r["instance_type"] for r in runs})
         retracted = retractions(engine)
     # The requests of the measured runs the filter keeps: the latency percentiles' intervals pool them.
     measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
     samples = read_samples(lake, measured, where=partition_filter(flt, rows=False))
-    tables = build_report(runs, prices, retracted, flt, capacities, samples, quality, costs)
+    tables = build_report(runs, prices, retracted, flt, capacities, samples, quality, costs, startups)
     rid = report_id()
     written = write_report(lake, rid, tables, flt, len(runs))
     lines = []
