@@ -1,9 +1,9 @@
 """bf16 against its quantized checkpoints (W8A8, W4A8, W4A16: accelbench.local.quantized_model) of the real
 model, side by side in one run on this host: the weights on disk and planning's prediction of them (the
 sizing's `weight_bytes`, which counts no scales), the server's memory (peak RSS and anonymous RSS while it
-served), seconds to healthy, and the output throughput and median TPOT of one level, with t intervals over
-its repeats. Also what the server's log said it ran (the kernel), so a row can never claim a scheme the
-server did not serve.
+served), seconds to healthy and their phases (the lake's `startups` row), and the output throughput and
+median TPOT of one level, with t intervals over its repeats. Also what the server's log said it ran (the
+kernel), so a row can never claim a scheme the server did not serve.
 
 Run: PYTHONPATH=plugins .venv/bin/python benchmarks/quantized_serving.py [--repeats 3] [--prompts 16]
      [--checkpoints bf16 W8A8 W4A8 W4A16]
@@ -66,6 +66,11 @@ def main() -> None:
         "output tok/s | p50 TPOT ms | server's log |"
     )
     rows = [header, "|" + "---|" * 9]
+    phases = [
+        "| checkpoint | to healthy | process start | model load | engine init | API start | vLLM: weights | "
+        "vLLM: engine init |",
+        "|" + "---|" * 8,
+    ]
     vllm = str(VLLM_PYTHON.parent / "vllm")
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -101,7 +106,17 @@ def main() -> None:
                 f"{_ci(tpot, '.1f')} | {said} |"
             )
             print(rows[-1], flush=True)
+            up = server.startup
+            if up is not None:  # accelbench.core.startup: the start-up's phases, as the lake's startups row
+                cells = [
+                    up.phases.get(k)
+                    for k in ("process_start_s", "model_load_s", "engine_init_s", "api_start_s")
+                ]
+                cells += [up.figures.get("vllm_weights_load_s"), up.figures.get("vllm_engine_init_s")]
+                shown = " | ".join("-" if c is None else f"{c:.2f} s" for c in cells)
+                phases.append(f"| {name} | {up.ready_s:.2f} s | {shown} |")
     print("\n" + "\n".join(rows))
+    print("\nstart-up in phases (accelbench.core.startup):\n" + "\n".join(phases))
     print(
         f"\nintervals: 95% Student t over {args.repeats} repeats; peaks over the repeats "
         f"(RSS counts the mmapped weights' page cache, anon RSS the server's own memory); "

@@ -76,3 +76,24 @@ def test_a_boundary_never_seen_leaves_its_phase_null_and_its_time_in_the_next(tm
         "vllm_engine_init_s": 41.37,
         "vllm_compile_s": 30.12,
     }
+
+
+def test_a_point_takes_the_median_start_up_of_the_servers_that_measured_it() -> None:
+    """accelbench.report.startups: run ids are "<campaign>/<spec>/<level>" (older and imported rows
+    "<spec>/<level>"); a point of two campaigns' runs of one spec pools both start-ups."""
+    from accelbench.report.startups import mark_startups
+
+    startups = [
+        {"spec_id": "s1", "ready_s": 30.0},
+        {"spec_id": "s1", "ready_s": 50.0},
+        {"spec_id": "s2", "ready_s": 400.0},
+        {"spec_id": "s3", "ready_s": None},
+    ]
+    points = [
+        {"run_ids": ["c-1/s1/c1-r0", "c-2/s1/c1-r0"]},
+        {"run_ids": ["s2/c4-r1"]},
+        {"run_ids": ["c-1/s3/c1-r0"]},
+        {"run_ids": []},
+    ]
+    marked = mark_startups(points, startups)
+    assert [p["startup_s"] for p in marked] == [40.0, 400.0, None, None]
