@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 import pyarrow.dataset as ds
 
-from accelbench.core.price import Price, price_at
+from accelbench.core.price import SECONDS_PER_HOUR, Price, price_at
 from accelbench.core.problems import Problem
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.store import Lake
@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 STARTUP_ALLOWANCE_S = 600.0  # node launch, image pull and model load when no start-up was measured
 STATED_REQUESTS_PER_S = 1.0  # a slow CPU server's rate, when the configuration was never measured
 SEARCH_PROBES = 8  # probes a load search is assumed to take (its budget is not fixed in advance)
-SECONDS_PER_HOUR = 3600
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+SECONDS_PER_HOUR = 3600  # prices are per hour; what is measured or billed, in seconds
+
 
 @dataclass(frozen=True)
 class Price:

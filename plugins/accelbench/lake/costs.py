@@ -13,12 +13,11 @@ from typing import Any
 
 import pyarrow.dataset as ds
 
-from accelbench.core.price import Price, price_at
+from accelbench.core.price import SECONDS_PER_HOUR, Price, price_at
 from accelbench.lake.rows import costs_table
 from accelbench.lake.schemas import SCHEMA_VERSION
 from accelbench.lake.store import Lake, safe_name
 
-SECONDS_PER_HOUR = 3600
 # Karpenter's karpenter.sh/capacity-type label -> the price list's pricing model
 PRICING_MODEL = {"on-demand": "on_demand", "spot": "spot"}
 

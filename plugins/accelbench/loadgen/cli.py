@@ -78,10 +78,11 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
     )
     date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
     envelope = driver.run()
-    if spec.quality is not None and envelope.failure is None:  # after the levels, against the same server
-        measure_quality(spec, args.server_url, driver.spec_dir, args.lm_eval_python)
-    elif spec.quality is not None:
-        log.warning("quality not measured: a level failed (%s)", envelope.failure)
+    if spec.quality is not None:  # after the levels, against the same server
+        if envelope.failure is None:
+            measure_quality(spec, args.server_url, driver.spec_dir, args.lm_eval_python)
+        else:
+            log.warning("quality not measured: a level failed (%s)", envelope.failure)
     result = finish(
         envelope,
         driver.spec_dir,

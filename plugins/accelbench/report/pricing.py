@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from accelbench.core.price import Price, price_at
+from accelbench.core.price import SECONDS_PER_HOUR, Price, price_at
 
-SECONDS_PER_HOUR = 3600
 PRICING_MODELS = ("on_demand", "spot")
 
 

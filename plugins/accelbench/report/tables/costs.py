@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from accelbench.core.price import SECONDS_PER_HOUR
 from accelbench.report.labels import short_model
 from accelbench.report.table import Inputs, Section, Table
 
@@ -45,7 +46,7 @@ def campaign_costs(inputs: Inputs) -> list[dict[str, Any]]:
             {
                 "campaign_id": campaign,
                 "servers": len(servers),
-                "billed_hours": sum(s["billed_s"] or 0.0 for s in servers) / 3600,
+                "billed_hours": sum(s["billed_s"] or 0.0 for s in servers) / SECONDS_PER_HOUR,
                 "campaign_usd": sum(priced) if priced else None,
                 "unpriced_servers": len(servers) - len(priced),
             }
