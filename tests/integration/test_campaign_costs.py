@@ -119,11 +119,11 @@ def test_max_campaign_usd_refuses_a_plan_whose_estimate_is_above_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Kubernetes mode, nothing measured before (the lake cannot be read: the stated figures): per server,
-    STARTUP_ALLOWANCE_S + its requests at STATED_REQUESTS_PER_S, at today's on-demand price."""
+    the stated start-up allowance + its requests at the stated rate (their defaults), at today's on-demand
+    price."""
     import json
 
     from accelbench.airflow.tasks.campaign import plan_benchmarks
-    from accelbench.campaign.estimate import STARTUP_ALLOWANCE_S, STATED_REQUESTS_PER_S
     from airflow.sdk.exceptions import AirflowFailException
 
     from tests.support.kube_api import FakeKubeAPI
@@ -149,7 +149,7 @@ def test_max_campaign_usd_refuses_a_plan_whose_estimate_is_above_it(
         "repeats": 2,
         "prompts_per_level": 50,
     }
-    hand = (STARTUP_ALLOWANCE_S + 262 / STATED_REQUESTS_PER_S) * 0.9418 / 3600
+    hand = (600.0 + 262 / 1.0) * 0.9418 / 3600  # the default allowance (600 s) and rate (1 req/s)
     with FakeKubeAPI() as fake:
         config = {"kube_config_path": str(fake.kubeconfig(tmp_path / "kubeconfig"))}
         monkeypatch.setenv(
@@ -188,7 +188,7 @@ def test_the_estimate_uses_what_the_lake_measured_before() -> None:
     assert (found.requests_per_s, found.rate_from) == (4.0, "measured before")  # the failed run left out
     assert (found.startup_s, found.startup_from) == (140.0, "measured before")
     price = 0.3000 if datetime.now(UTC) >= datetime(2026, 12, 2, tzinfo=UTC) else 0.2352  # today's
-    assert found.usd == pytest.approx((140.0 + requests_of(spec) / 4.0) * price / 3600)
+    assert found.usd == pytest.approx((140.0 + requests_of(spec.load) / 4.0) * price / 3600)
     (local,) = estimate([spec], lake, PRICES, "us-east-1", "local")
     assert (
         local.usd == 0.0

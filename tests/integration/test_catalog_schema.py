@@ -51,14 +51,21 @@ def _insert(engine, table: str, row: dict) -> None:
 
 def test_migrations_create_every_table_and_match_the_models(engine) -> None:
     tables = set(inspect(engine).get_table_names())
-    assert {"instance_types", "instance_prices", "runtime_versions", "retractions"} <= tables
+    expected = {
+        "instance_types",
+        "instance_prices",
+        "runtime_versions",
+        "retractions",
+        "regression_decisions",
+    }
+    assert expected <= tables
     with engine.connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert diffs == []
 
 
 def test_migrate_is_idempotent(engine) -> None:
-    assert migrate(engine) == migrate(engine) == "0004"
+    assert migrate(engine) == migrate(engine) == "0005"
 
 
 @pytest.mark.parametrize(
@@ -173,7 +180,7 @@ def test_revision_0002_keeps_runtime_versions_and_allows_announced(catalog_url: 
         )
         with pytest.raises(IntegrityError), conn.begin_nested():
             conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
-    assert migrate(engine) == "0004"
+    assert migrate(engine) == "0005"
     with engine.begin() as conn:
         conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
         assert conn.execute(text("SELECT version, digest, status FROM runtime_versions")).one() == (
@@ -194,7 +201,7 @@ def test_revision_0003_keeps_instance_rows_with_max_pods_unknown(catalog_url: st
     engine = make_engine(catalog_url)
     command.upgrade(alembic_config(engine), "0002")
     _insert(engine, "instance_types", {k: v for k, v in CPU_ROW.items() if k != "max_pods"})
-    assert migrate(engine) == "0004"
+    assert migrate(engine) == "0005"
     with engine.begin() as conn:
         assert conn.execute(text("SELECT instance_type, vcpu, max_pods FROM instance_types")).one() == (
             CPU_ROW["instance_type"],

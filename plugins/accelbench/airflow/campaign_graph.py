@@ -21,6 +21,7 @@ from accelbench.airflow.benchmark_operator import BenchmarkOperator, run_date
 from accelbench.airflow.benchmark_xcom import NODE_XCOM
 from accelbench.airflow.campaign_params import campaign_form_params
 from accelbench.airflow.dag_defaults import dag_kwargs
+from accelbench.airflow.deadline import campaign_deadline
 from accelbench.config import Settings, env_name
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def campaign_dag(dag_id: str, schedule: str | None, doc_md: str, description: st
         doc_md=doc_md,
         description=description,
         params=campaign_form_params(),  # from CampaignRequest: defaults, limits, descriptions
+        deadline=campaign_deadline(),  # flagged in the UI past the campaign's estimated duration
         **dag_kwargs("campaign"),
     )
     def campaign() -> None:

@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from airflow.plugins_manager import AirflowPlugin
 
+from accelbench.airflow.deadline import CampaignEstimate
+
 URL_PREFIX = "/accelbench"
 
 
@@ -36,6 +38,8 @@ class AccelbenchPlugin(AirflowPlugin):
     fastapi_apps: ClassVar[list[dict[str, Any]]] = [  # type: ignore[misc]
         {"app": _AppOnFirstRequest(), "url_prefix": URL_PREFIX, "name": "accelbench benchmarks"}
     ]
+    # The campaign run's deadline reference: the scheduler evaluates it when it creates a run.
+    deadline_references: ClassVar[list[type]] = [CampaignEstimate]  # type: ignore[misc]
     external_views: ClassVar[list[dict[str, Any]]] = [  # type: ignore[misc]
         {
             "name": "Benchmarks",

@@ -3,9 +3,13 @@ load plan sends over a throughput, priced on-demand at today's price; `max_campa
 estimate is above it, before any server starts.
 
 The start-up allowance is the median `ready_s` of the lake's earlier start-ups of the instance type in the
-same mode, else STARTUP_ALLOWANCE_S; the throughput is the median request rate of
-the lake's earlier runs of the same configuration (matrix key), else STATED_REQUESTS_PER_S. Both say which
-they used. A local server is not billed (its host is not bought for the campaign): its estimate is 0."""
+same mode, else ACCELBENCH_STARTUP_ALLOWANCE_S; the throughput is the median request rate of the lake's
+earlier runs of the same configuration (matrix key), else ACCELBENCH_STATED_REQUESTS_PER_S. Both say which
+they used. A local server is not billed (its host is not bought for the campaign): its estimate is 0.
+
+The campaign run's deadline (`deadline_s`) is fixed by Airflow when it creates the run, before the plan task
+has planned anything: it is estimated from the request alone (its servers and their requests), with the
+stated allowances, times ACCELBENCH_DEADLINE_FACTOR."""
 
 from __future__ import annotations
 
@@ -17,15 +21,34 @@ from datetime import UTC, datetime
 
 import pyarrow.dataset as ds
 
+from accelbench.campaign.request import CampaignRequest
+from accelbench.config import Settings, env_name
 from accelbench.core.price import SECONDS_PER_HOUR, Price, price_at
 from accelbench.core.problems import Problem
-from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake
 
 log = logging.getLogger(__name__)
-STARTUP_ALLOWANCE_S = 600.0  # node launch, image pull and model load when no start-up was measured
-STATED_REQUESTS_PER_S = 1.0  # a slow CPU server's rate, when the configuration was never measured
 SEARCH_PROBES = 8  # probes a load search is assumed to take (its budget is not fixed in advance)
+
+
+@dataclass(frozen=True)
+class Stated:
+    """What an estimate assumes where the lake measured nothing (ACCELBENCH_STARTUP_ALLOWANCE_S and
+    ACCELBENCH_STATED_REQUESTS_PER_S)."""
+
+    startup_s: float
+    requests_per_s: float
+
+    @classmethod
+    def from_env(cls) -> Stated:
+        s = Settings.from_env("startup_allowance_s", "stated_requests_per_s")
+        if s.startup_allowance_s < 0:
+            raise ConfigError(env_name("startup_allowance_s"), s.startup_allowance_s, "seconds, 0 or more")
+        if s.stated_requests_per_s <= 0:
+            raise ConfigError(env_name("stated_requests_per_s"), s.stated_requests_per_s, "above 0")
+        return cls(s.startup_allowance_s, s.stated_requests_per_s)
 
 
 @dataclass(frozen=True)
@@ -58,10 +81,9 @@ class ServerEstimate:
         )
 
 
-def requests_of(spec: BenchmarkSpec) -> int:
-    """Every request the load generator sends to the server: warm-ups, each level's warm-ups and repeats,
-    the recheck of a campaign of two or more levels; a search's SEARCH_PROBES probes."""
-    load = spec.load
+def requests_of(load: LoadPlan) -> int:
+    """Every request the load generator sends to a server of this load plan: warm-ups, each level's warm-ups
+    and repeats, the recheck of a campaign of two or more levels; a search's SEARCH_PROBES probes."""
     if load.search is not None:
         per_probe = load.search.max_requests or load.search.min_requests
         return load.warmups + SEARCH_PROBES * load.search.repeats * per_probe
@@ -75,10 +97,15 @@ def requests_of(spec: BenchmarkSpec) -> int:
 
 
 def estimate(
-    specs: Sequence[BenchmarkSpec], lake: Lake | None, prices: Sequence[Price], region: str, mode: str
+    specs: Sequence[BenchmarkSpec],
+    lake: Lake | None,
+    prices: Sequence[Price],
+    region: str,
+    mode: str,
+    stated: Stated | None = None,
 ) -> list[ServerEstimate]:
     """Each planned server's estimate (see the module's docstring)."""
-    now = datetime.now(UTC)
+    now, stated = datetime.now(UTC), stated or Stated.from_env()
     try:
         rates, startups = _rates(lake, {s.matrix_key for s in specs}), _startups(lake, mode)
     except Exception as exc:  # an estimate never fails a plan: an unreadable lake leaves the stated figures
@@ -101,16 +128,53 @@ def estimate(
             ServerEstimate(
                 spec_id=spec.spec_id,
                 instance_type=instance,
-                requests=requests_of(spec),
-                startup_s=measured if measured is not None else STARTUP_ALLOWANCE_S,
+                requests=requests_of(spec.load),
+                startup_s=measured if measured is not None else stated.startup_s,
                 startup_from="measured before" if measured is not None else "stated allowance",
-                requests_per_s=rate if rate else STATED_REQUESTS_PER_S,
+                requests_per_s=rate if rate else stated.requests_per_s,
                 rate_from="measured before" if rate else "stated",
                 usd_per_hour=price.usd_per_hour if price else None,
                 why_unpriced=why,
             )
         )
     return out
+
+
+def duration_s(estimates: Sequence[ServerEstimate], slots: int) -> float:
+    """How long the servers take with `slots` of them at a time (the benchmark pool's): their seconds shared
+    out over the slots, and never less than the longest server's."""
+    if not estimates:
+        return 0.0
+    seconds = [e.seconds for e in estimates]
+    return max(sum(seconds) / max(1, min(slots, len(seconds))), max(seconds))
+
+
+def request_servers(req: CampaignRequest) -> list[tuple[str, LoadPlan]]:
+    """The servers a request plans, before planning: one per instance type, workload and checkpoint, each
+    with its workload's load plan (`accelbench.campaign.load`), without the catalog or the model store; a
+    type the plan refuses is still counted."""
+    from accelbench.campaign.check import Checked
+    from accelbench.campaign.load import build_load_plan, for_workload
+
+    workloads = req.workload_specs()
+    load, _ = build_load_plan(req, Checked([], [], None, workloads, req.search_plan()))
+    loads = [for_workload(req, load, w) for w in workloads]
+    models = 1 + len(req.quantized_models)
+    return [(t, one) for t in req.instance_types for _ in range(models) for one in loads]
+
+
+def deadline_s(req: CampaignRequest, slots: int, stated: Stated, factor: float) -> float | None:
+    """How long after it was queued a campaign run of `req` is late: `factor` times its estimated duration
+    with the stated allowances (see the module's docstring); None: no deadline (`factor` 0)."""
+    if factor <= 0:
+        return None
+    servers = [
+        ServerEstimate(
+            "", t, requests_of(load), stated.startup_s, "stated", stated.requests_per_s, "stated", None, None
+        )
+        for t, load in request_servers(req)
+    ]
+    return factor * duration_s(servers, slots)
 
 
 def over_budget(estimates: Sequence[ServerEstimate], max_usd: float | None) -> Problem | None:

@@ -22,6 +22,10 @@ from accelbench.core.families import ARCHITECTURES
 
 PRICING_MODELS = ("on_demand", "spot")
 RUNTIME_STATUSES = ("discovered", "announced", "benchmarked", "failed", "skipped")
+DECISIONS = (
+    "accepted",
+    "rejected",
+)  # an owner's answer to a version's regressions (accelbench.core.decisions)
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -133,3 +137,27 @@ class Retraction(Base):
     retracted_by: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (CheckConstraint("length(reason) > 0", name="reason_not_empty"),)
+
+
+class RegressionDecision(Base):
+    """An owner's answer to the regressions the gate found in a runtime version: accepted as known (the
+    regressions it names are not asked about again) or the version rejected (not measured again unless
+    forced), with why, who and when."""
+
+    __tablename__ = "regression_decisions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    runtime: Mapped[str] = mapped_column(String(32))
+    version: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(255))
+    decision: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    regressions: Mapped[list[str]] = mapped_column(JSON)  # the regressions' keys (`regression_keys`)
+    decided_by: Mapped[str | None] = mapped_column(String(255))
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    dag_run_id: Mapped[str] = mapped_column(String(255))
+
+    __table_args__ = (
+        CheckConstraint(_in("decision", DECISIONS), name="decision"),
+        CheckConstraint("length(reason) > 0", name="reason_not_empty"),
+    )

@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from accelbench.core.decisions import Decision
 from accelbench.core.price import Price
 from accelbench.lake.store import Lake
 from accelbench.report.columns import label
@@ -93,6 +94,7 @@ def gather(
     quality: list[dict[str, Any]] | None = None,
     costs: list[dict[str, Any]] | None = None,
     startups: list[dict[str, Any]] | None = None,
+    decisions: Sequence[Decision] = (),
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
     priced into points; the load searches' `capacities` priced at their capacity from their probes' runs,
@@ -103,7 +105,8 @@ def gather(
     lake's quality rows (a quantization matrix's configurations against their reference), on the points of
     their configurations (`accelbench.report.quality.mark_quality`). `costs`: the lake's costs rows (what each
     server of a campaign cost, `accelbench.lake.costs`); `startups`: the lake's startups rows, each point's
-    median start-up from them (`accelbench.report.startups`)."""
+    median start-up from them (`accelbench.report.startups`); `decisions`: the owners' answers to regressions
+    (the catalog's), those of the filter's models kept."""
     # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
     # (`host_drift`).
     chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
@@ -115,7 +118,8 @@ def gather(
     points = mark_startups(points, startups or [])
     best = best_under_slos(points, flt.slos)
     spent = [c for c in costs or [] if flt.keeps(c)]
-    return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent)
+    answered = [d.row() for d in decisions if not flt.models or d.model in flt.models]
+    return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent, answered)
 
 
 def build_report(
@@ -128,12 +132,13 @@ def build_report(
     quality: list[dict[str, Any]] | None = None,
     costs: list[dict[str, Any]] | None = None,
     startups: list[dict[str, Any]] | None = None,
+    decisions: Sequence[Decision] = (),
     *,
     registry: Sequence[Table] = TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
     """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
     runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`."""
-    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality, costs, startups)
+    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality, costs, startups, decisions)
     return {table.name: table.compute(inputs) for table in registry}
 
 

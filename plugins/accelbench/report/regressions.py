@@ -59,3 +59,9 @@ def describe(regression: dict[str, Any]) -> str:
     """One line a notification or a task log can carry, e.g. "... 0.19.0 -> 0.20.0: p99 TTFT +12% [+6%,
     +18%], q = 0.003: regression"."""
     return f"{_where(regression)}: " + "; ".join(regression[f"{m}_finding"] for m in regression["regressed"])
+
+
+def regression_keys(regression: dict[str, Any]) -> list[str]:
+    """What an owner's acceptance names (`accelbench.core.decisions`): the point, the two versions compared
+    and each regressed metric, without the figures, which move from run to run."""
+    return [f"{_where(regression)}: {metric}" for metric in regression["regressed"]]

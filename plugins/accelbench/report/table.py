@@ -24,7 +24,8 @@ class Inputs:
     configuration, the best level under the SLOs, cheapest first (`accelbench.report.slos.best_under_slos`);
     `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
     `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points;
-    `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`).
+    `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`);
+    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.core.decisions`).
     """
 
     runs: list[Row] = field(default_factory=list)
@@ -35,6 +36,7 @@ class Inputs:
     samples: Samples = Samples.EMPTY
     quality: list[Row] = field(default_factory=list)
     costs: list[Row] = field(default_factory=list)
+    decisions: list[Row] = field(default_factory=list)
 
 
 def _no_variables(rows: Sequence[Row]) -> Mapping[str, Any]:

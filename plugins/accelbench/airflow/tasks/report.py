@@ -7,6 +7,7 @@ from datetime import date
 from typing import Any
 
 from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
+from accelbench.catalog.decisions import decisions
 from accelbench.config import Settings
 from accelbench.core.slos import DEFAULT_MAX_ERROR_RATE
 from accelbench.lake.schemas import MEASURED_STATUSES
@@ -54,10 +55,13 @@ def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
     with catalog_engine() as engine:
         prices = price_history(engine, {r["instance_type"] for r in runs})
         retracted = retractions(engine)
+        answered = decisions(engine)
     # The requests of the measured runs the filter keeps: the latency percentiles' intervals pool them.
     measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
     samples = read_samples(lake, measured, where=partition_filter(flt, rows=False))
-    tables = build_report(runs, prices, retracted, flt, capacities, samples, quality, costs, startups)
+    tables = build_report(
+        runs, prices, retracted, flt, capacities, samples, quality, costs, startups, answered
+    )
     rid = report_id()
     written = write_report(lake, rid, tables, flt, len(runs))
     lines = []

@@ -8,14 +8,19 @@ from datetime import datetime
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
+from sqlalchemy import Engine
 
 from accelbench.airflow.dag_defaults import version_matrix
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
 from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at, matrix_keys
 from accelbench.campaign.prepare import Prepared, prepare_campaign
+from accelbench.catalog.decisions import decisions, record
 from accelbench.config import Settings, env_name
+from accelbench.core.decisions import Decision, answer, standing, unanswered
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake
+from accelbench.report.regressions import regression_keys
+from accelbench.tiers import CPU
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +31,9 @@ def _plan_version(
     request = matrix_at(version_matrix(), version, execution_mode)
     log.info("vLLM CPU %s with the matrix of %s: %s", request.version, VERSION_MATRIX_SETTING, request)
     with catalog_engine() as engine:
+        rejected = _rejected(engine, request.model, request.version)
+        if rejected is not None and not force:
+            raise AirflowSkipException(f"{rejected.text()}: not measured again (force=true measures it)")
         planned = prepare_campaign(
             request, engine, campaign_id, MODE_CHECKS, as_of=as_of, lake=Lake.from_env(), force=force
         )
@@ -69,7 +77,11 @@ def versions_to_request(versions: list[str], execution_mode: str, force: bool) -
     version fails the whole request before anything is announced."""
     todo = []
     for version in dict.fromkeys(versions):
-        planned = _plan_version(version, execution_mode, force, "backfill-check", None)
+        try:
+            planned = _plan_version(version, execution_mode, force, "backfill-check", None)
+        except AirflowSkipException as skipped:  # a rejected version
+            log.info("not requested: %s", skipped)
+            continue
         if planned.already_measured:
             log.info("not requested: vLLM CPU %s was already measured with this matrix", planned.version)
             continue
@@ -80,6 +92,16 @@ def versions_to_request(versions: list[str], execution_mode: str, force: bool) -
         )
     log.info("requesting version campaigns for %s", ", ".join(todo))
     return todo
+
+
+def _rejected(engine: Engine, model: str, version: str | None) -> Decision | None:
+    """The owner's standing rejection of `version` of the matrix's model, if any."""
+    from accelbench.core.model_origin import model_identity
+
+    if version is None:
+        return None
+    found = standing(decisions(engine, CPU.runtime), model_identity(model).model_id, version)
+    return found if found is not None and found.decision == "rejected" else None
 
 
 NOTIFIER_SETTING = env_name("regression_notifier")
@@ -136,7 +158,6 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     from accelbench.report.samples import read_samples
     from accelbench.report.sources import retractions
     from accelbench.runtime.version_rules import check_version
-    from accelbench.tiers import CPU
 
     version = check_version(version, "partition_key")
     notifier = _notifier()  # a bad setting fails now, not at the first regression
@@ -148,6 +169,14 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     lake, scope = Lake.from_env(), gate_scope(model, tier)
     scoped = lake.read("runs", where=partition_filter(scope)).to_pylist()
     with catalog_engine() as engine:  # the matrix's points at the versions measured: the gate compares those
+        answers = decisions(engine, CPU.runtime)
+        # A rejected version is no other version's baseline: the next one is compared with the last good one.
+        rejected = {d.version for d in answers if d.model == model and d.decision == "rejected"} - {version}
+        if rejected:
+            log.info(
+                "regression gate: rejected versions are not compared with: %s", ", ".join(sorted(rejected))
+            )
+        scoped = [r for r in scoped if r["vllm_version"] not in rejected]
         planned = matrix_keys(matrix, instance_catalog(engine), measured_versions(scoped))
         # The gated runs' requests: each percentile is tested from the requests of every repeat.
         gated = [r["run_id"] for r in gated_runs(scoped, planned)]
@@ -158,6 +187,7 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     if verdict.undecided:  # more repeats or prompts per level would decide these
         log.info("regression gate: undecided at %s:\n%s", version, "\n".join(verdict.undecided))
     report = cross_tier_report({"models": [model], "tiers": [tier]})
+    result: dict[str, Any] = {"version": version, "model": model, "report": report["html"], "ask": []}
     if not verdict.regressions:
         log.info(
             "regression gate: vLLM CPU %s has no regression beyond %.0f%% at FDR %g (%s)",
@@ -166,8 +196,16 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
             FDR,
             matrix.model,
         )
-        return {"version": version, "regressions": [], "report": report["html"]}
+        return result | {"regressions": []}
     lines = verdict.lines
+    result |= {"regressions": lines}
+    now = standing(answers, model, version)
+    ask = unanswered([k for r in verdict.regressions for k in regression_keys(r)], answers, model, version)
+    if now is not None and not ask:  # rejected, or every regression accepted as known: asked already
+        log.warning(
+            "regression gate: %d regression(s), answered: %s\n%s", len(lines), now.text(), "\n".join(lines)
+        )
+        return result | {"answer": now.text()}
     text = (
         f"vLLM CPU {version}: {len(lines)} regression(s) beyond {MIN_EFFECT:.0%} at a false discovery rate"
         f" of {FDR:g}\n" + "\n".join(lines)
@@ -179,4 +217,37 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
 
     if fail:
         raise AirflowFailException(text)
-    return {"version": version, "regressions": lines, "report": report["html"]}
+    body = "\n".join(f"- {line}" for line in lines)
+    return result | {"ask": ask, "body": f"{text.splitlines()[0]}:\n\n{body}\n\nReport: {report['html']}"}
+
+
+@fail_on_library_error
+def record_decision(gate: dict[str, Any], response: dict[str, Any], dag_run_id: str) -> dict[str, Any]:
+    """The approval step's answer into the catalog (`accelbench.catalog.decisions`); a rejected version fails
+    the run, with the owner's reason, once: its later campaigns skip it."""
+    from datetime import UTC
+    from datetime import datetime as clock
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    kind, reason = answer(
+        response.get("chosen_options") or [], (response.get("params_input") or {}).get("reason")
+    )
+    user = response.get("responded_by_user") or {}
+    decision = Decision(
+        CPU.runtime,
+        gate["version"],
+        gate["model"],
+        kind,
+        reason,
+        tuple(gate["ask"]),
+        user.get("name") or user.get("id"),
+        clock.now(UTC),
+        dag_run_id,
+    )
+    with catalog_engine() as engine:
+        record(engine, decision)
+    log.info("recorded in the catalog: %s (%d regression(s))", decision.text(), len(decision.regressions))
+    if kind == "rejected":
+        raise AirflowFailException(f"{decision.text()}; its campaigns skip it from now on unless forced")
+    return {"decision": kind, "reason": reason, "decided_by": decision.decided_by}

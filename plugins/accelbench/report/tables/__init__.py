@@ -21,6 +21,7 @@ from accelbench.report.tables import (
     capacities,
     costs,
     cross_tier,
+    decisions,
     frontier,
     headline,
     local_results,
@@ -43,6 +44,7 @@ TABLES: tuple[Table, ...] = (
     capacities.TABLE,  # followed on the page by the capacity planner and the plots
     frontier.TABLE,
     version_deltas.TABLE,
+    decisions.TABLE,
     prefix_caching.TABLE,
     resolution.TABLE,
     models.TABLE,
