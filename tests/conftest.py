@@ -184,13 +184,13 @@ E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
 # the lanes' order and balance come from them. A test not listed costs DEFAULT_COST_S by its tier: add a new
 # e2e test that starts a server or runs a DAG here.
 COST_S = {
-    "e2e/test_version_scheduling.py": 140,
+    "e2e/test_version_scheduling.py": 300,  # + the deadline's campaign and four approval runs (issue 31)
     "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 60,
     "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 70,
     "e2e/test_campaign_dag.py::test_a_server_that_cannot_start": 16,
     "e2e/test_campaign_dag.py::test_kubernetes_mode_is_refused": 7,
     "e2e/test_campaign_dag.py::test_bad_campaign_input": 3,
-    "e2e/test_prefix_caching.py": 45,
+    "e2e/test_prefix_caching.py": 60,
     "e2e/test_images.py::test_loadgen_image_environments": 55,
     "e2e/test_images.py::test_airflow_image_environment_parses": 25,
     "e2e/test_load_search.py::test_a_request_rate_search": 47,
@@ -216,7 +216,7 @@ COST_S = {
     "e2e/test_version_campaign.py": 10,
     "e2e/test_regression_gate.py": 45,  # three campaigns of one level against the zero server
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 3x halfway
-    "e2e/test_quantized_model.py": 130,  # W8A8 made (50 s on a clean clone), a matrix campaign: two servers
+    "e2e/test_quantized_model.py": 200,  # W8A8 made (50 s on a clean clone), a matrix campaign: two servers
     "integration/test_dags.py": 20,
     "integration/test_releases.py": 20,
     "integration/test_benchmarks_view.py": 22,

@@ -26,7 +26,7 @@ from tests.support.paths import REPO
 from tests.support.servers import missing
 from tests.support.steps import wait_for
 
-QUESTIONS = 40  # of the project's exact-answer task, per configuration (the form's default is 200)
+QUESTIONS = 20  # of the project's exact-answer task, per configuration (the form's default is 200)
 LM_EVAL_VERSION = "0.4.13"  # scripts/quant-env.sh installs it
 
 
@@ -181,7 +181,7 @@ def test_a_quantization_matrix_campaign_lands_both_with_their_quality_against_bf
     html = Path(folder, "report.html").read_text()
     table = html[html.index('id="quality-table"') : html.index("</table>", html.index('id="quality-table"'))]
     assert "CompressedTensorsW8A8Int8" in table and f"{w8['top1_agreement']:.1%}" in table
-    # The summary says each configuration's gate (the W8A8's may be undecided on 40 questions).
+    # The summary says each configuration's gate (the W8A8's may be undecided on a few questions).
     summary = run.get_task_instance("summary").xcom_pull(task_ids="summary")
     assert (
         set(summary["quality"]) == {ref["spec_id"], w8["spec_id"]}
