@@ -213,6 +213,7 @@ COST_S = {
     "e2e/test_bench_client.py::test_a_loopback_server": 16,
     "e2e/test_local_server.py::test_a_server_that_cannot_start": 8,
     "e2e/test_fit_against_vllm.py": 12,
+    "e2e/test_traces_against_vllm.py": 20,  # vLLM's timed-trace reader, imported once
     "e2e/test_version_campaign.py": 10,
     "e2e/test_regression_gate.py": 45,  # three campaigns of one level against the zero server
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 3x halfway

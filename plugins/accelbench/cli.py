@@ -1,4 +1,5 @@
-"""`accelbench` command: inspect the catalog and print the lake's Athena DDL (the DAGs do the writing)."""
+"""`accelbench` command: inspect the catalog, print the lake's Athena DDL, import quality results, and make
+timed traces (the DAGs do the campaigns' writing)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from accelbench import tiers
 from accelbench.catalog import queries
 from accelbench.catalog.db import make_engine, redact
 from accelbench.config import LAKE_SETTING, Settings
+from accelbench.core import traces
 from accelbench.errors import AccelbenchError
 from accelbench.lake import athena
 from accelbench.lake.imported_quality import QualityTarget, import_quality
 from accelbench.lake.store import Lake
+from accelbench.lake.traces import run_trace
 
 
 def show(settings: Settings) -> None:
@@ -48,6 +51,56 @@ def print_ddl(lake_uri: str | None, database: str) -> None:
     print(athena.ddl(location, tiers.names(), athena.check_database(database)), end="")
 
 
+def write_trace(made: list[traces.TraceRequest], out: Path) -> None:
+    """Write a trace and say what it is (its identity, as the lake will record it)."""
+    text = traces.dumps(made)
+    out.write_text(text)
+    found = traces.identity(text, made)
+    print(
+        f"wrote {out}: {found['trace_requests']} requests over {found['trace_duration_s']:.1f} s "
+        f"({found['trace_mean_rate']:.2f} req/s), input p50/p99 {found['trace_input_p50']:.0f}/"
+        f"{found['trace_input_p99']:.0f} tokens, output p50/p99 {found['trace_output_p50']:.0f}/"
+        f"{found['trace_output_p99']:.0f}, sha256 {found['trace_sha256']}"
+    )
+
+
+def _trace_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    trace = sub.add_parser(
+        "trace", help="make a timed trace (vLLM's timed-trace JSONL): lengths and times only"
+    )
+    kinds = trace.add_subparsers(dest="source", required=True)
+    usage = kinds.add_parser(
+        "usage", help="from a usage log: CSV (with a header) or JSONL, one request a row"
+    )
+    usage.add_argument("log", type=Path)
+    usage.add_argument("--timestamp", required=True, help="the column of each request's time")
+    usage.add_argument("--prompt-tokens", required=True, help="the column of its prompt tokens")
+    usage.add_argument("--completion-tokens", required=True, help="the column of its completion tokens")
+    usage.add_argument("--window-s", type=float, help="keep only the busiest window of this many seconds")
+    lake = kinds.add_parser("lake", help="from the lake's requests of one earlier run (one level's repeat)")
+    lake.add_argument("--run-id", required=True)
+    lake.add_argument("--lake", help=f"the lake (default: {LAKE_SETTING})")
+    made = kinds.add_parser("generate", help="a generated day (the one the project ships is --seed 0)")
+    made.add_argument("--seed", type=int, default=0)
+    made.add_argument("--minutes", type=float, default=0.5, help="the day squeezed into (default: 0.5)")
+    made.add_argument("--rate", type=float, default=2.0, help="its mean rate, req/s (default: 2)")
+    for p in (usage, lake, made):
+        p.add_argument("--out", type=Path, required=True, help="the trace's file (JSONL)")
+
+
+def make_trace(args: argparse.Namespace) -> None:
+    if args.source == "usage":
+        rows = traces.read_rows(args.log)
+        made = traces.from_usage(
+            rows, args.timestamp, args.prompt_tokens, args.completion_tokens, args.window_s
+        )
+    elif args.source == "lake":
+        made = run_trace(Lake(args.lake) if args.lake else Lake.from_env(), args.run_id)
+    else:
+        made = traces.generated_day(args.seed, args.minutes, args.rate)
+    write_trace(made, args.out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="accelbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -75,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     quality.add_argument("--task", help="the file's task to import (default: its only one)")
     quality.add_argument("--metric", help="the task's metric, e.g. acc,none (default: its only one)")
     quality.add_argument("--lake", help=f"the lake (default: {LAKE_SETTING})")
+    _trace_parsers(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "show":
@@ -96,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             row = import_quality(lake, args.results, target, args.reference)
             what = f"accuracy {row['accuracy']:.1%} of {row['questions']} questions"
             print(f"imported {row['task']}: {what}, into {lake.uri}")
+        elif args.command == "trace":
+            make_trace(args)
     except AccelbenchError as exc:
         print(f"accelbench: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
