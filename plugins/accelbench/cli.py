@@ -90,7 +90,7 @@ def _trace_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 def make_trace(args: argparse.Namespace) -> None:
     if args.source == "usage":
-        rows = traces.read_rows(args.log)
+        rows = traces.read_rows(args.log)  # a file here; the DAG reads S3 too (accelbench.lake.traces)
         made = traces.from_usage(
             rows, args.timestamp, args.prompt_tokens, args.completion_tokens, args.window_s
         )

