@@ -159,9 +159,15 @@ PY
   say "quantized folder: $w8a8 (the reference: bf16; quality measured after the levels)"
   matrix=$(printf ', "quantized_models": ["%s"]' "$w8a8")
 fi
+# Without the matrix, a second workload: the timed trace the project ships (a generated day squeezed into 27 s:
+# 31 requests, bursts, four shared system prompts) replayed at twice and at its recorded pace, a server of its own.
+workloads=""
+if [ "$quantized" = 0 ]; then
+  workloads=$(printf ', "workloads": ["fixed", "trace"], "trace": "%s", "time_scales": [2, 1]' "$repo/plugins/accelbench/core/data/generated-day.jsonl")
+fi
 # --enforce-eager: no graph compilation (the real model is ready in 1-1.5 min on 2 cores, not ~6). The planner
-# passes --max-model-len itself: input + output + headroom (64 + 32 + 64 = 160 tokens).
-campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["%s"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"%s}' "$model" "$served" "$instance_type" "$matrix")
+# passes --max-model-len itself: the longest prompt + output + headroom of any workload (the trace's 624 + 61).
+campaign_conf=$(printf '{"model": "%s", "served_model_name": "%s", "instance_types": ["%s"], "concurrency": [1, 2, 4], "repeats": 2, "prompts_per_level": 10, "input_len": 64, "output_len": 32, "extra_engine_args": ["--enforce-eager"], "execution_mode": "local"%s%s}' "$model" "$served" "$instance_type" "$matrix" "$workloads")
 run_dag accelbench_campaign "$campaign_conf"
 echo
 say "campaign summary (from the lake):"

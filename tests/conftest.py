@@ -186,7 +186,7 @@ E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
 COST_S = {
     "e2e/test_version_scheduling.py": 300,  # + the deadline's campaign and four approval runs (issue 31)
     "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 60,
-    "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 70,
+    "e2e/test_campaign_dag.py::test_a_campaign_over_three_workloads": 150,
     "e2e/test_campaign_dag.py::test_a_server_that_cannot_start": 16,
     "e2e/test_campaign_dag.py::test_kubernetes_mode_is_refused": 7,
     "e2e/test_campaign_dag.py::test_bad_campaign_input": 3,
@@ -196,6 +196,7 @@ COST_S = {
     "e2e/test_load_search.py::test_a_request_rate_search": 47,
     "e2e/test_load_search.py::test_a_local_campaign_in_search_mode": 35,
     "e2e/test_load_search.py::test_a_concurrency_search": 40,
+    "e2e/test_load_search.py::test_a_headroom_search": 45,
     "e2e/test_load_search.py::test_a_search_the_client_cannot_drive": 8,
     "e2e/test_real_model.py::test_a_real_server_answers_in_english": 30,
     "e2e/test_real_model.py::test_conversion_is_keyed_by_the_gguf": 25,  # the conversion, on a clean clone

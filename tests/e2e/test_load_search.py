@@ -4,6 +4,7 @@ zero-work server made to degrade past a known load, and the evidence it leaves (
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,15 @@ from accelbench.core.evidence import Envelope
 from accelbench.core.search import SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.traces import TraceRequest, dumps, identify
+from accelbench.core.workloads import traced
 from accelbench.lake.ingest import Provenance, capacity_row, ingest, ingest_raw
 from accelbench.lake.raw import RawLocation, dir_reader, upload_raw
 from accelbench.lake.store import Lake
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
+from accelbench.report.searches import capacity_rows
+from accelbench.report.tables.headroom import headroom_rows
 
 from tests.support.airflow_dags import run_dag, task_states
 from tests.support.specs import tiny_campaign_conf, tiny_spec
@@ -261,3 +266,74 @@ def test_a_local_campaign_in_search_mode_lands_probes_and_a_capacity_the_report_
         html.index('id="capacity-table"') : html.index("</table>", html.index('id="capacity-table"'))
     ]
     assert "m8g.xlarge" in table and "upper_bound" in table and "[4, ]" in table
+
+
+# A headroom search (issue 32): a trace of regular arrivals, TRACE_RATE req/s as recorded, replayed faster
+# and faster against the zero server made to degrade above BREAK_RATE (as the request-rate search above): it
+# breaks at BREAK_RATE / TRACE_RATE = 2.71 times the recorded traffic, 4% or more from every time-scale the
+# search probes on its way (2, 4, 2.83, 2.38, 2.59: the server's rate is judged from its own arrival stamps,
+# to about 1%). Each probe replays the whole trace: TRACE_REQUESTS, enough for the interval rule to bound a
+# p99 from one repeat (order statistics need 368 requests for its upper bound), at rates the client keeps
+# (up to 148 req/s).
+TRACE_RATE, TRACE_REQUESTS, BREAK_RATE = 36.9, 400, 100.0
+BREAKS_AT = BREAK_RATE / TRACE_RATE
+
+
+def test_a_headroom_search_finds_the_time_scale_where_the_server_breaks_and_plans_replicas(
+    tiny_model: Path, vllm_python: Path, bench_client: BenchClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "steady.jsonl"
+    path.write_text(
+        dumps([TraceRequest(i / TRACE_RATE, 16, OUTPUT_LEN, (i,)) for i in range(TRACE_REQUESTS)])
+    )
+    trace = identify(path.read_text(), "steady", str(path))
+    plan = SearchPlan(
+        variable="time_scale",
+        lower=2,
+        upper=16,
+        relative=0.1,
+        min_requests=PROMPTS,
+        max_requests=TRACE_REQUESTS,
+        slos=Slos(ttft_p99_ms=RATE_SLO_MS),
+    )
+    envelope = _search_zero_server(
+        tmp_path,
+        tiny_model,
+        vllm_python,
+        bench_client,
+        plan,
+        RATE_TTFT_MS,
+        {"degrade_above_rate": BREAK_RATE, "degrade_slope": RATE_SLOPE},
+        output_len=OUTPUT_LEN,
+        prompts_per_level=TRACE_REQUESTS,
+        workload=traced(trace),
+    )
+    assert envelope.failure is None, envelope.failure
+    result = envelope.search
+    assert result is not None and result.outcome == "capacity", result and result.summary()
+    assert result.passing is not None and result.failing is not None and result.capacity is not None
+    probes = [(p.load, p.verdict, p.misses) for p in result.probes]
+    assert plan.precise(result.passing, result.failing), result.summary()  # within 10%
+    assert result.passing <= BREAKS_AT < result.failing, (result.summary(), probes)
+    # Within its stated interval (the monotone fit of every probe's latencies).
+    assert result.capacity_low is not None and result.capacity_high is not None, result.summary()
+    assert result.capacity_low <= BREAKS_AT <= result.capacity_high, (result.summary(), probes)
+    # Every probe was the whole trace at its time-scale, sent on the trace's schedule.
+    scales = [r for r in envelope.levels if r.level_kind == "scale"]
+    assert all(r.client_completed == TRACE_REQUESTS and r.client_limited is False for r in scales)
+    assert all(r.requested_rate == pytest.approx(TRACE_RATE * r.level_value) for r in scales)
+    # The lake's capacities row carries the trace, and the planner turns the headroom into replicas and a
+    # month's cost: the hand computation, at an on-demand price stated here (measured on a local host, the
+    # row has none that applies).
+    row = capacity_row(envelope, Provenance(dag_run_id="manual__headroom", execution_mode="local"))
+    assert row is not None and (row["variable"], row["trace_sha256"]) == ("time_scale", trace.sha256)
+    shown = capacity_rows([row | {"accelerator_type": "cpu"}], [], [], "us-east-1")
+    assert shown[0]["trace"] == trace.words() and shown[0]["capacity"] == result.capacity
+    priced = [shown[0] | {"on_demand_usd_per_hour": 0.5, "spot_usd_per_hour": 0.2}]
+    for traffic in (1.0, 10.0):
+        (planned,) = headroom_rows(priced, traffic)
+        replicas = math.ceil(traffic / result.capacity)  # e.g. 10x the trace at a headroom of 2.59: 4
+        assert planned["replicas"] == replicas
+        assert planned["on_demand_usd_per_month"] == pytest.approx(replicas * 0.5 * 730)
+        assert planned["spot_usd_per_month"] == pytest.approx(replicas * 0.2 * 730)
+        assert planned["replicas_at_low"] == math.ceil(traffic / result.capacity_low)

@@ -21,7 +21,7 @@ from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.ingest import Provenance, capacity_row, ingest, ingest_raw
 from accelbench.lake.raw import ENVELOPE, RawLocation
 from accelbench.lake.rows import CapacityRow, RowError, capacities_table
-from accelbench.lake.schemas import CAPACITIES, RUNS, SCHEMA_VERSION
+from accelbench.lake.schemas import CAPACITIES, RUNS, SCHEMA_VERSION, TRACE_COLUMNS
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.capacity_planner import plan_capacity
@@ -134,6 +134,7 @@ def test_a_search_lands_its_probes_as_runs_and_its_capacity_as_one_row() -> None
         "capacity_low": None,  # the point rule: no interval (the interval rule: test_search_intervals)
         "capacity_high": None,
         "capacity_method": None,
+        **{name: None for name, _ in TRACE_COLUMNS},  # not a trace's headroom search
     }
     assert result.server_s == 2.0 * result.probes_used
     # The configuration columns are the runs rows' own.

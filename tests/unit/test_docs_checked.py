@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 from accelbench.campaign.request import CampaignRequest
+from accelbench.core.traces import identify, shipped
+from accelbench.core.workloads import traced
 from accelbench.sizing import daemonsets, fit, karpenter
 from accelbench.sizing.accelerator import largest_tensor_parallel
 from accelbench.sizing.model_config import load_model_shape
@@ -565,10 +567,24 @@ def test_the_readmes_demo_figures_are_what_demo_sh_runs() -> None:
     assert [int(v) for v in levels[1].split(", ")] == conf["concurrency"]
     assert int(levels[2]) == conf["prompts_per_level"]
     lengths = _find(
-        r"\((\d+) tokens in \+ (\d+) out \+ (\d+) of headroom\)", guide, "docs/getting-started.md"
+        r"\(the trace's: (\d+) tokens in \+ (\d+) out \+ (\d+) of headroom\)",
+        guide,
+        "docs/getting-started.md",
     )
-    request = CampaignRequest.model_validate({**conf, "model": "org/model", "instance_types": ["m8g.xlarge"]})
-    assert [int(lengths[1]), int(lengths[2])] == [conf["input_len"], conf["output_len"]]
+    # the demo's second workload: the shipped trace (its path the script's own), read as planning reads it
+    trace = _find(r'"\$repo/([^"]+\.jsonl)"', script, "scripts/demo.sh")[1]
+    assert (REPO / trace) == shipped()
+    workloads = _find(r'"workloads": (\[[^]]*\])', script, "scripts/demo.sh")[1]
+    fields = {
+        **conf,
+        "model": "org/model",
+        "instance_types": ["m8g.xlarge"],
+        "workloads": json.loads(workloads),
+    }
+    request = CampaignRequest.model_validate(fields | {"trace": str(shipped())})
+    request = request.with_trace(traced(identify(shipped().read_text(), "generated-day", str(shipped()))))
+    longest = max((w for w in request.workload_specs() if w), key=lambda w: w.max_input_len)
+    assert [int(lengths[1]), int(lengths[2])] == [longest.max_input_len, longest.max_output_len]
     assert sum(int(g) for g in lengths.groups()) == request.context_len
 
 

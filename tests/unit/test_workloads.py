@@ -84,6 +84,32 @@ def test_a_custom_workload_reads_the_user_s_jsonl_in_order() -> None:
     assert "--disable-shuffle" in args and "--skip-chat-template" in args
 
 
+def test_a_trace_level_replays_the_trace_at_its_time_scale_from_the_load_generator_s_copy() -> None:
+    """vLLM's timed_trace dataset (its own option names and defaults: FACTS.md section 4): the file the load
+    generator fetched beside its results, each request's time x 1/scale, open loop up to the in-flight cap."""
+    from accelbench.core.traces import identify, shipped
+    from accelbench.core.workloads import traced
+    from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
+
+    trace = traced(identify(shipped().read_text(), "generated-day", "s3://lake/traces/generated-day.jsonl"))
+    load = LoadPlan(
+        input_len=trace.input_len, output_len=trace.output_len, workload=trace, time_scales=(1, 4)
+    )
+    args = _args(load, Level("scale", 4))
+    assert (args["--backend"], args["--endpoint"], args["--dataset-name"]) == (
+        "openai",
+        "/v1/completions",
+        "timed_trace",
+    )
+    assert args["--dataset-path"] == "/tmp/trace.jsonl"  # the copy, not the URI
+    assert (args["--timed-trace-sec-multiplier"], args["--timed-trace-chunk-hash-size"]) == ("0.25", "16")
+    assert args["--max-concurrency"] == str(LOADGEN_MAX_IN_FLIGHT) and "--request-rate" not in args
+    assert Level("scale", 4).key == "x4" and Level("scale", 0.5).words == "0.5x the trace"
+    assert trace.label().startswith("trace: generated-day (sha256 961f730c6436): 31 requests over 27 s")
+    # a plan without time-scales dumps as before the field existed (its spec's id unchanged)
+    assert "time_scales" not in LoadPlan(input_len=8, output_len=4, concurrency=(1,)).model_dump()
+
+
 @pytest.mark.parametrize(("concurrency", "warmups"), [(2, 4), (16, 16), (None, 4)])
 def test_each_level_warms_up_with_at_least_its_concurrency(concurrency: int | None, warmups: int) -> None:
     load = LoadPlan(input_len=8, output_len=4, level_warmups=4, concurrency=(2, 16), request_rates=(8.0,))

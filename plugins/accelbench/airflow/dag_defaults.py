@@ -29,6 +29,8 @@ CAMPAIGN_FORM_FIELDS = (
     "quality_questions",
     "workloads",
     "custom_prompts",
+    "trace",
+    "time_scales",
     "concurrency",
     "input_len",
     "output_len",

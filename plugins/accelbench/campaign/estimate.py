@@ -87,7 +87,7 @@ def requests_of(load: LoadPlan) -> int:
     if load.search is not None:
         per_probe = load.search.max_requests or load.search.min_requests
         return load.warmups + SEARCH_PROBES * load.search.repeats * per_probe
-    levels = len(load.concurrency) + len(load.request_rates)
+    levels = len(load.concurrency) + len(load.request_rates) + len(load.time_scales)
     recheck = 1 if levels > 1 else 0
     return (
         load.warmups

@@ -24,6 +24,12 @@ def build_load_plan(req: CampaignRequest, checked: Checked) -> tuple[LoadPlan, l
     """The campaign's load plan, and what the campaign's tiers refuse of it."""
     longest = [w for w in checked.workloads if w is not None]
     search = checked.search
+    prompts = req.prompts_per_level
+    if search is not None and search.variable == "time_scale":
+        # Each probe replays the whole trace: its count (a trace too short for the search is the check's
+        # problem, already found: the plan is then never used).
+        trace = next((w.trace for w in longest if w.trace is not None), None)
+        prompts = max(trace.requests if trace else 0, search.min_requests)
     load = LoadPlan(
         input_len=max([req.input_len, *(w.max_input_len for w in longest)]),
         output_len=max([req.output_len, *(w.max_output_len for w in longest)]),
@@ -33,7 +39,7 @@ def build_load_plan(req: CampaignRequest, checked: Checked) -> tuple[LoadPlan, l
         request_rates=() if search else tuple(req.request_rates),
         burstiness=req.burstiness,
         search=search,
-        prompts_per_level=req.prompts_per_level,
+        prompts_per_level=prompts,
         repeats=req.repeats,
         goodput_slos_ms={GOODPUT_METRIC[k]: v for k, v in req.slos.items()},
     )
@@ -81,4 +87,11 @@ def for_workload(req: CampaignRequest, load: LoadPlan, workload: Workload | None
     if workload is not None:
         lengths = {"input_len": workload.input_len, "output_len": workload.output_len}
         lengths |= {"range_ratio": workload.range_ratio, "workload": workload}
+    if workload is not None and workload.dataset == "timed_trace":
+        # A trace's levels are its time-scales, each the whole trace (before planning read it, for the
+        # deadline's estimate: the request's count); a search keeps its own loads.
+        if load.search is None:
+            lengths |= {"concurrency": (), "request_rates": (), "time_scales": tuple(req.time_scales)}
+        if workload.trace is not None:
+            lengths["prompts_per_level"] = workload.trace.requests
     return LoadPlan.model_validate(load.model_dump() | lengths)

@@ -100,6 +100,7 @@ def _plan_one(
 ) -> Plan:
     """One model's campaign: the four stages."""
     checked = check_request(req, catalog, load_shape, list(preflight))
+    req = checked.request or req  # with its trace read
     load, load_problems = build_load_plan(req, checked)
     checked.problems += load_problems
     runs = {

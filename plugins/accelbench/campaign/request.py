@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     JsonValue,
     PositiveFloat,
+    PrivateAttr,
     ValidationError,
     WithJsonSchema,
     field_validator,
@@ -45,6 +46,7 @@ DeploymentMode = Literal["single", "distributed", "disaggregated", "data-paralle
 MODEL_PATTERN = r"^[A-Za-z0-9/][A-Za-z0-9._/-]*$"  # a model id or a local path; nothing a shell reads
 ModelName = Annotated[str, Field(min_length=1, max_length=200, pattern=MODEL_PATTERN)]
 PATH_PATTERN = r"^[A-Za-z0-9/._][A-Za-z0-9._/+-]*$"  # a file path; nothing a shell reads
+TRACE_PATTERN = r"^(s3://)?[A-Za-z0-9/._][A-Za-z0-9._/+-]*$"  # a worker path, an s3:// URI or a stored name
 ENGINE_ARG_PATTERN = r"^[A-Za-z0-9_.,:=/+@-]+$"  # what an extra `vllm serve` argument may contain
 SloName = Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"]
 # p99 limits in ms; E2EL ~ TTFT + (output tokens - 1) x TPOT at the default 128 output tokens.
@@ -88,6 +90,8 @@ class CampaignRequest(BaseModel):
     """Fields mirror the DAG params; their names are what error messages cite."""
 
     model_config = ConfigDict(extra="forbid")
+    # The trace workload as planning read it (`with_trace`): its lengths and identity; None: not read yet.
+    _trace: Workload | None = PrivateAttr(default=None)
 
     instance_types: list[str] = Field(
         min_length=1,
@@ -201,7 +205,8 @@ class CampaignRequest(BaseModel):
         description="Workload profiles, one server each per instance type: fixed = random prompts of "
         "input_len/output_len on /v1/completions; chat (256±50% in, 128±50% out, chat template); summarise "
         "(1024±25% in, 128 out); shared-prefix (a 1024-token prefix shared by 4 prompt groups, 64 own "
-        "tokens, 64 out); decode-heavy (64 in, 512 out); custom (custom_prompts, output_len out)",
+        "tokens, 64 out); decode-heavy (64 in, 512 out); custom (custom_prompts, output_len out); trace (the "
+        "timed trace `trace` replayed at each of time_scales)",
         json_schema_extra={**_UNIQUE, "section": _LOAD},
     )
     custom_prompts: str | None = Field(
@@ -211,6 +216,23 @@ class CampaignRequest(BaseModel):
         description='The custom workload\'s prompts: a JSONL file of {"prompt": ...} lines the load '
         "generator reads: a path on the worker, local mode only (a kubernetes benchmark pod cannot read it)",
         json_schema_extra={"section": _LOAD},
+    )
+    trace: str | None = Field(
+        default=None,
+        max_length=500,
+        pattern=TRACE_PATTERN,
+        description="The trace workload's timed trace (JSONL: timestamp, input_length, output_length, "
+        "hash_ids; accelbench trace / the accelbench_make_trace DAG make one): a stored trace's name (the "
+        "lake's traces/<name>.jsonl), an s3:// URI, or a path on the worker (local mode only: a kubernetes "
+        "benchmark pod reads the lake's bucket)",
+        json_schema_extra={"section": _LOAD},
+    )
+    time_scales: list[Annotated[float, Field(gt=0, le=1000)]] = Field(
+        default_factory=lambda: [1.0],
+        min_length=1,
+        description="The trace workload's levels: the trace at each multiple of its recorded pace (1 = as "
+        "recorded, 2 = twice as fast); every request of the trace each level",
+        json_schema_extra={**_UNIQUE, "section": _LOAD},
     )
     level_warmups: int = Field(
         default=4,
@@ -236,7 +258,8 @@ class CampaignRequest(BaseModel):
     )
     search_variable: SearchVariable = Field(
         default="concurrency",
-        description="What the search varies: concurrent requests, or a Poisson request rate (requests/s)",
+        description="What the search varies: concurrent requests, a Poisson request rate (requests/s), or "
+        "the trace workload's time-scale (its headroom: how many times the recorded traffic holds the SLOs)",
         json_schema_extra={"section": _SEARCH},
     )
     search_lower: PositiveFloat = Field(
@@ -341,7 +364,9 @@ class CampaignRequest(BaseModel):
         json_schema_extra={"default_env": MODE_SETTING},
     )
 
-    @field_validator("instance_types", "concurrency", "request_rates", "workloads", "quantized_models")
+    @field_validator(
+        "instance_types", "concurrency", "request_rates", "workloads", "quantized_models", "time_scales"
+    )
     @classmethod
     def _unique(cls, values: list[Any]) -> list[Any]:
         """Duplicates would give two runs the same id (and the same lake files)."""
@@ -361,7 +386,16 @@ class CampaignRequest(BaseModel):
                 self.search_upper,
                 f"above the load generator's cap of {LOADGEN_MAX_IN_FLIGHT:,} requests in flight",
             )
-        if self.prompts_per_level < self.search_min_requests:
+        if (self.search_variable == "time_scale") != (self.workloads == ["trace"]) and (
+            self.search_variable == "time_scale" or "trace" in self.workloads
+        ):
+            raise ConfigError(
+                "search_variable",
+                self.search_variable,
+                "a trace's load is its time-scale, and a time-scale is a trace's: search time_scale with "
+                "workloads=['trace'] alone",
+            )
+        if self.search_variable != "time_scale" and self.prompts_per_level < self.search_min_requests:
             raise ConfigError(
                 "prompts_per_level",
                 self.prompts_per_level,
@@ -389,13 +423,21 @@ class CampaignRequest(BaseModel):
             return self.search_max_requests
         return min(SEARCH_CAP_FACTOR * self.search_min_requests, MAX_SEARCH_REQUESTS)
 
+    def with_trace(self, workload: Workload) -> CampaignRequest:
+        """This request with its trace workload as planning read it (`workload_specs`, `context_len`)."""
+        copy = self.model_copy()
+        copy._trace = workload
+        return copy
+
     def workload_specs(self) -> list[Workload | None]:
         """The workloads in order; None for `fixed`, which a LoadPlan's own lengths describe (its specs
         keep the ids they had before workloads existed)."""
         return [
             None
             if name == DEFAULT_WORKLOAD
-            else profile(name, self.input_len, self.output_len, self.custom_prompts)
+            else self._trace
+            if name == "trace" and self._trace is not None
+            else profile(name, self.input_len, self.output_len, self.custom_prompts, self.trace)
             for name in self.workloads
         ]
 
@@ -405,9 +447,13 @@ class CampaignRequest(BaseModel):
         quantization matrix's quality task: the longest prompt + output of any, plus headroom because random
         prompts can re-tokenize a little longer than asked, and a prompt at the limit would cut the output
         short."""
+        return self.context_len_of(self.workload_specs())
+
+    def context_len_of(self, workloads: Iterable[Workload | None]) -> int:
+        """`context_len` of these workloads (each with its headroom; a quantization matrix's quality task)."""
         needs = [
             (self.input_len, self.output_len) if w is None else (w.max_input_len, w.max_output_len)
-            for w in self.workload_specs()
+            for w in workloads
         ]
         if self.quantized_models:  # the quality task's prompts go to the same server after the levels
             needs.append((quality_task.PROMPT_TOKENS, quality_task.MAX_GEN_TOKS))

@@ -24,7 +24,8 @@ from accelbench.core.search import Phase, SearchResult
 from accelbench.core.spec import BenchmarkSpec
 
 LevelStatus = Literal["running", "ok", "errors", "failed"]  # "running" only until the level's verdict
-LevelKind = Literal["concurrency", "rate"]
+# scale: a timed trace replayed at this multiple of its recorded pace (1 = as recorded, 2 = twice as fast)
+LevelKind = Literal["concurrency", "rate", "scale"]
 
 
 class _Document(BaseModel):

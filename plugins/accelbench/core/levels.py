@@ -10,7 +10,8 @@ from accelbench.core.spec import BenchmarkSpec
 
 @dataclass(frozen=True)
 class Level:
-    """One load level: a concurrency cap, or an arrival rate (requests per second)."""
+    """One load level: a concurrency cap, an arrival rate (requests per second), or a timed trace's time-scale
+    (its arrivals at `value` times their recorded pace)."""
 
     kind: LevelKind
     value: float
@@ -18,15 +19,20 @@ class Level:
     @property
     def key(self) -> str:
         number = f"{self.value:g}".replace(".", "p")
-        return f"c{number}" if self.kind == "concurrency" else f"r{number}"
+        return {"concurrency": "c", "rate": "r", "scale": "x"}[self.kind] + number
 
     @property
     def words(self) -> str:
-        """ "4 concurrent", "2.5 req/s": the level as the logs and the drift text say it."""
+        """ "4 concurrent", "2.5 req/s", "2x the trace": the level as the logs and the drift text say it."""
+        if self.kind == "scale":
+            return f"{self.value:g}x the trace"
         return f"{self.value:g} concurrent" if self.kind == "concurrency" else f"{self.value:g} req/s"
 
 
 def levels(spec: BenchmarkSpec) -> list[Level]:
-    return [Level("concurrency", c) for c in spec.load.concurrency] + [
-        Level("rate", r) for r in spec.load.request_rates
+    load = spec.load
+    return [
+        *(Level("concurrency", c) for c in load.concurrency),
+        *(Level("rate", r) for r in load.request_rates),
+        *(Level("scale", s) for s in load.time_scales),
     ]

@@ -84,7 +84,8 @@ from accelbench.core.drift import drift
 from accelbench.core.intervals import Interval, SloVerdict, pooled_quantile_interval, slo_verdict
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
 
-SearchVariable = Literal["concurrency", "request_rate"]
+# time_scale: a timed trace's pace (its headroom: how many times the recorded traffic a server holds)
+SearchVariable = Literal["concurrency", "request_rate", "time_scale"]
 Phase = Literal["bracket", "bisect", "recheck"]  # recheck: the first probe measured again at the end
 # undecided: a p99's interval still held its SLO's limit when the probe reached `max_requests`.
 Verdict = Literal["pass", "fail", "undecided", "client_limited", "untrusted", "probe_failed"]
@@ -112,7 +113,16 @@ ANSWERED_OUTCOMES: tuple[Outcome, ...] = ("capacity", "upper_bound", "below_lowe
 SETTLED_OUTCOMES: tuple[Outcome, ...] = (*ANSWERED_OUTCOMES, "client_limited", "untrusted")
 MIN_P99_REQUESTS = 100  # below this a "p99" is the slowest request or close to it, never a tail estimate
 TAIL_LIMITS = tuple(limit for limit in LIMITS if limit.field.startswith("p99_"))  # need min_requests
-UNITS = {"concurrency": "concurrent", "request_rate": "req/s"}  # a load of each variable, as said
+LEVEL_KINDS: dict[str, Literal["concurrency", "rate", "scale"]] = {
+    "concurrency": "concurrency",
+    "request_rate": "rate",
+    "time_scale": "scale",
+}
+UNITS = {
+    "concurrency": "concurrent",
+    "request_rate": "req/s",
+    "time_scale": "x the trace",
+}  # a load of each variable, as said
 
 
 class _Frozen(BaseModel):
@@ -178,10 +188,10 @@ class SearchPlan(_Frozen):
         return self
 
     @property
-    def level_kind(self) -> Literal["concurrency", "rate"]:
+    def level_kind(self) -> Literal["concurrency", "rate", "scale"]:
         """The variable as a load level's kind (`evidence.LevelKind`: `Level.kind`, the lake's
         `level_kind`; spelt out, as the spec and the evidence import this module)."""
-        return "concurrency" if self.variable == "concurrency" else "rate"
+        return LEVEL_KINDS[self.variable]
 
     @property
     def unit(self) -> str:

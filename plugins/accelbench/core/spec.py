@@ -91,6 +91,9 @@ class LoadPlan(_Frozen):
     seed: int = 0
     concurrency: tuple[int, ...] = ()
     request_rates: tuple[float, ...] = ()
+    # A trace workload's levels: the trace at each multiple of its recorded pace (its every request, each
+    # level: `prompts_per_level` is the trace's count); the other workloads' plans have none.
+    time_scales: tuple[float, ...] = ()
     prompts_per_level: int = Field(default=200, ge=1)
     # Request-rate levels' arrivals: gamma-distributed gaps of this shape (vllm bench serve --burstiness):
     # 1 = Poisson, above 1 more regular, below 1 burstier.
@@ -113,7 +116,7 @@ class LoadPlan(_Frozen):
         if plan is None:
             return self
         problems = []
-        if self.concurrency or self.request_rates:
+        if self.concurrency or self.request_rates or self.time_scales:
             problems.append("a search chooses its own loads: give it no concurrency levels or request rates")
         if self.repeats != plan.repeats:
             problems.append(f"repeats={self.repeats}: the search repeats each probe {plan.repeats} times")
@@ -135,7 +138,7 @@ class LoadPlan(_Frozen):
             data.pop("search", None)
         if isinstance(data, dict) and data.get("burstiness") == POISSON:
             data.pop("burstiness", None)
-        for name in ("level_warmups", "workload"):  # unset: as before they existed
+        for name in ("level_warmups", "workload", "time_scales"):  # unset: as before they existed
             if isinstance(data, dict) and not data.get(name):
                 data.pop(name, None)
         return data

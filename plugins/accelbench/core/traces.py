@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from accelbench.core.workloads import TRACE_CHUNK, TraceIdentity
 from accelbench.errors import ConfigError
 
-CHUNK = 16  # tokens per hash id: vLLM's default (`--timed-trace-chunk-hash-size`)
+CHUNK = TRACE_CHUNK  # tokens per hash id: vLLM's default (`--timed-trace-chunk-hash-size`)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a stored trace's name (`traces/<name>.jsonl`)
 PERCENTILES = (50, 90, 99)
 
@@ -115,6 +116,18 @@ def identity(text: str, requests: Sequence[TraceRequest]) -> dict[str, float | i
         for q, v in zip(PERCENTILES, np.percentile(values, PERCENTILES), strict=True):
             out[f"trace_{name}_p{q}"] = float(v)
     return out
+
+
+def identify(text: str, name: str, uri: str) -> TraceIdentity:
+    """A trace file's identity (`identity`) with its longest prompt and output, every line checked."""
+    requests = parse(text)
+    figures = identity(text, requests)
+    longest = {
+        "max_input": max(r.input_length for r in requests),
+        "max_output": max(r.output_length for r in requests),
+    }
+    named = {k.removeprefix("trace_"): v for k, v in figures.items()}
+    return TraceIdentity.model_validate({"name": name, "uri": uri, **named, **longest})
 
 
 def busiest(requests: Sequence[TraceRequest], window_s: float) -> list[TraceRequest]:

@@ -18,11 +18,11 @@ from pydantic import ValidationError
 from accelbench import __version__
 from accelbench.core.evidence import Envelope, LevelRecord
 from accelbench.core.model_origin import is_local_path, model_identity
-from accelbench.core.spec import ServerSpec
+from accelbench.core.spec import LoadPlan, ServerSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.rows import capacities_table, runs_table
-from accelbench.lake.schemas import CAPACITIES, METRICS, REQUESTS, SCHEMA_VERSION, STATS
+from accelbench.lake.schemas import CAPACITIES, METRICS, REQUESTS, SCHEMA_VERSION, STATS, TRACE_COLUMNS
 from accelbench.lake.startups import read_startup, startups
 from accelbench.lake.store import Lake
 
@@ -242,6 +242,8 @@ def run_row(
         ),
         "recheck": level.recheck,
         "host_drift": envelope.drift,
+        **trace_columns(load),
+        "time_scale": level.level_value if level.level_kind == "scale" else None,
     }
     return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 
@@ -285,6 +287,15 @@ def _model_origin(envelope: Envelope) -> str | None:
     return origin if isinstance(origin, str) else None
 
 
+def trace_columns(load: LoadPlan) -> dict[str, Any]:
+    """A trace workload's identity as the lake's `trace_*` columns (null for any other workload)."""
+    trace = load.workload.trace if load.workload is not None else None
+    names = [name for name, _ in TRACE_COLUMNS]
+    if trace is None:
+        return dict.fromkeys(names)
+    return {name: getattr(trace, name.removeprefix("trace_")) for name in names}
+
+
 def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
     """The `capacities` row of a load search's envelope (None without a search result): the
     configuration as its probes' `runs` rows name it, and the capacity, bracket and cost found."""
@@ -322,6 +333,7 @@ def capacity_row(envelope: Envelope, prov: Provenance) -> dict[str, Any] | None:
         "capacity_low": result.capacity_low,
         "capacity_high": result.capacity_high,
         "capacity_method": result.capacity_method,
+        **trace_columns(spec.load),
         "probes": result.probes_used,
         "server_s": result.server_s,
         "slo_ttft_p99_ms": plan.slos.ttft_p99_ms,

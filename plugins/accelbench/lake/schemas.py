@@ -18,10 +18,11 @@ from accelbench.core.startup import FIGURES, PHASES
 # saturated, drifted); 9: a fixed campaign's recheck of its first level (runs.recheck) and what it found
 # (runs.host_drift), and the quantization the server's log reported (runs.server_quantization); 10: the
 # quality table (a quantization matrix's configurations against their reference); 11: the startups table (a
-# server's start-up in phases) and the costs table (what each server of a campaign cost).
+# server's start-up in phases) and the costs table (what each server of a campaign cost); 12: a trace
+# workload's identity (runs and capacities: trace_*) and a level's time-scale (runs.time_scale).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -52,6 +53,23 @@ REQUESTS = pa.schema(
         ("itl_max_s", pa.float64()),
     ]
 )
+
+# A trace workload's identity (accelbench.core.workloads.TraceIdentity) on every row of its runs and searches:
+# the report keeps each trace apart (by its sha256), and says what traffic a figure is of. Null otherwise.
+TRACE_COLUMNS = [
+    ("trace_name", pa.string()),  # the trace file's stem
+    ("trace_uri", pa.string()),  # where the campaign read it
+    ("trace_sha256", pa.string()),  # of the file's bytes
+    ("trace_requests", pa.int32()),
+    ("trace_duration_s", pa.float64()),  # first to last arrival at 1x
+    ("trace_mean_rate", pa.float64()),  # arrivals per second at 1x
+    ("trace_input_p50", pa.float64()),  # prompt tokens' percentiles
+    ("trace_input_p90", pa.float64()),
+    ("trace_input_p99", pa.float64()),
+    ("trace_output_p50", pa.float64()),  # output tokens' percentiles
+    ("trace_output_p90", pa.float64()),
+    ("trace_output_p99", pa.float64()),
+]
 
 _RUN_AGGREGATES = [
     ("duration_s", pa.float64()),
@@ -160,6 +178,9 @@ RUNS = pa.schema(
         # what the server's log said it served: "CompressedTensorsW8A8Int8 (CPUInt8ScaledMMLinearKernel)", or
         # "none" (unquantized), in both modes; null where the log could not be read or said neither
         ("server_quantization", pa.string()),
+        *TRACE_COLUMNS,
+        # a trace workload's level: the trace at this multiple of its recorded pace (2 = twice as fast)
+        ("time_scale", pa.float64()),
     ]
 )
 
@@ -185,7 +206,7 @@ CAPACITIES = pa.schema(
         ("host_instance_type", pa.string()),
         ("host_accelerators", pa.string()),
         ("measured_on_instance", pa.bool_()),  # host_instance_type == instance_type: prices apply
-        ("variable", pa.string()),  # "concurrency" or "request_rate"
+        ("variable", pa.string()),  # "concurrency", "request_rate" or "time_scale" (a trace's headroom)
         ("lower", pa.float64()),  # the bounds searched
         ("upper", pa.float64()),
         ("precision", pa.string()),  # what the bracket was narrowed to: "1 concurrent", "10%"
@@ -213,6 +234,7 @@ CAPACITIES = pa.schema(
         ("capacity_low", pa.float64()),  # the capacity's interval (null: none, or written before schema 8)
         ("capacity_high", pa.float64()),
         ("capacity_method", pa.string()),  # how the interval was found, as the report says it
+        *TRACE_COLUMNS,  # a headroom search's trace (variable time_scale)
     ]
 )
 

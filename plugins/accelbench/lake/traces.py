@@ -5,12 +5,24 @@ them."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 
 import pyarrow.dataset as ds
+from botocore.exceptions import BotoCoreError, ClientError
 from fsspec.core import url_to_fs
 
-from accelbench.core.traces import NAME_PATTERN, TraceRequest, dumps, from_requests, identity, rows_of
+from accelbench.core.traces import (
+    NAME_PATTERN,
+    TraceRequest,
+    dumps,
+    from_requests,
+    identify,
+    identity,
+    rows_of,
+)
+from accelbench.core.workloads import TraceIdentity
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, storage_options
 
@@ -25,14 +37,54 @@ def run_trace(lake: Lake, run_id: str) -> list[TraceRequest]:
     return from_requests(rows)
 
 
-def usage_rows(uri: str) -> list[dict[str, object]]:
-    """A usage log's rows from a worker path or an s3:// URI (`accelbench.core.traces.rows_of`)."""
+def read_text(uri: str, field: str) -> str:
+    """A file from a worker path or an s3:// URI; a ConfigError naming `field` when it cannot be read."""
     try:
         fs, path = url_to_fs(uri, **storage_options(uri))
-        text = fs.cat_file(path).decode()
-    except (OSError, ValueError, ImportError) as exc:
-        raise ConfigError("usage_log", uri, f"cannot read it ({type(exc).__name__}: {exc})") from None
-    return rows_of(text, uri)
+        return bytes(fs.cat_file(path)).decode()
+    except (
+        OSError,
+        ValueError,
+        ImportError,
+        BotoCoreError,
+        ClientError,
+    ) as exc:  # UnicodeError: a ValueError
+        raise ConfigError(field, uri, f"cannot read it ({type(exc).__name__}: {exc})") from None
+
+
+def usage_rows(uri: str) -> list[dict[str, object]]:
+    """A usage log's rows from a worker path or an s3:// URI (`accelbench.core.traces.rows_of`)."""
+    return rows_of(read_text(uri, "usage_log"), uri)
+
+
+def trace_uri(location: str, lake_uri: str) -> str:
+    """Where a campaign's `trace` lies: a worker path or a URI as given, a bare name the lake's stored trace
+    (`traces/<name>.jsonl`, what `store_trace` and the accelbench_make_trace DAG write)."""
+    if NAME.match(location) and "/" not in location and not location.endswith(".jsonl"):
+        return f"{lake_uri.rstrip('/')}/traces/{location}.jsonl"
+    return location
+
+
+def read_trace(location: str, lake_uri: str) -> TraceIdentity:
+    """The campaign's trace read and checked (every line; a bad one named with its number) for planning."""
+    uri = trace_uri(location, lake_uri)
+    text = read_text(uri, "trace")
+    name = Path(uri.rsplit("/", 1)[-1]).stem
+    try:
+        return identify(text, name, uri)
+    except ConfigError as exc:
+        raise ConfigError("trace", location, f"{exc.field}: {exc.why} (value {exc.value!r})") from None
+
+
+def fetch_trace(trace: TraceIdentity, dest: Path) -> None:
+    """The load generator's copy of a spec's trace, the very file planned (its sha256 checked: a trace
+    replaced since would measure other traffic under the planned identity)."""
+    text = read_text(trace.uri, "trace")
+    found = hashlib.sha256(text.encode()).hexdigest()
+    if found != trace.sha256:
+        why = f"its sha256 is {found[:12]} now, {trace.sha256[:12]} when the campaign was planned: plan again"
+        raise ConfigError("trace", trace.uri, why)
+    dest.write_text(text)
 
 
 def store_trace(lake: Lake, name: str, trace: list[TraceRequest]) -> dict[str, object]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from accelbench.core.levels import Level
 from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.workloads import TRACE_FILE
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 
 PERCENTILE_METRICS = "ttft,tpot,itl,e2el"
@@ -32,7 +33,7 @@ def bench_args(
     args = [
         "bench",
         "serve",
-        *load.runs.bench_args(),
+        *load.runs.bench_args(trace_file=str(result_dir / TRACE_FILE)),
         "--base-url",
         base_url,
         "--model",
@@ -62,7 +63,12 @@ def bench_args(
         result_file,
         "--disable-tqdm",
     ]
-    if level is None or level.kind == "concurrency":
+    if level is not None and level.kind == "scale":
+        # The trace's own arrival times at 1/scale of their gaps (vLLM multiplies each timestamp), open loop
+        # up to the in-flight cap the pod's memory is sized for (a capped level is client-limited).
+        args += ["--timed-trace-sec-multiplier", f"{1 / level.value:.9g}"]
+        args += ["--max-concurrency", str(LOADGEN_MAX_IN_FLIGHT)]
+    elif level is None or level.kind == "concurrency":
         args += ["--max-concurrency", f"{int(level.value) if level else 1}", "--request-rate", "inf"]
     else:
         # Open loop up to the in-flight cap the pod's memory is sized for (a capped level is client-limited).

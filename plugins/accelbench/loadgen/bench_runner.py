@@ -13,6 +13,14 @@ two worker-thread hops after the request's start stamp: about 1 ms added to ever
 core (benchmarks/loadgen_accuracy.py), and an HTTP_PROXY without NO_PROXY would route the benchmark
 through the proxy. A non-loopback --base-url keeps vLLM's behaviour.
 
+A second: vLLM 0.32's send schedule (`vllm.benchmarks.serve.get_request`, request rates and timed traces
+alike) waits on the wall clock (`time.time()`), while each request's send stamp (`start_time`) and the
+benchmark's duration are on the monotonic clock (`time.perf_counter()`). On a host whose wall clock is being
+slewed or stepped by its time sync, the two part: on this suite's CI VM the wall clock ran 0.5% fast against
+the monotonic one (10.05 s for 10.00 s), so a 27 s trace was sent 0.14 s early by its end, and one step made
+a replay's median send 1.9 s early against its first. The schedule here reads the monotonic clock, the one
+its stamps and asyncio's sleeps use (`schedule_on_the_monotonic_clock`).
+
 Protocol (bench_client.BenchClient is the other end): one line `{"ready": <vllm version>}` on stdout
 once vLLM is imported; then, for each JSON line `{"args": [...], "log": path}` on stdin, the run's
 stdout and stderr go to `log` and one line `{"exit": code}` comes back. It exits at end of input.
@@ -53,6 +61,19 @@ def trust_env_only_off_loopback() -> None:
     aiohttp.ClientSession.__init__ = init  # type: ignore[method-assign]  # a deliberate patch of vLLM's sessions
 
 
+def schedule_on_the_monotonic_clock() -> None:
+    """Make `vllm.benchmarks.serve`'s `time.time()` (its send schedule's only clock) the monotonic clock."""
+    import time
+    import types
+
+    import vllm.benchmarks.serve as serve
+
+    clock = types.ModuleType("time", "the time module, with time() the monotonic clock (bench_runner)")
+    clock.__dict__.update({k: v for k, v in vars(time).items() if not k.startswith("__")})
+    clock.time = time.perf_counter  # type: ignore[attr-defined]
+    serve.time = clock  # a deliberate patch of vLLM's schedule clock
+
+
 def run(args: list[str], log_path: str) -> int:
     from vllm.entrypoints.cli.main import main
 
@@ -91,6 +112,7 @@ def main() -> int:
     import vllm.benchmarks.serve
     import vllm.entrypoints.cli.main
 
+    schedule_on_the_monotonic_clock()
     control.write(json.dumps({"ready": vllm.__version__}) + "\n")
     for line in sys.stdin:
         if line.strip():

@@ -56,9 +56,11 @@ from accelbench.core.search import (
     repeats_drift,
 )
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.errors import AccelbenchError
+from accelbench.core.workloads import TRACE_FILE
+from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lake.ingest import request_table
 from accelbench.lake.raw import ENVELOPE
+from accelbench.lake.traces import fetch_trace
 from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_client import BenchClient, BenchProcessError
 from accelbench.loadgen.bench_command import bench_args, repeat_seed
@@ -194,6 +196,17 @@ class Driver:
             raise LevelFailed(f"`vllm bench serve` exited with {code}:\n" + "\n".join(tail))
         return self.spec_dir / f"{name}.json"
 
+    def fetch_trace(self) -> None:
+        """A trace workload's file, beside the results (so the raw evidence keeps what was replayed)."""
+        workload = self.spec.load.workload
+        if workload is None or workload.trace is None:
+            return
+        log.info("trace: %s", workload.trace.words())
+        try:
+            fetch_trace(workload.trace, self.spec_dir / TRACE_FILE)
+        except ConfigError as exc:
+            raise LevelFailed(f"the trace: {exc}") from None
+
     def warm_up(self) -> None:
         n = self.spec.load.warmups
         if n:
@@ -277,7 +290,14 @@ class Driver:
         if "start_times" in result and "latencies" in result:
             rec.peak_concurrency = peak_concurrency(result["start_times"], result["latencies"])
         rec.achieved_rate = arrival_rate(result)
-        if level.kind == "rate":
+        trace = self.spec.load.workload.trace if self.spec.load.workload else None
+        if level.kind == "scale" and trace is not None:  # the trace's mean rate at this pace
+            rec.requested_rate = trace.mean_rate * level.value
+            rec.client_limited = bool(
+                rec.achieved_rate is not None
+                and rec.achieved_rate < CLIENT_LIMITED_RATIO * rec.requested_rate
+            )
+        elif level.kind == "rate":
             rec.requested_rate = level.value
             rec.client_limited = bool(
                 rec.achieved_rate is not None and rec.achieved_rate < CLIENT_LIMITED_RATIO * level.value
@@ -454,6 +474,7 @@ class Driver:
         try:
             if owned:  # inside the try: a client that cannot start is a warm-up failure in the envelope
                 self.client = BenchClient(self.vllm, self.client_cpus).start()
+            self.fetch_trace()
             self.warm_up()
             if self.spec.load.search is None:
                 failure, drift = self._levels()

@@ -12,6 +12,17 @@ import re
 from accelbench.core.intervals import CONFIDENCE
 
 LABELS: dict[str, str] = {
+    "trace_lengths": "The trace's lengths, tokens",
+    "trace": "Trace (its identity at 1x)",
+    "headroom": "Headroom: times the recorded traffic held under the SLOs",
+    "replicas": "Replicas for the traffic",
+    "replicas_at_low": "Replicas at the headroom interval's low end",
+    "on_demand_usd_per_month": "On-demand USD per month",
+    "spot_usd_per_month": "Spot USD per month",
+    "arrivals_by_time": "Arrivals per second over the replay",
+    "ttft_by_time": "Slowest TTFT over the replay",
+    "busiest_bin": "Busiest span",
+    "slowest_bin": "Slowest span",
     "campaign_id": "Campaign",
     "servers": "Servers",
     "billed_hours": "Billed instance-hours",

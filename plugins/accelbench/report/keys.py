@@ -14,7 +14,18 @@ from accelbench.report.hosts import host_label
 
 # What the requests looked like (the profile, its endpoint, shared prefix, dataset and lengths): points are
 # compared, across tiers or not, only with points of the same model on the same workload (COMPARISON_KEY).
-WORKLOAD_KEY = ("workload", "endpoint", "prefix_len", "dataset", "input_len", "output_len", "range_ratio")
+# A trace workload's identity: two traces never pool (their sha256 differs); the rest names it in words.
+TRACE_KEY = ("trace_name", "trace_sha256", "trace_requests", "trace_duration_s", "trace_mean_rate")
+WORKLOAD_KEY = (
+    "workload",
+    "endpoint",
+    "prefix_len",
+    "dataset",
+    "input_len",
+    "output_len",
+    "range_ratio",
+    *TRACE_KEY,
+)
 COMPARISON_KEY = ("model", *WORKLOAD_KEY)
 # One server configuration on one workload on one host, measured one way: its load levels are one
 # throughput/latency curve. Workload (dataset, lengths), engine settings (the server half of the matrix
@@ -80,9 +91,12 @@ def key_value(run: dict[str, Any], key: str) -> Any:
     return run.get(key)
 
 
+_ONLY_WHEN_SET = {"warmups_in_window", *TRACE_KEY}
+
+
 def short_id(fields: dict[str, Any]) -> str:
     """12 hex digits that name the key `fields` (a point's, a configuration's, a comparison's). The
-    warm-up flag counts only where it is set, so the points measured the way warm-ups run today keep
-    the ids they had before it was a key field."""
-    values = [str(v) for k, v in fields.items() if k != "warmups_in_window" or v]
+    warm-up flag and a trace's fields count only where they are set, so the points measured the way
+    warm-ups run today, and every point of another workload, keep the ids they had before those fields."""
+    values = [str(v) for k, v in fields.items() if v or k not in _ONLY_WHEN_SET]
     return hashlib.sha256(json.dumps(values).encode()).hexdigest()[:12]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from accelbench.core.slos import LIMITS
-from accelbench.core.workloads import DEFAULT_WORKLOAD
+from accelbench.core.workloads import DEFAULT_WORKLOAD, trace_words
 from accelbench.report.keys import WARMUPS_IN_WINDOW_LABEL
 
 
@@ -20,6 +20,10 @@ def workload_label(p: dict[str, Any]) -> str:
     name in front for a named workload ("chat: random 256→128 ±50% (chat)"), the shared prefix and the
     chat endpoint when they apply."""
     dataset = p.get("dataset") or "unknown dataset"
+    if p.get("trace_sha256"):  # a trace: its name and identity, never its longest lengths
+        figures = [p.get(k) for k in ("trace_requests", "trace_duration_s", "trace_mean_rate")]
+        words = trace_words(str(p.get("trace_name")), str(p["trace_sha256"]), *(f or 0 for f in figures))
+        return f"{p.get('workload') or 'trace'}: {words}"
     if p.get("input_len") is None or p.get("output_len") is None:
         return f"{dataset}, lengths not recorded"
     spread = f" ±{p['range_ratio']:.0%}" if p.get("range_ratio") else ""
@@ -47,7 +51,9 @@ def configuration_label(p: dict[str, Any]) -> str:
 
 
 def level_label(kind: str, value: float) -> str:
-    """ "concurrency 16" or "4 req/s": the load level as the form asked for it."""
+    """ "concurrency 16", "4 req/s" or "2x the trace": the load level as the form asked for it."""
+    if kind == "scale":
+        return f"{value:g}x the trace"
     return f"concurrency {value:g}" if kind == "concurrency" else f"{value:g} req/s"
 
 

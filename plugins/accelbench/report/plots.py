@@ -103,6 +103,8 @@ def _level(p: dict[str, Any]) -> str:
         return "?"
     if kind == "concurrency":
         return f"c{value:g}"
+    if kind == "scale":
+        return f"{value:g}x"
     return f"{value:g} req/s" if kind == "rate" else f"{kind} {value:g}"
 
 

@@ -21,8 +21,9 @@ import pyarrow.dataset as ds
 from accelbench.lake.schemas import REQUESTS
 from accelbench.lake.store import Lake
 
-# metric -> the requests table's column (seconds)
-COLUMNS = {"ttft": "ttft_s", "tpot": "tpot_s", "e2el": "e2el_s"}
+# metric -> the requests table's column (seconds); "start": when the request was sent, from the level's first
+# (a trace's replay is shown against its arrivals: accelbench.report.tables.traces)
+COLUMNS = {"ttft": "ttft_s", "tpot": "tpot_s", "e2el": "e2el_s", "start": "start_offset_s"}
 _READ = ["run_id", "request_index", "success", *COLUMNS.values()]
 READ_RUNS = 50  # runs per read of the requests table
 

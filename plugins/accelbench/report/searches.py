@@ -8,8 +8,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from accelbench.core.price import Price
-from accelbench.core.search import UNITS
+from accelbench.core.search import LEVEL_KINDS, UNITS
+from accelbench.core.workloads import trace_words
 from accelbench.report.hosts import host_label
+from accelbench.report.keys import TRACE_KEY
 from accelbench.report.labels import bracket_text, level_label, short_model, slos_text
 from accelbench.report.points import level_points
 
@@ -107,6 +109,11 @@ def capacity_rows(
                 "server_s": c.get("server_s"),
                 "host": host_label(c),
                 "spec_id": c.get("spec_id"),
+                "accelerator_type": c.get("accelerator_type"),
+                "capacity_low": c.get("capacity_low"),
+                "capacity_high": c.get("capacity_high"),
+                "trace_sha256": c.get("trace_sha256"),
+                "trace": trace_words(*(c[k] for k in TRACE_KEY)) if c.get("trace_sha256") else None,
             }
             | {k: at.get(k) for k in AT_CAPACITY}
         )
@@ -115,7 +122,7 @@ def capacity_rows(
 
 def searched_label(row: dict[str, Any]) -> str:
     """ "concurrency 5 [5, 6]": a capacities-table row's capacity as a load level, with its bracket."""
-    kind = "concurrency" if row.get("search_variable") == "concurrency" else "rate"
+    kind = LEVEL_KINDS.get(row.get("search_variable") or "", "rate")
     text = f"{level_label(kind, row['capacity'])} {row.get('bracket') or ''}".strip()
     return f"{text} (upper bound passed)" if row.get("search_outcome") == "upper_bound" else text
 

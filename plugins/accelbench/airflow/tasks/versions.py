@@ -144,7 +144,10 @@ def _notifier() -> Any:
 def regression_gate(version: str, context: dict[str, Any], fail: bool | None = None) -> dict[str, Any]:
     """Compare `version` with its neighbours (the versions measured just before and after it) on every
     point of the configured matrix; log the regressions, write a report that lists them, call the
-    notifier, optionally fail. Also records the version as benchmarked in the catalog."""
+    notifier, and fail with ACCELBENCH_FAIL_ON_REGRESSION; else return, beside the regressions, whether to
+    ask the owner (`ask`: regressions no earlier answer covers), what to show them (`body`) and the answer
+    that stands (`answer`), for the approval step (accelbench.airflow.approval). Also records the version as
+    benchmarked in the catalog."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from accelbench.airflow.tasks.releases import mark

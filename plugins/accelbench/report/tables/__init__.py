@@ -24,6 +24,7 @@ from accelbench.report.tables import (
     decisions,
     frontier,
     headline,
+    headroom,
     local_results,
     models,
     points,
@@ -31,6 +32,7 @@ from accelbench.report.tables import (
     quality,
     resolution,
     retracted,
+    traces,
     version_deltas,
 )
 
@@ -42,10 +44,12 @@ TABLES: tuple[Table, ...] = (
     local_results.TABLE,
     quality.TABLE,
     capacities.TABLE,  # followed on the page by the capacity planner and the plots
+    headroom.TABLE,
     frontier.TABLE,
     version_deltas.TABLE,
     decisions.TABLE,
     prefix_caching.TABLE,
+    traces.TABLE,
     resolution.TABLE,
     models.TABLE,
     costs.CAMPAIGNS,
