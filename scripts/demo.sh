@@ -54,6 +54,9 @@ export ACCELBENCH_OFFLINE=${ACCELBENCH_OFFLINE:-1}
 export AIRFLOW_HOME=${AIRFLOW_HOME:-$ACCELBENCH_HOME/airflow}
 export AIRFLOW__CORE__DAGS_FOLDER=$repo/dags
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
+# No run deadline (docs/guides/campaigns.md, "the run's deadline"): Airflow 3.3.2's `dags test` fails after a
+# successful run of a DAG with one (apache/airflow#73428, open), and the demo runs the campaign that way.
+export ACCELBENCH_DEADLINE_FACTOR=${ACCELBENCH_DEADLINE_FACTOR:-0}
 logs=$ACCELBENCH_HOME/logs
 mkdir -p "$logs"
 airflow=.venv/bin/airflow
@@ -160,10 +163,10 @@ PY
   matrix=$(printf ', "quantized_models": ["%s"]' "$w8a8")
 fi
 # Without the matrix, a second workload: the timed trace the project ships (a generated day squeezed into 27 s:
-# 31 requests, bursts, four shared system prompts) replayed at twice and at its recorded pace, a server of its own.
+# 31 requests, bursts, four shared system prompts) replayed at its recorded pace, on a server of its own.
 workloads=""
 if [ "$quantized" = 0 ]; then
-  workloads=$(printf ', "workloads": ["fixed", "trace"], "trace": "%s", "time_scales": [2, 1]' "$repo/plugins/accelbench/core/data/generated-day.jsonl")
+  workloads=$(printf ', "workloads": ["fixed", "trace"], "trace": "%s", "time_scales": [1]' "$repo/plugins/accelbench/core/data/generated-day.jsonl")
 fi
 # --enforce-eager: no graph compilation (the real model is ready in 1-1.5 min on 2 cores, not ~6). The planner
 # passes --max-model-len itself: the longest prompt + output + headroom of any workload (the trace's 624 + 61).

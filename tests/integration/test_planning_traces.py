@@ -48,6 +48,19 @@ def test_a_trace_workload_plans_its_time_scales_with_the_trace_s_identity() -> N
     assert plan(instance_types=TYPES).specs[0].load == fixed.load
 
 
+def test_the_same_trace_read_from_another_place_is_the_same_matrix_point(tmp_path: Path) -> None:
+    """ "Already measured" compares matrix keys: a trace is its content, wherever a campaign read it."""
+    copy = tmp_path / "generated-day.jsonl"
+    copy.write_text(shipped().read_text())
+    here, there = (
+        plan(instance_types=TYPES, workloads=["trace"], trace=str(p)).specs[0] for p in (shipped(), copy)
+    )
+    assert here.matrix_key == there.matrix_key and here.spec_id != there.spec_id  # the spec says where
+    copy.write_text(shipped().read_text().replace('"output_length":', '"output_length": ', 1))  # other bytes
+    changed = plan(instance_types=TYPES, workloads=["trace"], trace=str(copy)).specs[0]
+    assert changed.matrix_key != here.matrix_key
+
+
 def test_a_stored_trace_is_named_by_its_name_in_the_lake(tmp_path: Path, monkeypatch) -> None:
     lake = Lake(str(tmp_path / "lake"))
     monkeypatch.setenv("ACCELBENCH_LAKE_URI", lake.uri)

@@ -206,9 +206,14 @@ class BenchmarkSpec(_Frozen):
 
         The image digest is left out: a version measured before its digest was known is the same
         matrix point once the catalog records it. A model served from a folder is keyed by its id, not the
-        folder's path: the same model from another checkout or machine is the same point."""
+        folder's path: the same model from another checkout or machine is the same point; a trace by its
+        content (its sha256 and figures), not where it was read."""
         server = self.server.model_dump(mode="json", exclude={"image_digest"})
         if "model_id" in server:
             server["model"] = server.pop("model_id")
-        text = json.dumps({"server": server, "load": self.load.model_dump(mode="json")}, sort_keys=True)
+        load = self.load.model_dump(mode="json")
+        if (workload := load.get("workload")) and workload.get("trace"):  # by its content, not its place
+            workload.pop("path", None)
+            workload["trace"].pop("uri", None)
+        text = json.dumps({"server": server, "load": load}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -4,7 +4,8 @@ of a point's repeats (`accelbench.core.intervals.pooled_quantile_interval`).
 
 Only the columns and runs needed are read: a lake holds up to 10^5 requests per level
 (benchmarks/ingest_scaling.py), so the table is filtered on `run_id` while reading, a bounded number of
-runs at a time, and each run keeps three float64 arrays (24 bytes per request).
+runs at a time, and each run keeps four float64 arrays (32 bytes per request: the three latencies and
+the send time, which the trace replays table plots against).
 """
 
 from __future__ import annotations
