@@ -59,7 +59,11 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     condition {
       test     = "StringLike"
       variable = "s3:prefix"
-      values   = ["raw/*", "imports/*", "requests/*", "runs/*", "reports/*"]
+      # every prefix of the lake (accelbench.lake.schemas: its tables, then raw/, imports/, reports/, traces/)
+      values = [
+        "raw/*", "requests/*", "runs/*", "capacities/*", "quality/*", "startups/*", "costs/*", "imports/*",
+        "reports/*", "traces/*",
+      ]
     }
   }
 
@@ -69,10 +73,15 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     actions = ["s3:GetObject"]
     resources = [
       "${local.lake_arn}/raw/*",
-      "${local.lake_arn}/imports/*",
       "${local.lake_arn}/requests/*",
       "${local.lake_arn}/runs/*",
+      "${local.lake_arn}/capacities/*",
+      "${local.lake_arn}/quality/*",
+      "${local.lake_arn}/startups/*",
+      "${local.lake_arn}/costs/*",
+      "${local.lake_arn}/imports/*",
       "${local.lake_arn}/reports/*",
+      "${local.lake_arn}/traces/*",
     ]
   }
 
@@ -82,17 +91,22 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     effect  = "Allow"
     actions = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
     resources = [
-      "${local.lake_arn}/imports/*",
       "${local.lake_arn}/requests/*",
       "${local.lake_arn}/runs/*",
+      "${local.lake_arn}/capacities/*",
+      "${local.lake_arn}/quality/*",
+      "${local.lake_arn}/startups/*",
+      "${local.lake_arn}/costs/*",
+      "${local.lake_arn}/imports/*",
       "${local.lake_arn}/reports/*",
+      "${local.lake_arn}/traces/*",
     ]
   }
 }
 
 resource "aws_iam_policy" "airflow_worker_lake" {
   name        = "${var.cluster_name}-accelbench-airflow-lake"
-  description = "accelbench lake: list and read every prefix, write imports/, requests/, runs/ and reports/"
+  description = "accelbench lake: list and read every prefix, write every prefix but raw/"
   policy      = data.aws_iam_policy_document.airflow_worker_lake.json
 }
 
@@ -117,7 +131,7 @@ resource "aws_eks_pod_identity_association" "airflow_worker" {
 
 resource "aws_iam_role" "benchmark_pod" {
   name               = "${var.cluster_name}-accelbench-benchmark-pod"
-  description        = "accelbench-campaigns benchmark pods: write raw/ results to the lake, nothing else"
+  description        = "accelbench-campaigns benchmark pods: write raw/ results to the lake, read the traces they replay"
   assume_role_policy = data.aws_iam_policy_document.pod_identity_trust.json
 }
 
@@ -128,10 +142,18 @@ data "aws_iam_policy_document" "benchmark_pod_lake" {
     actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
     resources = ["${local.lake_arn}/raw/*"]
   }
+
+  # A trace workload's timed trace, stored by accelbench_make_trace (the planner refuses any other place).
+  statement {
+    sid       = "ReadTraces"
+    effect    = "Allow"
+    actions   = ["s3:GetObject"]
+    resources = ["${local.lake_arn}/traces/*"]
+  }
 }
 
 resource "aws_iam_role_policy" "benchmark_pod_lake" {
-  name   = "accelbench-lake-raw-write"
+  name   = "accelbench-lake-raw-write-traces-read"
   role   = aws_iam_role.benchmark_pod.id
   policy = data.aws_iam_policy_document.benchmark_pod_lake.json
 }

@@ -4,8 +4,8 @@
 
 locals {
   cpu_ec2nodeclass = yamldecode(templatefile("${path.module}/../karpenter/cpu-ec2nodeclass.yaml.tftpl", {
-    cluster_name   = var.cluster_name
-    node_role_name = var.karpenter_node_role_name
+    cluster_name       = var.cluster_name
+    node_role_name     = var.karpenter_node_role_name
     kubernetes_version = var.kubernetes_version
     ami_release        = var.al2023_ami_release
   }))

@@ -385,6 +385,9 @@ def _gate_run(airflow: Airflow, version: str, count: int) -> str:
     )[count - 1]["dag_run_id"]
 
 
+ANSWER_AFTER_S = 5.0  # see _answer
+
+
 def _answer(airflow: Airflow, run_id: str, option: str, reason: str) -> dict[str, Any]:
     path = f"/dags/{CAMPAIGN}/dagRuns/{run_id}/taskInstances/approve_regressions/-1/hitlDetails"
 
@@ -398,6 +401,12 @@ def _answer(airflow: Airflow, run_id: str, option: str, reason: str) -> dict[str
     )
     assert "regression" in question["subject"] and "p99" in question["body"], question
     assert airflow.states(CAMPAIGN, run_id)["approve_regressions"] == "awaiting_input"
+    # An owner answers seconds after the question, not within one: answered 0.5 s after the task paused, the
+    # answer queued it again before the scheduler had the executor's event of the paused process, and Airflow
+    # 3.3.2 then failed it ("executor ... reported that the task instance ... finished with state success, but
+    # the task instance's state attribute is queued"; seen once in a clean-clone CI run). The scheduler's loop
+    # takes the event within a second or two.
+    time.sleep(ANSWER_AFTER_S)
     return airflow.api("PATCH", path, json={"chosen_options": [option], "params_input": {"reason": reason}})
 
 

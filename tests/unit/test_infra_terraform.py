@@ -19,6 +19,7 @@ import hcl2
 import pytest
 import yaml
 from accelbench.k8s import placement
+from accelbench.lake.schemas import AREAS, TABLES
 
 from tests.support.infra import DEVICE_PLUGINS, TIERS
 from tests.support.paths import REPO
@@ -29,7 +30,8 @@ TF_FILES = sorted(INFRA.rglob("*.tf"))
 # The read-only calls of the catalog and pricing DAGs; AWS does not scope them to resources.
 READ_ONLY = {"pricing:GetProducts", "ec2:DescribeInstanceTypes", "ec2:DescribeSpotPriceHistory"}
 LAKE_ARN = "${aws_s3_bucket.lake.arn}"
-LAKE_PREFIXES = {"raw/", "imports/", "requests/", "runs/", "reports/"}
+# Every prefix the lake writes, as the library names them: its tables and its other areas.
+LAKE_PREFIXES = {f"{name}/" for name in (*TABLES, *AREAS)}
 # Each tier's gate: every Kubernetes object of the tier (NodePool, EC2NodeClass, device plugin) is behind it.
 GATES = {tier: f"install_{tier}_nodepool" for tier in TIERS}
 COUNT_GATE = re.compile(r"\$\{var\.(\w+) \? 1 : 0\}")
@@ -347,11 +349,14 @@ def test_the_worker_policy_file_is_the_catalog_policy_the_dags_already_use() -> 
     assert policy == '${file("${path.module}/../iam/catalog-refresh-policy.json")}'
 
 
-def test_benchmark_pods_can_only_write_under_raw() -> None:
+def test_benchmark_pods_can_only_write_under_raw_and_read_the_traces_they_replay() -> None:
     statements = role_permissions("benchmark_pod")
     assert all(st.effect == "Allow" for st in statements)
-    assert set().union(*(st.actions for st in statements)) == {"s3:PutObject", "s3:AbortMultipartUpload"}
-    assert set().union(*(st.resources for st in statements)) == {f"{LAKE_ARN}/raw/*"}
+    writes = [st for st in statements if st.actions & {"s3:PutObject", "s3:AbortMultipartUpload"}]
+    assert set().union(*(st.actions for st in writes)) == {"s3:PutObject", "s3:AbortMultipartUpload"}
+    assert set().union(*(st.resources for st in writes)) == {f"{LAKE_ARN}/raw/*"}
+    (reads,) = (st for st in statements if st not in writes)
+    assert reads.actions == {"s3:GetObject"} and reads.resources == {f"{LAKE_ARN}/traces/*"}
 
 
 def test_the_api_server_can_only_list_and_read_reports() -> None:

@@ -367,6 +367,12 @@ TABLES = {
 }
 
 
+# The lake's prefixes besides its tables': the benchmark pods' raw evidence, the workers' copies of imported
+# files, the reports, and the stored timed traces (what a benchmark pod reads). The IAM policies of
+# infra/terraform/iam.tf grant these and the tables' prefixes (tests/unit/test_infra_terraform.py).
+AREAS = ("raw", "imports", "reports", "traces")
+
+
 def reference_markdown() -> str:
     """The column tables of docs/reference/lake-schema.md (scripts/gen_reference.py writes them there)."""
     parts = [
