@@ -160,3 +160,28 @@ def test_a_headroom_search_needs_a_trace_long_enough_for_its_p99(tmp_path: Path)
     spec = plan(instance_types=TYPES, workloads=["trace"], trace=path, **search).specs[0]
     assert spec.load.search is not None and spec.load.search.variable == "time_scale"
     assert spec.load.search.level_kind == "scale" and spec.load.prompts_per_level == 120
+
+
+def test_the_cost_estimate_counts_a_trace_s_replays_at_their_own_pace(tmp_path: Path) -> None:
+    """A trace takes its own time at each scale, whatever the stated request rate: the plan's estimate (and
+    `max_campaign_usd`) count at least its replays: each level's repeats, and the first level's recheck."""
+    from datetime import UTC, datetime
+
+    from accelbench.campaign.estimate import Stated, estimate
+    from accelbench.core.price import Price
+
+    # 20 requests over 950 s: an hour's quiet traffic, far longer than 20 requests at any stated rate
+    path = _trace(tmp_path, [(64, 8)] * 20, gap_s=50.0)
+    (spec,) = plan(instance_types=TYPES, workloads=["trace"], trace=str(path), time_scales=[1, 4]).specs
+    price = Price("r8g.4xlarge", "us-east-1", "on_demand", 0.8, datetime(2026, 1, 1, tzinfo=UTC), "test")
+    (found,) = estimate([spec], None, [price], "us-east-1", "kubernetes", Stated(100.0, 10.0))
+    repeats = spec.load.repeats
+    replays = (950 / 1 + 950 / 4) * repeats + 950 / 1  # each level's repeats, then the first level again
+    assert found.replay_s == pytest.approx(replays)
+    assert found.seconds == pytest.approx(100.0 + replays)  # not 100 + requests / 10
+    assert found.usd == pytest.approx((100.0 + replays) * 0.8 / 3600)
+    assert "the trace's replays" in found.text()
+    (fixed,) = estimate(
+        plan(instance_types=TYPES).specs, None, [price], "us-east-1", "kubernetes", Stated(100, 10)
+    )
+    assert fixed.replay_s == 0.0  # a synthetic workload: its requests over the rate, as before

@@ -5,11 +5,14 @@ estimate is above it, before any server starts.
 The start-up allowance is the median `ready_s` of the lake's earlier start-ups of the instance type in the
 same mode, else ACCELBENCH_STARTUP_ALLOWANCE_S; the throughput is the median request rate of the lake's
 earlier runs of the same configuration (matrix key), else ACCELBENCH_STATED_REQUESTS_PER_S. Both say which
-they used. A local server is not billed (its host is not bought for the campaign): its estimate is 0.
+they used. A trace workload's server takes at least its replays' own time (`replay_s`: a trace of 100
+requests over an hour takes an hour at 1x, whatever the rate). A local server is not billed (its host is not
+bought for the campaign): its estimate is 0.
 
 The campaign run's deadline (`deadline_s`) is fixed by Airflow when it creates the run, before the plan task
 has planned anything: it is estimated from the request alone (its servers and their requests), with the
-stated allowances, times ACCELBENCH_DEADLINE_FACTOR."""
+stated allowances, times ACCELBENCH_DEADLINE_FACTOR; a trace is not read then, so its replays' own time is
+not in it."""
 
 from __future__ import annotations
 
@@ -62,10 +65,12 @@ class ServerEstimate:
     rate_from: str
     usd_per_hour: float | None  # None: unpriced (local, or no price)
     why_unpriced: str | None
+    # A trace workload's levels take at least the trace's own time at their scales (`replay_s`): never less.
+    replay_s: float = 0.0
 
     @property
     def seconds(self) -> float:
-        return self.startup_s + self.requests / self.requests_per_s
+        return self.startup_s + max(self.requests / self.requests_per_s, self.replay_s)
 
     @property
     def usd(self) -> float:
@@ -73,11 +78,12 @@ class ServerEstimate:
 
     def text(self) -> str:
         price = f"{self.usd_per_hour:.4f} USD/h" if self.usd_per_hour is not None else self.why_unpriced
+        load = f"{self.requests} requests at {self.requests_per_s:.2f} req/s ({self.rate_from})"
+        if self.replay_s > self.requests / self.requests_per_s:
+            load = f"the trace's replays, {self.replay_s:.0f} s (longer than {load})"
         return (
             f"{self.spec_id} on {self.instance_type}: {self.startup_s:.0f} s start-up ({self.startup_from})"
-            " + "
-            f"{self.requests} requests at {self.requests_per_s:.2f} req/s ({self.rate_from}) = "
-            f"{self.seconds:.0f} s x {price} = {self.usd:.4f} USD"
+            f" + {load} = {self.seconds:.0f} s x {price} = {self.usd:.4f} USD"
         )
 
 
@@ -93,6 +99,22 @@ def requests_of(load: LoadPlan) -> int:
         load.warmups
         + levels * (load.level_warmups + load.repeats * load.prompts_per_level)
         + recheck * (load.prompts_per_level)
+    )
+
+
+def replay_s(load: LoadPlan) -> float:
+    """The least time a trace workload's levels take: each replay at its scale takes the trace's duration /
+    scale, every repeat, the recheck of the first level (two levels or more); a search's SEARCH_PROBES probes
+    at its lowest (slowest) scale. 0 for any other workload (its time is its requests over a rate)."""
+    trace = load.workload.trace if load.workload is not None else None
+    if trace is None:
+        return 0.0
+    if load.search is not None:
+        return SEARCH_PROBES * load.search.repeats * trace.duration_s / load.search.lower
+    scales = list(load.time_scales)
+    recheck = scales[:1] if len(scales) > 1 else []
+    return sum(trace.duration_s / s for s in scales) * load.repeats + sum(
+        trace.duration_s / s for s in recheck
     )
 
 
@@ -135,6 +157,7 @@ def estimate(
                 rate_from="measured before" if rate else "stated",
                 usd_per_hour=price.usd_per_hour if price else None,
                 why_unpriced=why,
+                replay_s=replay_s(spec.load),
             )
         )
     return out
