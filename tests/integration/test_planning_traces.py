@@ -142,6 +142,11 @@ def test_a_bad_trace_line_is_refused_in_planning_with_its_number(tmp_path: Path)
             "search_variable",
             "a trace's load is its time-scale",
         ),
+        (
+            {"workloads": ["fixed", "trace"], "load_mode": "search", "search_variable": "concurrency"},
+            "search_variable",
+            "a trace's load is its time-scale",
+        ),
     ],
 )
 def test_a_trace_field_out_of_place_is_refused(fields: dict, field: str, words: str) -> None:

@@ -386,9 +386,8 @@ class CampaignRequest(BaseModel):
                 self.search_upper,
                 f"above the load generator's cap of {LOADGEN_MAX_IN_FLIGHT:,} requests in flight",
             )
-        if (self.search_variable == "time_scale") != (self.workloads == ["trace"]) and (
-            self.search_variable == "time_scale" or "trace" in self.workloads
-        ):
+        time_scale = self.search_variable == "time_scale"
+        if (time_scale and self.workloads != ["trace"]) or (not time_scale and "trace" in self.workloads):
             raise ConfigError(
                 "search_variable",
                 self.search_variable,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.core.levels import Level
 from accelbench.core.slos import LIMITS
 from accelbench.core.workloads import DEFAULT_WORKLOAD, trace_words
 from accelbench.report.keys import WARMUPS_IN_WINDOW_LABEL
@@ -15,14 +16,20 @@ def short_model(model: str | None) -> str:
     return str(model or "?").rstrip("/").rsplit("/", 1)[-1]
 
 
+def trace_label(row: dict[str, Any]) -> str | None:
+    """A lake row's trace in words (`core.workloads.trace_words`) from its `trace_*` columns, or None."""
+    if not row.get("trace_sha256"):
+        return None
+    figures = (row.get(k) or 0 for k in ("trace_requests", "trace_duration_s", "trace_mean_rate"))
+    return trace_words(str(row.get("trace_name")), str(row["trace_sha256"]), *figures)
+
+
 def workload_label(p: dict[str, Any]) -> str:
     """ "random 128→32" (± the length range), what the point's requests looked like; with the profile's
     name in front for a named workload ("chat: random 256→128 ±50% (chat)"), the shared prefix and the
     chat endpoint when they apply."""
     dataset = p.get("dataset") or "unknown dataset"
-    if p.get("trace_sha256"):  # a trace: its name and identity, never its longest lengths
-        figures = [p.get(k) for k in ("trace_requests", "trace_duration_s", "trace_mean_rate")]
-        words = trace_words(str(p.get("trace_name")), str(p["trace_sha256"]), *(f or 0 for f in figures))
+    if words := trace_label(p):  # a trace: its name and identity, never its longest lengths
         return f"{p.get('workload') or 'trace'}: {words}"
     if p.get("input_len") is None or p.get("output_len") is None:
         return f"{dataset}, lengths not recorded"
@@ -53,7 +60,7 @@ def configuration_label(p: dict[str, Any]) -> str:
 def level_label(kind: str, value: float) -> str:
     """ "concurrency 16", "4 req/s" or "2x the trace": the load level as the form asked for it."""
     if kind == "scale":
-        return f"{value:g}x the trace"
+        return Level("scale", value).words
     return f"concurrency {value:g}" if kind == "concurrency" else f"{value:g} req/s"
 
 

@@ -9,10 +9,8 @@ from typing import Any
 
 from accelbench.core.price import Price
 from accelbench.core.search import LEVEL_KINDS, UNITS
-from accelbench.core.workloads import trace_words
 from accelbench.report.hosts import host_label
-from accelbench.report.keys import TRACE_KEY
-from accelbench.report.labels import bracket_text, level_label, short_model, slos_text
+from accelbench.report.labels import bracket_text, level_label, short_model, slos_text, trace_label
 from accelbench.report.points import level_points
 
 # What the capacities table shows of a search's capacity probe: fields of the report's point, made by
@@ -113,7 +111,7 @@ def capacity_rows(
                 "capacity_low": c.get("capacity_low"),
                 "capacity_high": c.get("capacity_high"),
                 "trace_sha256": c.get("trace_sha256"),
-                "trace": trace_words(*(c[k] for k in TRACE_KEY)) if c.get("trace_sha256") else None,
+                "trace": trace_label(c),
             }
             | {k: at.get(k) for k in AT_CAPACITY}
         )
