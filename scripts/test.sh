@@ -15,6 +15,10 @@ cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
 
 lanes=(-n logical --no-loadscope-reorder)  # the lanes: tests/conftest.py (pytest_xdist_make_scheduler)
+# The whole suite runs one lane more than there are CPUs: half of an e2e test's time is spent waiting (a server's
+# start, a load level's pace, a scheduler's loop), and a lane per CPU left them idle that long.
+# ACCELBENCH_TEST_LANES sets the count.
+all_lanes=(-n "${ACCELBENCH_TEST_LANES:-$(($(nproc) + 1))}" --no-loadscope-reorder)
 logs=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT  # a step that failed stops the ones beside it
 declare -A beside=()
@@ -87,6 +91,6 @@ finish_beside debian  # Chromium: the integration tier's pages
 # tiers first, and an e2e test waits for them (tests/support/steps.py, tests/conftest.py).
 echo "test: pytest (set-up took ${SECONDS} s; the vLLM and checkov environments and mypy still running)"
 rc=0
-ACCELBENCH_TEST_STEPS=$logs .venv/bin/python -m pytest "${lanes[@]}" --durations=25 "$@" || rc=$?
+ACCELBENCH_TEST_STEPS=$logs .venv/bin/python -m pytest "${all_lanes[@]}" --durations=25 "$@" || rc=$?
 for step in mypy checkov-env vllm-env quant-env; do finish_beside "$step"; done
 exit "$rc"

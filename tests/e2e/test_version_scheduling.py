@@ -140,8 +140,10 @@ def airflow(
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API_AUTH__JWT_SECRET": "s" * 64,
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
+        # The DAG files are parsed once: nothing edits them during the module, and a parse of them all every
+        # few seconds took CPU from the campaigns (and the other lane) for the module's whole length.
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "3600",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         **FAKE_SECRETS,
         # The campaign deadline's stated figures: a campaign of a few requests is late within a second.
@@ -385,7 +387,12 @@ def _gate_run(airflow: Airflow, version: str, count: int) -> str:
     )[count - 1]["dag_run_id"]
 
 
-ANSWER_AFTER_S = 5.0  # see _answer
+def _paused(airflow: Airflow, run_id: str) -> bool:
+    """Whether the scheduler has taken the executor's event of the approval task's paused process (its log
+    says so): only then may an answer queue the task again (see _answer)."""
+    key = f"task_id='approve_regressions', run_id='{run_id}'"
+    log = (airflow.logs / "scheduler.log").read_text(errors="replace")
+    return any("Received executor event" in line and key in line for line in log.splitlines())
 
 
 def _answer(airflow: Airflow, run_id: str, option: str, reason: str) -> dict[str, Any]:
@@ -401,12 +408,12 @@ def _answer(airflow: Airflow, run_id: str, option: str, reason: str) -> dict[str
     )
     assert "regression" in question["subject"] and "p99" in question["body"], question
     assert airflow.states(CAMPAIGN, run_id)["approve_regressions"] == "awaiting_input"
-    # An owner answers seconds after the question, not within one: answered 0.5 s after the task paused, the
-    # answer queued it again before the scheduler had the executor's event of the paused process, and Airflow
-    # 3.3.2 then failed it ("executor ... reported that the task instance ... finished with state success, but
-    # the task instance's state attribute is queued"; seen once in a clean-clone CI run). The scheduler's loop
-    # takes the event within a second or two.
-    time.sleep(ANSWER_AFTER_S)
+    # Airflow 3.3.2 fails a human-in-the-loop task answered before the scheduler has taken the executor's
+    # event of its paused process: the answer queues the task again, the event then reads "finished with
+    # state success, but the task instance's state attribute is queued", and the task is failed (seen in
+    # clean-clone CI runs, 0.5 s and 5 s after the question, the scheduler's loop slowed by the other lane).
+    # An owner answers minutes later; the test answers once the scheduler's log shows the event.
+    airflow.wait("the scheduler to take the paused task's event", lambda: _paused(airflow, run_id), 120)
     return airflow.api("PATCH", path, json={"chosen_options": [option], "params_input": {"reason": reason}})
 
 
