@@ -41,6 +41,10 @@ finish_beside() {  # <name>: wait for it, print its output, and stop the run if 
   fi
 }
 
+warm_bytecode() {  # what the lanes import, compiled once: each lane compiled it anew, all at once (3x the CPU)
+  echo "test: bytecode: $(.venv/bin/python -m pytest --collect-only -q -p no:cacheprovider | tail -n 1)"
+}
+
 mypy_check() {
   echo "test: mypy"
   .venv/bin/python -m mypy  # [tool.mypy] in pyproject.toml: the library (strict) and dags/
@@ -80,6 +84,7 @@ scripts/bootstrap.sh  # .venv first: the other environments install with its uv
 start_beside checkov-env env ENV_COMPILE_BYTECODE=0 scripts/checkov-env.sh  # checkov pins an old boto3
 start_beside vllm-env env ENV_COMPILE_BYTECODE=0 scripts/vllm-env.sh  # vLLM CPU for local-mode servers
 start_beside quant-env env ENV_COMPILE_BYTECODE=0 scripts/quant-env.sh  # llmcompressor: quantized checkpoints
+start_beside bytecode warm_bytecode
 echo "test: ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
@@ -87,6 +92,7 @@ echo "test: import contracts"
 .venv/bin/lint-imports --no-cache  # the contracts in pyproject.toml's [tool.importlinter]
 start_beside mypy mypy_check
 finish_beside debian  # Chromium: the integration tier's pages
+finish_beside bytecode
 # The unit and integration tiers need neither the vLLM nor the checkov environment (the few tests that run
 # checkov or look for .venv-vllm wait for them): pytest starts while they are built, its lanes take those
 # tiers first, and an e2e test waits for them (tests/support/steps.py, tests/conftest.py).

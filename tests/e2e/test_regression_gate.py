@@ -3,7 +3,7 @@ real `vllm bench serve` against the zero-work server, landed in a lake with thei
 of the same server, labelled as two versions, flag nothing at the default false discovery rate (A/A); a
 server whose per-token delay is 20% longer is flagged, with the change's interval (A/B).
 
-Deterministic enough beside the other CI lane: the latencies are the server's configured delays (50 ms to
+Deterministic enough beside the other CI lanes: the latencies are the server's configured delays (50 ms to
 the first token, 20 ms between tokens) plus the client's and the event loop's jitter, a few ms. A stall of
 the unpinned server (up to ~1 s beside a loaded lane, tests/support/zero.py) lands in one repeat's p99, and
 one repeat of three cannot make a change: the test is over the repeats' spread, and a minimum effect of 5%.
@@ -107,6 +107,9 @@ def test_the_gate_flags_a_20_percent_slower_token_and_nothing_between_like_campa
     # Where the change lies: +20% per token, and the client's own few ms per token, which the slower server's
     # longer requests also stretch (+23% was seen in CI).
     expected = {"output_throughput": (-0.25, -0.08), "p99_tpot_ms": (0.15, 0.30)}
+    # How far from no change an interval may reach and still be tight: a p99's interval is the wider one, as
+    # a stall lands in one repeat's p99 (+14% to +30.3% was seen in a CI run of three lanes on two cores).
+    tight = {"output_throughput": 0.3, "p99_tpot_ms": 0.4}
     for found, line in zip(verdict.regressions, verdict.lines, strict=True):
         assert "output_throughput" in found["regressed"] and "output tokens/s -" in line, line
         assert "p99_ttft_ms" not in found["regressed"], line  # the first token's delay did not change
@@ -115,6 +118,7 @@ def test_the_gate_flags_a_20_percent_slower_token_and_nothing_between_like_campa
             low, change, high = (found[f"{metric}_{s}"] for s in ("change_low", "change", "change_high"))
             least, most = expected[metric]
             assert low <= change <= high and least < change < most and found[f"{metric}_q"] <= 0.05, line
-            assert (high < -0.05 or low > 0.05) and low > -0.3 and high < 0.3, line  # beyond 5%, and tight
+            assert high < -0.05 or low > 0.05, line  # beyond 5%
+            assert -tight[metric] < low and high < tight[metric], line  # and tight
         assert "t test, 4 + 4 repeats of 48+ requests" in found["change_method"], line
     assert set(CV_METRICS) >= {m for r in verdict.regressions for m in r["regressed"]}
