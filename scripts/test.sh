@@ -16,9 +16,8 @@ cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
 
 lanes=(-n logical --no-loadscope-reorder)  # the lanes: tests/conftest.py (pytest_xdist_make_scheduler)
-# The whole suite runs one lane more than there are CPUs: half of an e2e test's time is spent waiting (a server's
-# start, a load level's pace, a scheduler's loop), and a lane per CPU left them idle that long.
-# ACCELBENCH_TEST_LANES sets the count.
+# The whole suite runs a lane more than there are CPUs: an e2e test spends much of its time waiting (a load
+# level's pace, a scheduler's loop), which a lane per CPU left idle. ACCELBENCH_TEST_LANES sets the count.
 all_lanes=(-n "${ACCELBENCH_TEST_LANES:-$(($(nproc) + 1))}" --no-loadscope-reorder)
 logs=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT  # a step that failed stops the ones beside it

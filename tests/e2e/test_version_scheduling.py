@@ -141,7 +141,7 @@ def airflow(
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API_AUTH__JWT_SECRET": "s" * 64,
         # The DAG files are parsed once: nothing edits them during the module, and a parse of them all every
-        # few seconds took CPU from the campaigns (and the other lane) for the module's whole length.
+        # few seconds took CPU from the campaigns (and the other lanes) for the module's whole length.
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "3600",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
@@ -411,7 +411,7 @@ def _answer(airflow: Airflow, run_id: str, option: str, reason: str) -> dict[str
     # Airflow 3.3.2 fails a human-in-the-loop task answered before the scheduler has taken the executor's
     # event of its paused process: the answer queues the task again, the event then reads "finished with
     # state success, but the task instance's state attribute is queued", and the task is failed (seen in
-    # clean-clone CI runs, 0.5 s and 5 s after the question, the scheduler's loop slowed by the other lane).
+    # clean-clone CI runs, 0.5 s and 5 s after the question, the scheduler's loop slowed by the other lanes).
     # An owner answers minutes later; the test answers once the scheduler's log shows the event.
     airflow.wait("the scheduler to take the paused task's event", lambda: _paused(airflow, run_id), 120)
     return airflow.api("PATCH", path, json={"chosen_options": [option], "params_input": {"reason": reason}})
