@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -406,7 +407,12 @@ def _answer(airflow: Airflow, run_id: str, option: str, reason: str) -> dict[str
     assert (
         question["options"] == ["Accept as known", "Reject the version"] and not question["response_received"]
     )
-    assert "regression" in question["subject"] and "p99" in question["body"], question
+    # The body names what regressed, with its change. Which of the 20x changes the gate can decide depends on
+    # the spread of the two measured runs of four requests (seen with three lanes on two CPUs: output tokens/s
+    # flagged, p99 TTFT undecided at q = 0.06): the gate's statistics are tests/e2e/test_regression_gate.py's.
+    assert "regression" in question["subject"] and re.search(
+        r"(p99 \w+|tokens/s) -?\+?\d+%", question["body"]
+    ), question
     assert airflow.states(CAMPAIGN, run_id)["approve_regressions"] == "awaiting_input"
     # Airflow 3.3.2 fails a human-in-the-loop task answered before the scheduler has taken the executor's
     # event of its paused process: the answer queues the task again, the event then reads "finished with
