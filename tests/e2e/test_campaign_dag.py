@@ -222,7 +222,9 @@ def _check_the_replay(lake: Lake, rows: list[dict]) -> None:
         if scale == 2.0:
             assert float(np.median(np.abs(lag_ms))) < 5.0, lag_ms
         assert run["requested_rate"] == pytest.approx(identity.mean_rate * scale)
-        assert run["achieved_rate"] == pytest.approx(identity.mean_rate * scale, rel=0.05)
+        # The achieved rate counts until the last answer, which a contended server delays: -7.9% at 2x in a CI
+        # run of three lanes on two CPUs whose sends were on time (the lag above); a wrong scale is 50% off.
+        assert run["achieved_rate"] == pytest.approx(identity.mean_rate * scale, rel=0.1)
 
 
 def test_kubernetes_mode_is_refused_in_planning_until_pods_could_run(
