@@ -186,7 +186,7 @@ E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
 COST_S = {
     "e2e/test_version_scheduling.py": 300,  # + the deadline's campaign and four approval runs (issue 31)
     "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 60,
-    "e2e/test_campaign_dag.py::test_a_campaign_over_three_workloads": 150,
+    "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 120,
     "e2e/test_campaign_dag.py::test_a_server_that_cannot_start": 16,
     "e2e/test_campaign_dag.py::test_kubernetes_mode_is_refused": 7,
     "e2e/test_campaign_dag.py::test_bad_campaign_input": 3,

@@ -141,18 +141,20 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     )  # opens offline: nothing fetched
 
 
-def test_a_campaign_over_three_workloads_a_trace_among_them_lands_each_apart_and_the_report_names_them(
+def test_a_campaign_over_two_workloads_a_trace_among_them_lands_each_apart_and_the_report_names_them(
     airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch
 ) -> None:
-    """Workloads are a dimension of the matrix (issue 19): `fixed` (random prompts on /v1/completions),
-    `chat` (length ranges, /v1/chat/completions with the model's chat template) and `trace` (issue 32: the
-    shipped timed trace replayed at 4x and 2x its recorded pace), one server each, every level warmed up
-    before it is measured; the replay keeps the trace's time, the rows carry the trace's identity, and the
-    report keeps each workload apart and says which is which."""
+    """Workloads are a dimension of the matrix (issue 19): `chat` (length ranges, /v1/chat/completions with
+    the model's chat template) and `trace` (issue 32: the shipped timed trace replayed at 4x and 2x its
+    recorded pace), one server each, every level warmed up before it is measured; the replay keeps the
+    trace's time, the rows carry the trace's identity, and the report keeps each workload apart and says which
+    is which. (`fixed`, the default workload, goes through the DAG in the other campaign tests of this file;
+    the report keeps fixed and chat apart in tests/integration/test_report_trust.py. A third server here cost
+    ~35 s of CPU in every CI run.)"""
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
-    conf = tiny_campaign_conf(tiny_model) | {"workloads": ["fixed", "chat", "trace"], "level_warmups": 2}
+    conf = tiny_campaign_conf(tiny_model) | {"workloads": ["chat", "trace"], "level_warmups": 2}
     # 4x first: the recheck at the end replays the first level again, the shorter one (4x and 2x: the scaling
     # is checked at two paces in 27 s of replays, where 2x and 1x took 54)
     conf |= {"trace": str(shipped()), "time_scales": [4, 2]}
@@ -165,16 +167,13 @@ def test_a_campaign_over_three_workloads_a_trace_among_them_lands_each_apart_and
         ("chat", "chat", 1.0, "ok", False),
         ("chat", "chat", 1.0, "ok", True),
         ("chat", "chat", 2.0, "ok", False),
-        ("fixed", "completions", 1.0, "ok", False),
-        ("fixed", "completions", 1.0, "ok", True),
-        ("fixed", "completions", 2.0, "ok", False),
         ("trace", "completions", 2.0, "ok", False),
         ("trace", "completions", 4.0, "ok", False),
         ("trace", "completions", 4.0, "ok", True),
     ]
     synthetic = [r for r in runs if r["workload"] != "trace"]
     assert {r["completed"] for r in synthetic} == {6}
-    assert len({r["spec_id"] for r in runs}) == 3  # one server per workload
+    assert len({r["spec_id"] for r in runs}) == 2  # one server per workload
     chat = [r for r in runs if r["workload"] == "chat"]
     assert all(r["dataset"] == "random" and r["range_ratio"] == 0.5 and r["input_len"] == 256 for r in chat)
     # Each level was warmed up first: at least level_warmups, at least its concurrency.
@@ -185,10 +184,10 @@ def test_a_campaign_over_three_workloads_a_trace_among_them_lands_each_apart_and
     assert task_states(report) == {"report": "success"}
     (folder,) = lake.fs.ls(lake.path("reports"))
     summary = json.loads(Path(folder, "summary.json").read_text())
-    assert summary["rows"]["points"] == 6  # three workloads x two levels: never pooled
+    assert summary["rows"]["points"] == 4  # two workloads x two levels: never pooled
     assert summary["rows"]["trace_replays"] == 2  # the trace's two time-scales, beside its shape
     html = Path(folder, "report.html").read_text()
-    assert "chat: random 256→128 ±50% (chat)" in html and "random 32→8" in html
+    assert "chat: random 256→128 ±50% (chat)" in html
     trace = identify(shipped().read_text(), "generated-day", str(shipped()))
     assert f"trace: {trace.words()}" in html and "4x the trace" in html
     replays = pq.read_table(Path(folder, "trace_replays.parquet")).to_pylist()
