@@ -209,7 +209,7 @@ COST_S = {
     "e2e/test_loadgen.py::test_a_server_killed_mid_run": 22,
     "e2e/test_loadgen_pod.py::test_pod_load_generator": 18,
     "e2e/test_loadgen_pod.py::test_the_load_generator_records_its_host": 8,
-    "e2e/test_bench_client.py::test_a_bad_or_crashed_level": 24,
+    "e2e/test_bench_client.py::test_a_bad_or_crashed_level": 34,
     "e2e/test_bench_client.py::test_levels_share_one_warm_process": 16,
     "e2e/test_bench_client.py::test_a_loopback_server": 16,
     "e2e/test_local_server.py::test_a_server_that_cannot_start": 8,

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from accelbench.core.levels import Level
-from accelbench.loadgen.bench_client import BenchClient, BenchProcessError, vllm_interpreter
+from accelbench.loadgen import bench_client
+from accelbench.loadgen.bench_client import BenchClient, BenchProcessError, pooled, vllm_interpreter
 from accelbench.loadgen.bench_command import bench_args
 
 from tests.support.paths import REPO
@@ -74,32 +75,64 @@ def test_levels_share_one_warm_process_and_match_a_fresh_one(
     assert all(text.count("Serving Benchmark Result") == 1 for text in logs.values())
 
 
+class Interrupted(Exception):
+    """What Airflow's execution timeout does to a task: an exception raised in its thread, from a signal."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
 @pytest.mark.vllm
-def test_a_bad_or_crashed_level_fails_alone(tiny_model: Path, vllm_python: Path, tmp_path: Path) -> None:
+def test_a_bad_or_crashed_level_fails_alone_and_a_pooled_runner_serves_the_next_benchmark(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path
+) -> None:
     vllm = str(vllm_python.parent / "vllm")
-    with zero_server(ttft_ms=1500, itl_ms=1) as (url, _pid), BenchClient(vllm) as client:
-        # A flag vLLM does not know: argparse's exit code and message, and the runner lives on.
-        wrong = [*_args(tiny_model, url, tmp_path, "bad"), "--no-such-flag"]
-        bad = client.run(wrong, tmp_path / "bad.log", 120)
-        assert bad == 2 and "--no-such-flag" in (tmp_path / "bad.log").read_text()
-        assert client.starts == 1
+    with zero_server(ttft_ms=1500, itl_ms=1) as (url, _pid):
+        with pooled(vllm) as client:  # the runner local mode's benchmarks take (accelbench.local.executor)
+            # A flag vLLM does not know: argparse's exit code and message, and the runner lives on.
+            wrong = [*_args(tiny_model, url, tmp_path, "bad"), "--no-such-flag"]
+            bad = client.run(wrong, tmp_path / "bad.log", 120)
+            assert bad == 2 and "--no-such-flag" in (tmp_path / "bad.log").read_text()
+            assert client.starts == 1
 
-        # The runner is killed during a level: that level gets the signal's status; the next one runs.
-        assert client.proc is not None
-        victim = client.proc.pid
-        threading.Timer(1.0, os.kill, (victim, signal.SIGKILL)).start()
-        assert client.run(_args(tiny_model, url, tmp_path, "killed"), tmp_path / "killed.log", 120) == -9
-        assert client.run(_args(tiny_model, url, tmp_path, "after"), tmp_path / "after.log", 120) == 0
-        assert client.starts == 2 and (tmp_path / "after.json").is_file()
+            # The runner is killed during a level: that level gets the signal's status; the next one runs.
+            assert client.proc is not None
+            victim = client.proc.pid
+            threading.Timer(1.0, os.kill, (victim, signal.SIGKILL)).start()
+            assert client.run(_args(tiny_model, url, tmp_path, "killed"), tmp_path / "killed.log", 120) == -9
+            assert client.run(_args(tiny_model, url, tmp_path, "after"), tmp_path / "after.log", 120) == 0
+            assert client.starts == 2 and (tmp_path / "after.json").is_file() and client.proc is not None
+            warm = client.proc.pid
 
-        # A level that outlasts its timeout: TimeoutExpired, and the runner is gone, not left running.
-        hung = client.proc.pid if client.proc else 0
-        started = time.monotonic()
-        with pytest.raises(subprocess.TimeoutExpired):
-            client.run(_args(tiny_model, url, tmp_path, "slow", prompts=2), tmp_path / "slow.log", 0.5)
-        assert time.monotonic() - started < 30
-        with pytest.raises(ProcessLookupError):
-            os.kill(hung, 0)
+        # Given back: the process's next benchmark takes the same runner, vLLM already imported.
+        with pooled(vllm) as again:
+            assert again is client and again.proc is not None and again.proc.pid == warm and again.starts == 2
+            # A level cut short from outside: the runner is killed, not given back to answer the next job
+            # with this one's line.
+            previous = signal.signal(signal.SIGALRM, _interrupt)
+            try:
+                with pytest.raises(Interrupted), pooled(vllm) as taken:
+                    assert taken is not client and taken.proc is not None  # in use: a runner of its own
+                    fresh = taken.proc.pid
+                    assert taken.run(wrong, tmp_path / "bad2.log", 120) == 2  # imported, and idle
+                    signal.setitimer(signal.ITIMER_REAL, 1.0)  # during the next level (4.5 s)
+                    taken.run(_args(tiny_model, url, tmp_path, "short"), tmp_path / "short.log", 300)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+            assert taken.proc is None and taken not in bench_client._IDLE.get((vllm, None), [])
+            with pytest.raises(ProcessLookupError):
+                os.kill(fresh, 0)
+
+            # A level that outlasts its timeout: TimeoutExpired, and the runner is gone, not left running.
+            hung = again.proc.pid
+            started = time.monotonic()
+            with pytest.raises(subprocess.TimeoutExpired):
+                again.run(_args(tiny_model, url, tmp_path, "slow", prompts=2), tmp_path / "slow.log", 0.5)
+            assert time.monotonic() - started < 30
+            with pytest.raises(ProcessLookupError):
+                os.kill(hung, 0)
 
 
 @pytest.mark.vllm

@@ -4,10 +4,15 @@ A level used to start `vllm bench serve` afresh and pay vLLM's import (about 9 s
 The runner imports it once; a run that crashes or hangs the runner fails only its level, and the next
 level starts a new runner. The runner is a child of the driver: it dies with it (PDEATHSIG) and runs
 pinned where the driver says.
+
+`pooled` lends a process's runner to its next benchmark too: local mode runs a campaign's benchmarks one
+after another in one process under `airflow dags test` (and the tests' `dag.test()`), each of which started
+a runner of its own and paid the import again.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -16,8 +21,9 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -69,6 +75,7 @@ class BenchClient:
         self.proc: subprocess.Popen[str] | None = None
         self.version: str | None = None
         self.starts = 0
+        self.in_flight = False  # a job sent and not answered: the runner's next line is that job's
 
     def start(self) -> BenchClient:
         """Launch the runner (does not wait for its import)."""
@@ -111,8 +118,10 @@ class BenchClient:
         deadline = time.monotonic() + timeout_s
         self._ready()
         assert self.proc is not None and self.proc.stdin is not None
+        self.in_flight = True
         self._send(self.proc.stdin, {"args": args, "log": str(log_path)})
         reply = self._reply(max(0.0, deadline - time.monotonic()), "vllm bench serve")
+        self.in_flight = False
         if reply is None:
             return self._kill()
         return int(reply["exit"])
@@ -132,6 +141,7 @@ class BenchClient:
             self.proc.kill()
         code = self.proc.wait()
         self._close_pipes()
+        self.in_flight = False
         return code
 
     def _close_pipes(self) -> None:
@@ -161,3 +171,46 @@ class BenchClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+# The runners a process has idle, by (vllm, cpus): `pooled` takes one or starts one, and gives it back.
+_IDLE: dict[tuple[str, frozenset[int] | None], list[BenchClient]] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+def _close_idle() -> None:
+    with _IDLE_LOCK:
+        clients = [c for idle in _IDLE.values() for c in idle]
+        _IDLE.clear()
+    for client in clients:
+        client.close()
+
+
+atexit.register(_close_idle)  # and each runner dies with its process anyway (PDEATHSIG)
+os.register_at_fork(after_in_child=_IDLE.clear)  # a forked child's runners are its parent's
+
+
+@contextlib.contextmanager
+def pooled(vllm: str, cpus: set[int] | None = None) -> Iterator[BenchClient]:
+    """A started runner for one benchmark: one an earlier benchmark of this process gave back (vLLM already
+    imported), else a new one. Given back afterwards, unless a job of it was cut short from outside (an
+    exception while it ran: Airflow's execution timeout, an interrupt): that runner's next line would be the
+    job's answer, so it is killed."""
+    key = (vllm, frozenset(cpus) if cpus else None)
+    with _IDLE_LOCK:
+        idle = _IDLE.get(key, [])
+        client = idle.pop() if idle else None
+    if client is not None and client.proc is not None and client.proc.poll() is None:
+        log.info("vllm bench runner: the warm one of an earlier benchmark of this process")
+    else:
+        client = BenchClient(vllm, cpus)
+    client.start()
+    try:
+        yield client
+    finally:
+        if client.in_flight:
+            client._kill()
+            client.close()
+        else:
+            with _IDLE_LOCK:
+                _IDLE.setdefault(key, []).append(client)

@@ -16,7 +16,7 @@ from accelbench.core.spec import BenchmarkSpec
 from accelbench.core.startup import STARTUP_FILE
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, safe_name
-from accelbench.loadgen.bench_client import BenchClient
+from accelbench.loadgen.bench_client import pooled
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
@@ -70,9 +70,10 @@ def run_local(
     # The load generator is the CPU environment's `vllm bench serve` on every tier: one pinned client, so
     # that tiers differ only in the server.
     vllm, client_cpus = str(vllm_python().parent / "vllm"), pinning.client if pinning else None
-    # The bench client imports vLLM (seconds) while the server starts, not after.
+    # The bench client imports vLLM (seconds) while the server starts, not after; an earlier benchmark of
+    # this process (`airflow dags test` runs them one after another) leaves its runner warm for this one.
     with (
-        BenchClient(vllm, client_cpus) as client,
+        pooled(vllm, client_cpus) as client,
         LocalServer(spec.server, work / "server", pinning=pinning, python=python, journal=journal) as server,
     ):
         driver = Driver(
