@@ -203,6 +203,8 @@ def pooled(vllm: str, cpus: set[int] | None = None) -> Iterator[BenchClient]:
     if client is not None and client.proc is not None and client.proc.poll() is None:
         log.info("vllm bench runner: the warm one of an earlier benchmark of this process")
     else:
+        if client is not None:  # it died while idle (killed, out of memory): its pipes closed, a new one
+            client.close()
         client = BenchClient(vllm, cpus)
     client.start()
     try:
