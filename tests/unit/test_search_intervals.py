@@ -121,6 +121,19 @@ def test_at_the_cap_a_probe_stays_undecided_and_never_counts_as_meeting() -> Non
     assert len(set(searched)) == len(searched) and result.probes[-1].phase == "recheck"
 
 
+def test_a_lower_bound_undecided_at_the_cap_is_no_capacity_and_says_undecided() -> None:
+    """The lower bound's p99 exactly at the limit: undecided at max_requests, so no load is known to meet
+    (below_lower), and the summary says the lower bound was undecided, not that it missed."""
+    plan = _plan(max_requests=600)
+    result = run_search(plan, _server(lambda load: LIMIT if load <= 8 else 5000.0, requests=200, seed=11))
+    assert (result.outcome, result.capacity, result.failing) == ("below_lower", None, 1)
+    assert result.summary().startswith(
+        "no capacity: 1 concurrent (the lower bound) is undecided at the cap on p99 TTFT"
+    ), result.summary()
+    missed = run_search(plan, _server(lambda load: 5000.0, requests=200, seed=11))
+    assert missed.summary().startswith("no capacity: 1 concurrent (the lower bound) misses p99 TTFT")
+
+
 def test_the_point_rule_stays_without_max_requests() -> None:
     """Without max_requests the probe is judged on its p99 as before: no bounds, no second measurement,
     and the plan dumps as it did (a search spec's id stays)."""

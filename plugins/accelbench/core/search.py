@@ -386,8 +386,10 @@ class SearchResult(_Frozen):
                 else ""
             )
             return f"probe failed at {self.stopped_at:g} {unit}: {self.stopped_why}{so_far} ({cost})"
-        if self.outcome == "below_lower":
-            return f"no capacity: {self.failing:g} {unit} (the lower bound) misses {self.limiting} ({cost})"
+        if self.outcome == "below_lower":  # the lower bound missed, or stayed undecided at the cap
+            lowest = [p for p in self.probes if p.load == self.failing and p.phase != "recheck"]
+            how = "is undecided at the cap on" if lowest and lowest[-1].verdict == "undecided" else "misses"
+            return f"no capacity: {self.failing:g} {unit} (the lower bound) {how} {self.limiting} ({cost})"
         if self.outcome == "upper_bound":
             return f"capacity at least {self.capacity_text()}: the upper bound passed ({cost})"
         return (
