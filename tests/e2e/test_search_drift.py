@@ -32,7 +32,7 @@ from tests.support.zero import zero_server
 # zero server beside a busy lane was seen to stall up to ~1 s (tests/support/zero.py): the first probe then
 # stays undecided at its cap (CI, 2026-12-05), the search goes to the recheck at once, and the slowdown,
 # which starts after the first probe whatever it decided, makes the recheck disagree with it all the same.
-TTFT_MS, ITL_MS, OUTPUT_LEN, PROMPTS, SLOW, SLOPE = 20.0, 5.0, 2, 100, 8.0, 2.0
+TTFT_MS, ITL_MS, OUTPUT_LEN, PROMPTS, SLOW, SLOPE = 20.0, 1.0, 2, 100, 8.0, 2.0
 WARMUPS = 2
 SLOW_AFTER = WARMUPS + 4 * PROMPTS
 

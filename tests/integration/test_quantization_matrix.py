@@ -16,7 +16,9 @@ MATRIX = {"model": REFERENCE, "quantized_models": [W8A8], "execution_mode": "loc
 
 
 def test_a_matrix_plans_a_server_per_type_and_checkpoint_each_naming_the_reference() -> None:
-    result = plan(instance_types=["m8g.xlarge", "c8g.2xlarge"], quality_questions=80, **MATRIX)
+    result = plan(
+        instance_types=["m8g.xlarge", "c8g.2xlarge"], quality_questions=80, quality_prompts=24, **MATRIX
+    )
     servers = [(s.server.instance_type, s.server.model, s.server.quantization) for s in result.specs]
     assert servers == [
         ("m8g.xlarge", REFERENCE, None),
@@ -25,7 +27,9 @@ def test_a_matrix_plans_a_server_per_type_and_checkpoint_each_naming_the_referen
         ("c8g.2xlarge", W8A8, "compressed-tensors"),
     ]
     assert {s.quality.reference for s in result.specs if s.quality} == {REFERENCE}
-    assert all(s.quality is not None and s.quality.questions == 80 for s in result.specs)
+    assert all(
+        s.quality is not None and (s.quality.questions, s.quality.prompts) == (80, 24) for s in result.specs
+    )
     assert len({s.spec_id for s in result.specs}) == 4
     # The W8A8 checkpoint's weights are planned at a byte per linear weight, about half the reference's.
     weights = {s.server.model: s.server.model_weights_gib for s in result.specs}

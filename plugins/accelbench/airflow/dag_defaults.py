@@ -27,6 +27,7 @@ CAMPAIGN_FORM_FIELDS = (
     "quantization",
     "quantized_models",
     "quality_questions",
+    "quality_prompts",
     "workloads",
     "custom_prompts",
     "trace",

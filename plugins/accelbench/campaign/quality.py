@@ -69,5 +69,9 @@ def matrix_problems(req: CampaignRequest, shapes: Mapping[str, ModelShape | None
 def with_quality(req: CampaignRequest, specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
     """Every spec of the matrix with the quality plan naming the reference by its id (what the rows name it
     by: the same from any checkout)."""
-    plan = QualityPlan(reference=model_identity(req.model).model_id, questions=req.quality_questions)
+    plan = QualityPlan(
+        reference=model_identity(req.model).model_id,
+        prompts=req.quality_prompts,
+        questions=req.quality_questions,
+    )
     return [spec.model_copy(update={"quality": plan}) for spec in specs]

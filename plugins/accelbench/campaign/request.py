@@ -33,7 +33,7 @@ from accelbench.core import quality_task
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.search import MIN_P99_REQUESTS, SearchPlan, SearchVariable
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
-from accelbench.core.spec import POISSON
+from accelbench.core.spec import POISSON, QUALITY_PROMPTS, QUALITY_QUESTIONS
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload, WorkloadName, profile
 from accelbench.errors import ConfigError
 from accelbench.runtime.version_rules import VERSION_PATTERN
@@ -153,11 +153,18 @@ class CampaignRequest(BaseModel):
         json_schema_extra=_UNIQUE,
     )
     quality_questions: int = Field(
-        default=200,
+        default=QUALITY_QUESTIONS,
         ge=4,
         le=5000,
         description="A quantization matrix: questions of the project's exact-answer task each configuration "
         "answers through lm-eval (more: a narrower accuracy interval)",
+    )
+    quality_prompts: int = Field(
+        default=QUALITY_PROMPTS,
+        ge=4,
+        le=512,
+        description="A quantization matrix: probe prompts whose top-20 next-token distributions each "
+        "configuration is compared on, twice (more: narrower KL and top-1 intervals)",
     )
     max_campaign_usd: float | None = Field(
         default=None,

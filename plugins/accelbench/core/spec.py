@@ -167,6 +167,11 @@ class LoadPlan(_Frozen):
         return max(self.concurrency, default=1)
 
 
+# A quality plan's defaults (the campaign request's too): probe prompts whose next-token distributions are
+# compared, and questions of the exact-answer task.
+QUALITY_PROMPTS, QUALITY_QUESTIONS = 48, 200
+
+
 class QualityPlan(_Frozen):
     """After its load levels, a configuration's quality measured against its running server
     (accelbench.loadgen.quality): the top-k next-token distributions over the project's probe prompts
@@ -176,8 +181,8 @@ class QualityPlan(_Frozen):
     prompts give the noise floor its divergence is read against."""
 
     reference: str
-    prompts: int = Field(default=48, ge=1, le=512)
-    questions: int = Field(default=200, ge=4, le=5000)
+    prompts: int = Field(default=QUALITY_PROMPTS, ge=1, le=512)
+    questions: int = Field(default=QUALITY_QUESTIONS, ge=4, le=5000)
 
 
 class BenchmarkSpec(_Frozen):
