@@ -170,6 +170,7 @@ SESSION_SERVER_TESTS = (  # every e2e test that uses `vllm_server` (checked at c
     "e2e/test_loadgen.py::test_driver_runs_every_level_and_repeat_with_server_evidence",
     "e2e/test_loadgen_pod.py::test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it",
     "e2e/test_local_server.py::test_the_session_server_serves_the_tiny_model_pinned",
+    "e2e/test_workloads.py",
 )
 E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
     "e2e/test_version_scheduling.py": "scheduler",  # one Airflow deployment (module fixture)
@@ -186,11 +187,11 @@ E2E_SCOPES = {  # e2e files or tests that run in one lane, and why
 COST_S = {
     "e2e/test_version_scheduling.py": 300,  # + the deadline's campaign and four approval runs (issue 31)
     "e2e/test_campaign_dag.py::test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun": 60,
-    "e2e/test_campaign_dag.py::test_a_campaign_over_two_workloads": 120,
     "e2e/test_campaign_dag.py::test_a_server_that_cannot_start": 16,
     "e2e/test_campaign_dag.py::test_kubernetes_mode_is_refused": 7,
     "e2e/test_campaign_dag.py::test_bad_campaign_input": 3,
     "e2e/test_prefix_caching.py": 60,
+    "e2e/test_workloads.py": 55,  # two workloads' levels and the trace's replays, on the session's server
     "e2e/test_images.py::test_loadgen_image_environments": 55,
     "e2e/test_images.py::test_airflow_image_environment_parses": 25,
     "e2e/test_load_search.py::test_a_request_rate_search": 47,
