@@ -60,7 +60,7 @@ def _story(rng: np.random.Generator) -> str:
 KINDS = (_arithmetic, _counting, _story)
 
 
-def probe_prompts(count: int = 48, seed: int = SEED) -> list[str]:
+def probe_prompts(count: int, seed: int = SEED) -> list[str]:
     """`count` prompts, the kinds in turn; the same list for the same count and seed."""
     rng = np.random.default_rng(seed)
     return [KINDS[i % len(KINDS)](rng) for i in range(count)]
