@@ -20,7 +20,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
 py=${PYTHON:-python3}
 env_tool_init quant-env . "$py"
 env_step "installing torch $TORCH_VERSION (CPU build), llmcompressor $LLMCOMPRESSOR_VERSION and lm-eval $LM_EVAL_VERSION into $env_dir"
-[ -x "$env_dir/bin/python" ] || "$py" -m venv "$env_dir"
+[ -x "$env_dir/bin/python" ] || env_venv "$env_dir" "$py"
 python=$env_dir/bin/python
 # torch first, as in scripts/vllm-env.sh: asked for by llmcompressor alone, a resolver would pick a CUDA build.
 env_install "$python" "torch==$TORCH_VERSION"

@@ -11,7 +11,7 @@
 # are left out, its summary lines ("Resolved/Prepared/Installed N packages in ...") kept, and a long install
 # prints "still installing (N s)" every ENV_HEARTBEAT_S seconds (default 30; 0: never), as pip's does always.
 # Call: env_tool_init <tag> <folder holding requirements-uv.txt> [<python whose pip settings count>], then
-# env_step, env_install, env_uninstall, env_check. A script that only wants the progress lines and env_run
+# env_step, env_venv, env_install, env_uninstall, env_check. A script that only wants the progress lines and env_run
 # calls env_progress_init <tag> [<uv>] (scripts/bootstrap.sh, which installs uv itself).
 # shellcheck shell=bash
 
@@ -120,6 +120,15 @@ _env_pip_settings_to_uv() {
   if [ -n "$constraint" ] && [ -z "${UV_CONSTRAINT:-}" ]; then export UV_CONSTRAINT=${constraint//$'\n'/ }; fi
   if [ -n "${links}${extra}${index}${constraint}" ]; then
     env_step "uv takes pip's settings here:${links:+ find-links}${index:+ index-url}${extra:+ extra-index-url}${constraint:+ constraint}"
+  fi
+}
+
+env_venv() {  # <folder> <python>: a new virtual environment for env_install. With uv, `uv venv`: no pip in it
+  # (uv installs into it; seeding pip is `python -m venv`'s ensurepip, ~3.5 s of CPU per environment).
+  if [ -n "$env_uv" ]; then
+    "$env_uv" venv --quiet --allow-existing --python "$2" "$1"
+  else
+    "$2" -m venv "$1"
   fi
 }
 

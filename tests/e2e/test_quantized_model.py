@@ -109,9 +109,7 @@ def test_a_quantization_matrix_campaign_lands_both_with_their_quality_against_bf
     w8a8 = qm.folder("w8a8", real_model, quant_python)  # made by the test above, or here
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "1")
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
-    # A server's first prompt_logprobs request torch.compiles a helper of vLLM's sampler (16 s here, eager
-    # mode or not): these servers run without torch.compile, as their models already do (--enforce-eager).
-    monkeypatch.setenv("TORCHDYNAMO_DISABLE", "1")
+    # Without torch.compile, as every test's server (tests/conftest.py: TORCHDYNAMO_DISABLE).
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     conf = {
         "model": str(real_model),

@@ -4,12 +4,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.local.tiny_model import server_spec as tiny_spec
+from accelbench.report.tables.prefix_caching import PREFIX_CACHING_ON
 
-__all__ = ["INPUT_LEN", "OUTPUT_LEN", "PROMPTS", "spec_for", "tiny_campaign_conf", "tiny_spec"]
+__all__ = [
+    "INPUT_LEN",
+    "OUTPUT_LEN",
+    "PROMPTS",
+    "session_spec",
+    "spec_for",
+    "tiny_campaign_conf",
+    "tiny_spec",
+]
+SESSION_MAX_MODEL_LEN = 4096  # tests/e2e/test_prefix_caching.py's 2,048-token prefix and more
 
 INPUT_LEN, OUTPUT_LEN, PROMPTS = 32, 16, 12
+
+
+def session_spec(model: Path | str) -> ServerSpec:
+    """The session's server (tests/conftest.py, `vllm_server`): the tiny model, prefix caching named on and
+    4,096 positions, so tests/e2e/test_prefix_caching.py measures its "on" half on it instead of starting a
+    server for it. Prefix caching is vLLM's default, so the flag changes nothing for the other tests."""
+    return tiny_spec(model).model_copy(
+        update={
+            "max_model_len": SESSION_MAX_MODEL_LEN,
+            "extra_engine_args": ("--enforce-eager", PREFIX_CACHING_ON),
+        }
+    )
 
 
 def spec_for(model: Path | str, **load) -> BenchmarkSpec:
