@@ -319,7 +319,9 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
             time.sleep(0.5)
         else:
             pytest.fail("the worker never reached the benchmark")
-        pgid = json.loads(pid_file.read_text())["pgid"]
+        record = json.loads(pid_file.read_text())
+        pgid, earlier_tmp = record["pgid"], Path(record["tmpdir"])
+        assert earlier_tmp.is_dir()  # the server's private TMPDIR (its ZeroMQ sockets)
         group = _group(pgid)
         assert len(group) >= 3, [p.name() for p in group]  # API server, engine core, worker
         worker.kill()  # the worker dies: SIGKILL, no cleanup of its own
@@ -334,6 +336,7 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
         with caplog.at_level(logging.WARNING, logger="accelbench.local.server"):
             result = run_local(spec, lake, DATE, "attempt-2")
         assert not _group(pgid) and "earlier attempt's vLLM server" not in caplog.text
+        assert not earlier_tmp.exists()  # what the killed attempt could not remove, the retry did
     finally:
         if worker.poll() is None:
             worker.kill()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
 from accelbench.errors import ConfigError
-from accelbench.local.server import LocalServer, Pinning, ServerStartError, parse_cpus
+from accelbench.local.server import TMPDIR_PREFIX, LocalServer, Pinning, ServerStartError, parse_cpus
 from accelbench.local.tiny_model import server_spec as tiny_spec
 
 pytestmark = pytest.mark.vllm
@@ -64,3 +67,19 @@ def test_private_tmpdir_is_removed_on_stop(tmp_path: Path) -> None:
     assert tmp.is_dir() and len(str(tmp)) < 40
     server.stop()
     assert not tmp.exists()
+
+
+def test_an_earlier_attempts_tmpdir_is_removed_only_if_it_is_one_of_ours(tmp_path: Path) -> None:
+    """An attempt killed with its worker cannot remove its private TMPDIR; the retry's stop_orphans does, from
+    the pid file, but only a folder named as LocalServer names them, directly under the temp folder."""
+    server = LocalServer(tiny_spec("m"), tmp_path / "work")
+    server.workdir.mkdir()
+    ours = Path(tempfile.mkdtemp(prefix=TMPDIR_PREFIX))
+    elsewhere = tmp_path / f"{TMPDIR_PREFIX}not-under-tmp"
+    elsewhere.mkdir()
+    for tmp in (ours, elsewhere):
+        # No process of this group was born after `started`: nothing to stop, only the folder to remove.
+        record = {"pgid": os.getpgid(0), "started": time.time() + 3600, "tmpdir": str(tmp)}
+        server.pid_path.write_text(json.dumps(record))
+        assert server.stop_orphans() == [] and not server.pid_path.exists()
+    assert not ours.exists() and elsewhere.is_dir()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import psutil
 from packaging.version import InvalidVersion, Version
@@ -46,6 +47,7 @@ SERVER_CPUS_SETTING = env_name("local_server_cpus")
 CLIENT_CPUS_SETTING = env_name("local_client_cpus")
 PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bind it before vLLM does
 PORT_TAKEN = "Address already in use"
+TMPDIR_PREFIX = "abv-"  # a server's private TMPDIR: short, for vLLM's ZeroMQ socket paths (under 108 bytes)
 
 
 class ServerStartError(AccelbenchError):
@@ -205,8 +207,17 @@ class LocalServer:
                 with contextlib.suppress(psutil.Error):
                     proc.kill()
             psutil.wait_procs(alive, timeout=5)
+        self._remove_tmpdir_of(record)
         self.pid_path.unlink(missing_ok=True)
         return [p.pid for p in left]
+
+    @staticmethod
+    def _remove_tmpdir_of(record: dict[str, Any]) -> None:
+        """The earlier attempt's private TMPDIR (its ZeroMQ sockets), which its own stop would have removed:
+        only one of ours (directly under the temp folder, named as `_tmpdir` names them)."""
+        tmp = Path(str(record.get("tmpdir") or ""))
+        if tmp.name.startswith(TMPDIR_PREFIX) and tmp.parent == Path(tempfile.gettempdir()):
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def command(self) -> list[str]:
         python = self.python or vllm_python(self.spec.runtime)
@@ -235,7 +246,7 @@ class LocalServer:
     def _tmpdir(self) -> Path:
         """A short private TMPDIR: vLLM's ZeroMQ IPC sockets live there and need paths < 108 bytes."""
         if self.tmpdir is None:
-            self.tmpdir = Path(tempfile.mkdtemp(prefix="abv-"))
+            self.tmpdir = Path(tempfile.mkdtemp(prefix=TMPDIR_PREFIX))
         return self.tmpdir
 
     def start(self) -> LocalServer:
@@ -293,7 +304,8 @@ class LocalServer:
                 )
             with contextlib.suppress(psutil.NoSuchProcess):  # gone already: nothing can be left behind
                 born = psutil.Process(self.process.pid).create_time()
-                self.pid_path.write_text(json.dumps({"pgid": self.process.pid, "started": born}))
+                record = {"pgid": self.process.pid, "started": born, "tmpdir": str(self._tmpdir())}
+                self.pid_path.write_text(json.dumps(record))
                 self._watchdog = watch_group(self.process.pid, born)  # the engine core dies with us too
             if self.journal:
                 self._record_start()
