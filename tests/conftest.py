@@ -234,17 +234,6 @@ COST_S = {
     "integration/test_pricing.py": 7,
 }
 DEFAULT_COST_S = {"unit": 0.05, "integration": 0.3, "e2e": 1.0}
-# Tests that spend most of their time waiting on a pace (a zero server's latencies, a paced request rate): a
-# lane running one leaves its CPU to the others, but two at once leave a CPU idle (a CI run here: 20-45% idle
-# for two minutes where four of them met; each used 0.05-0.25 of a CPU). A lane is not handed one while
-# another lane runs one, unless nothing else is left.
-PACED = (
-    "e2e/test_search_drift.py",
-    "e2e/test_load_search.py::test_a_request_rate_search",
-    "e2e/test_load_search.py::test_a_concurrency_search",
-    "e2e/test_load_search.py::test_a_headroom_search",
-    "e2e/test_regression_gate.py",
-)
 LONG_S = 10.0  # a lane with a test this long still to run gets the cheapest scope next
 
 
@@ -263,11 +252,6 @@ def lane(nodeid: str) -> str:
     if named:
         return named[0]
     return key if path.startswith("e2e/") else path
-
-
-def paced(scope: str) -> bool:
-    """Whether a scope is one of PACED's (a scope of one e2e test is named by its test)."""
-    return scope.removeprefix("tests/").startswith(PACED)
 
 
 def cost(nodeid: str) -> float:
@@ -320,15 +304,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             work = self.assigned_work.get(node, {}).values()
             left = [nodeid for tests in work for nodeid, done in tests.items() if not done]
             costs = {scope: scope_cost(tests) for scope, tests in self.workqueue.items()}
-            running = {  # the scopes the other lanes are in now
-                scope
-                for other, scopes in self.assigned_work.items()
-                if other is not node
-                for scope, tests in scopes.items()
-                if not all(tests.values())
-            }
-            if any(paced(s) for s in running) and (busy := {s: c for s, c in costs.items() if not paced(s)}):
-                costs = busy
             if building() and (early := {s: c for s, c in costs.items() if s.startswith(EARLY_TIERS)}):
                 # The e2e tier waits for the environments test.sh is still building: the others' longest
                 # scopes meanwhile, the short ones kept to fill the lanes' ends.
