@@ -125,8 +125,8 @@ _env_pip_settings_to_uv() {
 
 env_venv() {  # <folder> <python>: a new virtual environment for env_install. With uv, `uv venv`: no pip in it
   # (uv installs into it; seeding pip is `python -m venv`'s ensurepip, ~3.5 s of CPU per environment).
-  if [ -n "$env_uv" ]; then
-    "$env_uv" venv --quiet --allow-existing --python "$2" "$1"
+  if [ -n "$env_uv" ]; then  # that interpreter by its path: never one uv would find or download instead
+    "$env_uv" venv --quiet --allow-existing --no-python-downloads --python "$(command -v "$2" || echo "$2")" "$1"
   else
     "$2" -m venv "$1"
   fi
