@@ -27,7 +27,7 @@ from accelbench.lake.store import Lake
 
 from tests.support.checkov import CHECKOV
 from tests.support.loadgen import DATE, run_loadgen
-from tests.support.paths import REPO
+from tests.support.paths import DAG_IDS, REPO
 from tests.support.servers import missing
 from tests.support.specs import tiny_spec
 from tests.support.steps import wait_for
@@ -40,7 +40,6 @@ HADOLINT = CHECKOV.parent / "hadolint"  # installed beside checkov by scripts/ch
 # Each image installs the uv that requirements-uv.txt pins before its install step; here the same pin is the
 # one scripts/bootstrap.sh put in .venv (scripts/uv.sh falls back to pip where there is none).
 UV = REPO / ".venv" / "bin" / "uv"
-DAG_IDS = {p.stem for p in (REPO / "dags").glob("accelbench_*.py")}
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:

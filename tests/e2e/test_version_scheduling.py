@@ -39,7 +39,7 @@ import pyarrow as pa
 import pytest
 from accelbench.lake.store import Lake
 
-from tests.support.paths import DAGS
+from tests.support.paths import DAG_IDS, DAGS
 from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.airflow, pytest.mark.vllm]
@@ -54,7 +54,6 @@ FAKE_SECRETS = {
     "AWS_SESSION_TOKEN": "FAKEsessionTokenZ8x7C6v5B4n3M2q1W0e9R8t7Y6u5I4o3P2",
 }
 RELEASES_ASSET = "accelbench.runtime.vllm_cpu_releases"
-DAG_IDS = {p.stem for p in DAGS.glob("accelbench_*.py")}  # each DAG file's DAG is named by its file
 
 
 @dataclass

@@ -26,10 +26,11 @@ def session_spec(model: Path | str) -> ServerSpec:
     """The session's server (tests/conftest.py, `vllm_server`): the tiny model, prefix caching named on and
     4,096 positions, so tests/e2e/test_prefix_caching.py measures its "on" half on it instead of starting a
     server for it. Prefix caching is vLLM's default, so the flag changes nothing for the other tests."""
-    return tiny_spec(model).model_copy(
+    spec = tiny_spec(model)
+    return spec.model_copy(
         update={
             "max_model_len": SESSION_MAX_MODEL_LEN,
-            "extra_engine_args": ("--enforce-eager", PREFIX_CACHING_ON),
+            "extra_engine_args": (*spec.extra_engine_args, PREFIX_CACHING_ON),
         }
     )
 
