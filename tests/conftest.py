@@ -53,14 +53,16 @@ os.environ["TORCHDYNAMO_DISABLE"] = "1"
 NO_DEADLINE = {"ACCELBENCH_DEADLINE_FACTOR": "0"}
 os.environ.update(NO_DEADLINE)
 
+from tests.support.fork_server import FORK_SERVER  # noqa: E402
 from tests.support.servers import MotoServer, PostgresServer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def accelbench_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own ACCELBENCH_HOME and no inherited ACCELBENCH_* settings (but NO_DEADLINE)."""
+    """Every test gets its own ACCELBENCH_HOME and no inherited ACCELBENCH_* settings (but NO_DEADLINE and
+    the lane's fork server of bench runners: tests/support/fork_server.py)."""
     for key in list(os.environ):
-        if key.startswith("ACCELBENCH_"):
+        if key.startswith("ACCELBENCH_") and key != FORK_SERVER:
             monkeypatch.delenv(key)
     for key, value in NO_DEADLINE.items():
         monkeypatch.setenv(key, value)
@@ -382,8 +384,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def vllm_python() -> Path:
-    """The vLLM CPU environment (scripts/vllm-env.sh), which test.sh creates."""
+def vllm_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The vLLM CPU environment (scripts/vllm-env.sh), which test.sh creates, and the lane's fork server of
+    its bench runners (tests/support/fork_server.py)."""
+    from tests.support import fork_server
     from tests.support.servers import missing
     from tests.support.steps import wait_for
 
@@ -391,7 +395,12 @@ def vllm_python() -> Path:
     python = REPO / ".venv-vllm" / "bin" / "python"
     if not python.is_file():
         missing("the vLLM CPU environment .venv-vllm (scripts/vllm-env.sh)")
-    return python
+    server, path = fork_server.start(python, tmp_path_factory.mktemp("bench-runners"))
+    os.environ[FORK_SERVER] = str(path)
+    yield python
+    os.environ.pop(FORK_SERVER, None)
+    server.kill()
+    server.wait()
 
 
 @pytest.fixture(scope="session")

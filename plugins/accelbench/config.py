@@ -416,6 +416,14 @@ class Settings(BaseSettings):
         description="the Python interpreter with lm-eval that measures a quantization matrix's accuracy "
         "against the server after its levels (`--lm-eval-python`); the load-generator image sets its own",
     )
+    bench_fork_server: Path | None = _setting(
+        None,
+        group=LOADGEN,
+        shown_default="none: each bench runner imports vLLM itself",
+        description="a Unix socket where a fork server of bench runners listens (`bench_runner.py "
+        "--fork-server PATH`, in the same vLLM environment): a runner borrows a child forked there, vLLM "
+        "already imported, instead of importing it (~9 CPU-s); the test suite runs one per lane",
+    )
 
     @classmethod
     def settings_customise_sources(

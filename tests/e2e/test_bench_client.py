@@ -13,17 +13,26 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from accelbench.core.levels import Level
-from accelbench.loadgen import bench_client
+from accelbench.loadgen import bench_client, bench_runner
 from accelbench.loadgen.bench_client import BenchClient, BenchProcessError, pooled, vllm_interpreter
 from accelbench.loadgen.bench_command import bench_args
 
+from tests.support import fork_server
+from tests.support.fork_server import FORK_SERVER
 from tests.support.paths import REPO
 from tests.support.specs import spec_for
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from zero_pipeline import zero_server
+
+
+@pytest.fixture(autouse=True)
+def without_the_lanes_fork_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner a driver starts itself (a pod's), importing vLLM; the last test takes a fork server."""
+    monkeypatch.delenv(FORK_SERVER, raising=False)
 
 
 def _args(tiny_model: Path, url: str, out: Path, name: str, seed: int = 5, prompts: int = 6) -> list[str]:
@@ -170,3 +179,49 @@ def test_a_vllm_without_an_environment_is_named(tmp_path: Path) -> None:
     lone.chmod(0o755)
     with pytest.raises(BenchProcessError, match="no python beside"):
         vllm_interpreter(str(lone))
+
+
+@pytest.mark.vllm
+def test_a_runner_borrowed_from_a_fork_server_runs_levels_pinned_and_dies_with_its_borrower(
+    tiny_model: Path, vllm_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fork server the test suite runs per lane (tests/support/fork_server.py): a runner started with its
+    socket named borrows a child forked there, with the runner's CPUs, and answers as a runner of its own."""
+    vllm = str(vllm_python.parent / "vllm")
+    server, path = fork_server.start(vllm_python, tmp_path)
+    try:
+        deadline = time.monotonic() + 300
+        while not path.exists():  # it listens once vLLM is imported
+            assert server.poll() is None and time.monotonic() < deadline, server.returncode
+            time.sleep(0.2)
+        # A runner of another environment (this process's Python) is refused: it would import its own vLLM.
+        assert bench_runner.borrow(str(path)) is None
+        monkeypatch.setenv(FORK_SERVER, str(path))
+        with zero_server(ttft_ms=2, itl_ms=1) as (url, _pid), BenchClient(vllm, cpus={0}) as client:
+            codes = [
+                client.run(_args(tiny_model, url, tmp_path, f"l{i}"), tmp_path / f"l{i}.log", 120)
+                for i in (1, 2)
+            ]
+            wrong = [*_args(tiny_model, url, tmp_path, "bad"), "--no-such-flag"]
+            assert (
+                codes == [0, 0] and client.run(wrong, tmp_path / "bad.log", 120) == 2 and client.starts == 1
+            )
+            assert client.proc is not None
+            borrower = psutil.Process(client.proc.pid)
+            (runner,) = psutil.Process(server.pid).children()
+            assert runner.cpu_affinity() == [0] and runner.cwd() == os.getcwd()
+            # The borrower never imported vLLM (no torch in it); its runner did, in the fork server.
+            assert not any("libtorch" in m.path for m in borrower.memory_maps())
+            assert any("libtorch" in m.path for m in runner.memory_maps())
+            # Its borrower killed during a level: the level gets the signal's status, and the runner is gone.
+            threading.Timer(1.0, os.kill, (borrower.pid, signal.SIGKILL)).start()
+            assert (
+                client.run(_args(tiny_model, url, tmp_path, "killed", prompts=400), tmp_path / "k.log", 120)
+                == -9
+            )
+            runner.wait(10)
+        assert json.loads((tmp_path / "l2.json").read_text())["completed"] == 6
+        assert "Serving Benchmark Result" in (tmp_path / "l1.log").read_text()
+    finally:
+        server.kill()
+        server.wait()

@@ -20,6 +20,7 @@ from accelbench.lake.raw import EXECUTION, RawLocation
 from accelbench.lake.store import Lake
 from accelbench.loadgen.host import HostFacts, host_facts
 
+from tests.support import fork_server
 from tests.support.loadgen import DATE, NODE, run_loadgen
 from tests.support.paths import REPO
 from tests.support.specs import tiny_spec
@@ -76,7 +77,7 @@ def test_the_load_generator_records_its_host(tiny_model: Path, vllm_python: Path
     plan = LoadPlan(input_len=16, output_len=4, concurrency=(1,), prompts_per_level=3, warmups=1, seed=2)
     spec = BenchmarkSpec(server=server_spec(tiny_model), load=plan, campaign_id="host-loadgen")
     (tmp_path / "spec.json").write_text(spec.model_dump_json())
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELBENCH_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELBENCH_")} | fork_server.inherited()
     loadgen = str(REPO / ".venv" / "bin" / "accelbench-loadgen")
     with zero_server() as (url, pid):
         args = ["--spec", str(tmp_path / "spec.json"), "--server-url", url, "--server-pid", str(pid)]

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pytest
 from accelbench.lake.store import Lake
 
+from tests.support import fork_server
 from tests.support.paths import DAG_IDS, DAGS
 from tests.support.servers import free_port
 
@@ -156,6 +157,7 @@ def airflow(
         "ACCELBENCH_EXECUTION_MODE": "local",
         "ACCELBENCH_VLLM_PYTHON": str(vllm_python),
         "ACCELBENCH_VERSION_MATRIX": json.dumps(_matrix(tiny_model)),
+        **fork_server.inherited(),
     }
     airflow_bin = [sys.executable, "-m", "airflow"]
     subprocess.run([*airflow_bin, "db", "migrate"], env=env, check=True, capture_output=True)

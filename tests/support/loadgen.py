@@ -9,6 +9,7 @@ from pathlib import Path
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.local.server import LocalServer
 
+from tests.support import fork_server
 from tests.support.paths import REPO
 
 DATE = "2026-11-30"
@@ -42,6 +43,7 @@ def run_loadgen(
             "ACCELBENCH_ATTEMPT": "attempt-1",
         }
         | (pod_env or {})
+        | fork_server.inherited()  # not the pod's: the lane's warm runners (another environment's ignore it)
     )
     args = ["--vllm", str(vllm), "--server-pid", str(server.process.pid)]
     return subprocess.run(

@@ -25,19 +25,31 @@ Protocol (bench_client.BenchClient is the other end): one line `{"ready": <vllm 
 once vLLM is imported; then, for each JSON line `{"args": [...], "log": path}` on stdin, the run's
 stdout and stderr go to `log` and one line `{"exit": code}` comes back. It exits at end of input.
 Anything printed between runs goes to this process's stderr.
+
+A fork server (`bench_runner.py --fork-server PATH`) imports vLLM once and forks a runner for each process
+that asks on the Unix socket PATH: a runner started with ACCELBENCH_BENCH_FORK_SERVER=PATH hands its stdin,
+stdout and stderr, its environment, folder and CPUs to a child forked there (`borrow`) and exits as that
+child does; the child dies with it. Where no fork server answers, the runner imports vLLM itself. The test
+suite runs one per lane: its campaigns start ~20 runners, each of which paid the import (~9 CPU-s).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
+import select
+import signal
+import socket
 import sys
+import threading
 import traceback
 from typing import Any
 from urllib.parse import urlsplit
 
 TRUST_ENV = [True]  # for the run in progress: False when its server is on loopback
+FORK_SERVER = "ACCELBENCH_BENCH_FORK_SERVER"  # accelbench.config's name for it (this script never imports it)
 
 
 def loopback(url: str) -> bool:
@@ -104,21 +116,145 @@ def run(args: list[str], log_path: str) -> int:
     return code
 
 
-def main() -> int:
-    control = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # stray output between runs: to stderr, never into the control channel
+def prepare() -> str:
+    """Import vLLM's benchmark and CLI code, patched as above; vLLM's version."""
     trust_env_only_off_loopback()
     import vllm
     import vllm.benchmarks.serve
     import vllm.entrypoints.cli.main
 
     schedule_on_the_monotonic_clock()
-    control.write(json.dumps({"ready": vllm.__version__}) + "\n")
+    return str(vllm.__version__)
+
+
+def serve(version: str) -> int:
+    """The protocol above on this process's stdin and stdout (vLLM imported)."""
+    control = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray output between runs: to stderr, never into the control channel
+    control.write(json.dumps({"ready": version}) + "\n")
     for line in sys.stdin:
         if line.strip():
             job = json.loads(line)
             control.write(json.dumps({"exit": run(job["args"], job["log"])}) + "\n")
     return 0
+
+
+def borrow(path: str) -> int | None:
+    """Hand this process's stdin, stdout and stderr, environment, folder and CPUs to a runner forked by the
+    fork server at `path`; that runner's exit status (a signal it died of, this process dies of too). None
+    when no fork server of this environment answers there."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    request = {
+        "prefix": sys.prefix,
+        "env": dict(os.environ),
+        "cwd": os.getcwd(),
+        "cpus": sorted(os.sched_getaffinity(0)),
+    }
+    try:
+        conn.connect(path)
+        socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
+        replies = conn.makefile()
+        forked = replies.readline()  # {"pid": n}, or nothing: not this environment's fork server
+    except OSError:
+        conn.close()
+        return None
+    if not forked:
+        conn.close()
+        return None
+    with conn, replies:
+        ended = replies.readline()  # the runner's wait status, when it ends
+    if not ended:
+        print(f"bench_runner: the fork server at {path} went away", file=sys.stderr)
+        return 1
+    status = json.loads(ended)["status"]
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status)
+
+
+def _die_with(pid: int) -> None:
+    """In a forked runner: exit at once when the process that borrowed it ends (its driver's PDEATHSIG, a
+    kill, an exit), as a runner its driver started itself would."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([fd], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _runner(conn: socket.socket, fds: list[int], request: dict[str, Any], version: str) -> None:
+    """The forked child: the borrower's descriptors, environment, folder and CPUs, then the runner's loop."""
+    try:
+        pid = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        _die_with(int.from_bytes(pid[:4], sys.byteorder))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        conn.close()
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        os.sched_setaffinity(0, request["cpus"])
+        code = serve(version)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def fork_server(path: str) -> int:
+    """Import vLLM once, then fork a runner for each borrower that connects to `path` (above); print
+    `{"ready": version}` once listening. Runs until killed."""
+    version = prepare()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    print(json.dumps({"ready": version}), flush=True)
+    while True:
+        conn, _ = listener.accept()
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+        while message and not message.endswith(b"\n") and (more := conn.recv(1 << 16)):
+            message += more  # a request longer than one read
+        request = json.loads(message) if message.endswith(b"\n") else {}
+        if len(fds) != 3 or request.get("prefix") != sys.prefix:  # another environment's runner: refused
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            _runner(conn, fds, request, version)
+        for fd in fds:
+            os.close(fd)
+        threading.Thread(target=_report, args=(conn, pid), daemon=True).start()
+
+
+def _report(conn: socket.socket, pid: int) -> None:
+    """Tell the borrower its runner's pid, then its wait status when it ends."""
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    _, status = os.waitpid(pid, 0)
+    with conn, contextlib.suppress(OSError):
+        conn.sendall(json.dumps({"status": status}).encode() + b"\n")
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--fork-server"]:
+        return fork_server(sys.argv[2])
+    if (path := os.environ.get(FORK_SERVER)) and (code := borrow(path)) is not None:
+        return code
+    return serve(prepare())
 
 
 if __name__ == "__main__":
