@@ -194,8 +194,15 @@ def test_a_runner_borrowed_from_a_fork_server_runs_levels_pinned_and_dies_with_i
         while not path.exists():  # it listens once vLLM is imported
             assert server.poll() is None and time.monotonic() < deadline, server.returncode
             time.sleep(0.2)
-        # A runner of another environment (this process's Python) is refused: it would import its own vLLM.
+        # A runner of another environment is refused (it imports its own vLLM): another Python (this
+        # process's), or other values of what vLLM's imports read (Hugging Face's cache folder).
         assert bench_runner.borrow(str(path)) is None
+        with socket.socket(socket.AF_UNIX) as conn, open(os.devnull) as null:
+            conn.connect(str(path))
+            env = dict(os.environ) | {"HF_HOME": str(tmp_path / "hf")}
+            request = {"prefix": str(vllm_python.parents[1]), "env": env, "cwd": str(tmp_path), "cpus": [0]}
+            socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [null.fileno()] * 3)
+            assert conn.makefile().readline() == ""  # closed: no runner forked
         monkeypatch.setenv(FORK_SERVER, str(path))
         with zero_server(ttft_ms=2, itl_ms=1) as (url, _pid), BenchClient(vllm, cpus={0}) as client:
             codes = [

@@ -29,7 +29,8 @@ Anything printed between runs goes to this process's stderr.
 A fork server (`bench_runner.py --fork-server PATH`) imports vLLM once and forks a runner for each process
 that asks on the Unix socket PATH: a runner started with ACCELBENCH_BENCH_FORK_SERVER=PATH hands its stdin,
 stdout and stderr, its environment, folder and CPUs to a child forked there (`borrow`) and exits as that
-child does; the child dies with it. Where no fork server answers, the runner imports vLLM itself. The test
+child does; the child dies with it. Where no fork server answers, or it serves another environment (another
+Python, or other values of what the imports read: READ_AT_IMPORT), the runner imports vLLM itself. The test
 suite runs one per lane: its campaigns start ~20 runners, each of which paid the import (~9 CPU-s).
 """
 
@@ -45,11 +46,17 @@ import socket
 import sys
 import threading
 import traceback
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 TRUST_ENV = [True]  # for the run in progress: False when its server is on loopback
 FORK_SERVER = "ACCELBENCH_BENCH_FORK_SERVER"  # accelbench.config's name for it (this script never imports it)
+# Variables vLLM, Hugging Face's libraries or torch may read when imported (Hugging Face's cache folders and
+# offline switch are constants of its modules): a fork server serves only a borrower that has its values.
+# Its tokens are read when a request is made.
+READ_AT_IMPORT = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "VLLM_", "TORCH", "OMP_", "PYTHON")
+READ_PER_CALL = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
 
 
 def loopback(url: str) -> bool:
@@ -159,6 +166,7 @@ def borrow(path: str) -> int | None:
         conn.close()
         return None
     if not forked:
+        print(f"bench_runner: the fork server at {path} serves another environment", file=sys.stderr)
         conn.close()
         return None
     with conn, replies:
@@ -188,8 +196,10 @@ def _die_with(pid: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _runner(conn: socket.socket, fds: list[int], request: dict[str, Any], version: str) -> None:
-    """The forked child: the borrower's descriptors, environment, folder and CPUs, then the runner's loop."""
+def _runner(
+    conn: socket.socket, fds: list[int], env: dict[str, str], request: dict[str, Any], version: str
+) -> None:
+    """The forked child: the borrower's descriptors, folder and CPUs, `env`, then the runner's loop."""
     try:
         pid = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
         _die_with(int.from_bytes(pid[:4], sys.byteorder))
@@ -198,7 +208,7 @@ def _runner(conn: socket.socket, fds: list[int], request: dict[str, Any], versio
             os.close(fd)
         conn.close()
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update(env)
         os.chdir(request["cwd"])
         os.sched_setaffinity(0, request["cpus"])
         code = serve(version)
@@ -213,7 +223,11 @@ def _runner(conn: socket.socket, fds: list[int], request: dict[str, Any], versio
 def fork_server(path: str) -> int:
     """Import vLLM once, then fork a runner for each borrower that connects to `path` (above); print
     `{"ready": version}` once listening. Runs until killed."""
+    before = dict(os.environ)
     version = prepare()
+    mine = sys.prefix, _imported(before)
+    # What vLLM's import set in the environment: a runner's own import would have set it too.
+    added = {k: v for k, v in os.environ.items() if before.get(k) != v}
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -226,7 +240,7 @@ def fork_server(path: str) -> int:
         while message and not message.endswith(b"\n") and (more := conn.recv(1 << 16)):
             message += more  # a request longer than one read
         request = json.loads(message) if message.endswith(b"\n") else {}
-        if len(fds) != 3 or request.get("prefix") != sys.prefix:  # another environment's runner: refused
+        if len(fds) != 3 or (request.get("prefix"), _imported(request.get("env", {}))) != mine:  # refused
             conn.close()
             for fd in fds:
                 os.close(fd)
@@ -234,10 +248,15 @@ def fork_server(path: str) -> int:
         pid = os.fork()
         if pid == 0:
             listener.close()
-            _runner(conn, fds, request, version)
+            _runner(conn, fds, request["env"] | added, request, version)
         for fd in fds:
             os.close(fd)
         threading.Thread(target=_report, args=(conn, pid), daemon=True).start()
+
+
+def _imported(env: Mapping[str, str]) -> dict[str, str]:
+    """What of `env` the imports may have read (above)."""
+    return {k: v for k, v in env.items() if k.startswith(READ_AT_IMPORT) and k not in READ_PER_CALL}
 
 
 def _report(conn: socket.socket, pid: int) -> None:
