@@ -206,7 +206,7 @@ COST_S = {
     "e2e/test_load_search.py::test_a_concurrency_search": 40,
     "e2e/test_load_search.py::test_a_headroom_search": 45,
     "e2e/test_load_search.py::test_a_search_the_client_cannot_drive": 8,
-    "e2e/test_real_model.py::test_a_real_server_answers_in_english": 30,
+    "e2e/test_real_model.py::test_a_real_server_answers_in_english": 40,
     "e2e/test_real_model.py::test_conversion_is_keyed_by_the_gguf": 25,  # the conversion, on a clean clone
     "e2e/test_faults.py::test_worker_death_in_local_mode": 50,
     "e2e/test_faults.py::test_worker_death_in_kubernetes_mode": 38,
@@ -220,6 +220,7 @@ COST_S = {
     "e2e/test_bench_client.py::test_a_bad_or_crashed_level": 34,
     "e2e/test_bench_client.py::test_levels_share_one_warm_process": 16,
     "e2e/test_bench_client.py::test_a_loopback_server": 16,
+    "e2e/test_bench_client.py::test_a_runner_borrowed_from_a_fork_server": 20,  # the fork server's import
     "e2e/test_local_server.py::test_a_server_that_cannot_start": 8,
     "e2e/test_fit_against_vllm.py": 12,
     "e2e/test_traces_against_vllm.py": 20,  # vLLM's timed-trace reader, imported once
