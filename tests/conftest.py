@@ -237,6 +237,18 @@ COST_S = {
     "integration/test_pricing.py": 7,
 }
 DEFAULT_COST_S = {"unit": 0.05, "integration": 0.3, "e2e": 1.0}
+# Tests that spend their time waiting on a paced load against the zero-work server (a search's levels, the
+# gate's repeats) and use little CPU: two or three of them at once left the CPUs idle (a clean-clone run: 80%
+# idle for ~25 s while three ran, ~8% idle over the run), so a lane takes one only while no other lane runs
+# one, unless nothing else is left.
+PACED = (
+    "e2e/test_regression_gate.py",
+    "e2e/test_search_drift.py",
+    "e2e/test_load_search.py::test_a_concurrency_search",
+    "e2e/test_load_search.py::test_a_request_rate_search",
+    "e2e/test_load_search.py::test_a_headroom_search",
+    "e2e/test_bench_client.py::test_a_bad_or_crashed_level",
+)
 LONG_S = 10.0  # a lane with a test this long still to run gets the cheapest scope next
 
 
@@ -307,6 +319,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             work = self.assigned_work.get(node, {}).values()
             left = [nodeid for tests in work for nodeid, done in tests.items() if not done]
             costs = {scope: scope_cost(tests) for scope, tests in self.workqueue.items()}
+            running = [
+                scope
+                for other, scopes in self.assigned_work.items()
+                if other is not node
+                for scope, tests in scopes.items()
+                if not all(tests.values())
+            ]
+            if any(scope.startswith(PACED) for scope in running):
+                # Another lane waits on a paced load: this one takes CPU work, if any is left (PACED).
+                costs = {s: c for s, c in costs.items() if not s.startswith(PACED)} or costs
             if building() and (early := {s: c for s, c in costs.items() if s.startswith(EARLY_TIERS)}):
                 # The e2e tier waits for the environments test.sh is still building: the others' longest
                 # scopes meanwhile, the short ones kept to fill the lanes' ends.

@@ -43,6 +43,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import sys
 import threading
 import traceback
@@ -197,16 +198,14 @@ def _die_with(pid: int) -> None:
 
 
 def _runner(
-    conn: socket.socket, fds: list[int], env: dict[str, str], request: dict[str, Any], version: str
+    borrower: int, fds: list[int], env: dict[str, str], request: dict[str, Any], version: str
 ) -> None:
     """The forked child: the borrower's descriptors, folder and CPUs, `env`, then the runner's loop."""
     try:
-        pid = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-        _die_with(int.from_bytes(pid[:4], sys.byteorder))
+        _die_with(borrower)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
-        conn.close()
         os.environ.clear()
         os.environ.update(env)
         os.chdir(request["cwd"])
@@ -239,8 +238,18 @@ def fork_server(path: str) -> int:
         message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
         while message and not message.endswith(b"\n") and (more := conn.recv(1 << 16)):
             message += more  # a request longer than one read
-        request = json.loads(message) if message.endswith(b"\n") else {}
-        if len(fds) != 3 or (request.get("prefix"), _imported(request.get("env", {}))) != mine:  # refused
+        try:
+            request = json.loads(message)
+        except ValueError:  # cut short, or not JSON: refused below
+            request = None
+        request = request if isinstance(request, dict) else {}
+        peer, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        # Refused: another user (a runner runs as this one), another environment's runner (above).
+        if (
+            uid != os.getuid()
+            or len(fds) != 3
+            or (request.get("prefix"), _imported(request.get("env", {}))) != mine
+        ):
             conn.close()
             for fd in fds:
                 os.close(fd)
@@ -248,7 +257,8 @@ def fork_server(path: str) -> int:
         pid = os.fork()
         if pid == 0:
             listener.close()
-            _runner(conn, fds, request["env"] | added, request, version)
+            conn.close()
+            _runner(peer, fds, request["env"] | added, request, version)
         for fd in fds:
             os.close(fd)
         threading.Thread(target=_report, args=(conn, pid), daemon=True).start()
