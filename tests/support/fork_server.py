@@ -1,7 +1,8 @@
 """The lane's fork server of bench runners (accelbench/loadgen/bench_runner.py): started with the vLLM
 environment, it imports vLLM once, and every runner a test starts in that environment (a campaign's, an
 Airflow task's, a load-generator process's) borrows a child forked from it instead of importing vLLM itself
-(~9 CPU-s each; a CI run starts ~20). tests/e2e/test_bench_client.py tests the runner without it, and it."""
+(~9 CPU-s each; a CI run starts ~20). tests/e2e/test_bench_client.py tests the runner without it, and the
+fork server itself."""
 
 from __future__ import annotations
 
