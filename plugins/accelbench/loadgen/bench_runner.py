@@ -48,7 +48,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 TRUST_ENV = [True]  # for the run in progress: False when its server is on loopback
@@ -135,10 +135,16 @@ def prepare() -> str:
     return str(vllm.__version__)
 
 
-def serve(version: str) -> int:
-    """The protocol above on this process's stdin and stdout (vLLM imported)."""
+def control_channel() -> IO[str]:
+    """This process's stdout, kept for the protocol; anything else printed (vLLM's import, a run) goes to
+    stderr, never into the control channel."""
     control = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # stray output between runs: to stderr, never into the control channel
+    os.dup2(2, 1)
+    return control
+
+
+def serve(control: IO[str], version: str) -> int:
+    """The protocol above on this process's stdin and `control` (vLLM imported)."""
     control.write(json.dumps({"ready": version}) + "\n")
     for line in sys.stdin:
         if line.strip():
@@ -210,7 +216,7 @@ def _runner(
         os.environ.update(env)
         os.chdir(request["cwd"])
         os.sched_setaffinity(0, request["cpus"])
-        code = serve(version)
+        code = serve(control_channel(), version)
     except BaseException:
         traceback.print_exc()
         code = 1
@@ -283,7 +289,8 @@ def main() -> int:
         return fork_server(sys.argv[2])
     if (path := os.environ.get(FORK_SERVER)) and (code := borrow(path)) is not None:
         return code
-    return serve(prepare())
+    control = control_channel()
+    return serve(control, prepare())
 
 
 if __name__ == "__main__":
