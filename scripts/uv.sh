@@ -123,6 +123,23 @@ _env_pip_settings_to_uv() {
   fi
 }
 
+env_python() {  # the interpreter a new environment is made from: $PYTHON when set, else the distribution's
+  # Python 3.11+ (/usr/bin/python3), else python3 on PATH. Debian builds its interpreter with profile-guided and
+  # link-time optimisation; pyenv's default build (python3 on PATH on this kind of machine) has neither, and a
+  # shared libpython: the same Python work takes 15-40% more CPU there (benchmarks/interpreters.py). Either
+  # must carry venv and ensurepip (scripts/bootstrap.sh makes .venv with `python -m venv`).
+  local py
+  for py in ${PYTHON:+"$PYTHON"} /usr/bin/python3 python3; do
+    if command -v "$py" >/dev/null 2>&1 &&
+       "$py" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      echo "$py"; return 0
+    fi
+    if [ -n "${PYTHON:-}" ]; then break; fi  # asked for by name: that one or none
+  done
+  echo "${env_tag:-env}: Python 3.11 or newer, with venv and ensurepip, is required (${PYTHON:+PYTHON=$PYTHON is not; }set PYTHON=...)" >&2
+  return 1
+}
+
 env_venv() {  # <folder> <python>: a new virtual environment for env_install. With uv, `uv venv`: no pip in it
   # (uv installs into it; seeding pip is `python -m venv`'s ensurepip, ~3.5 s of CPU per environment).
   if [ -n "$env_uv" ]; then  # that interpreter by its path: never one uv would find or download instead

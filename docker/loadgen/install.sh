@@ -19,7 +19,7 @@ python=${PYTHON:-python3}
 env_tool_init loadgen-install "$src" "$python"
 
 env_step "the vllm environment: $prefix/vllm (scripts/vllm-env.sh)"
-VLLM_ENV_DIR="$prefix/vllm" "$src/scripts/vllm-env.sh"
+PYTHON=$python VLLM_ENV_DIR="$prefix/vllm" "$src/scripts/vllm-env.sh"  # the image's one Python, all three
 env_step "the driver environment: $prefix/driver"
 env_venv "$prefix/driver" "$python"
 env_install "$prefix/driver/bin/python" -c "$src/constraints.txt" -r "$src/docker/loadgen/requirements.txt"
