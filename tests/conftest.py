@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ from tests.support.servers import MotoServer, PostgresServer  # noqa: E402
 @pytest.fixture(autouse=True)
 def accelbench_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own ACCELBENCH_HOME and no inherited ACCELBENCH_* settings (but NO_DEADLINE and
-    the lane's fork server of bench runners: tests/support/fork_server.py)."""
+    the run's fork server of bench runners: tests/support/fork_server.py)."""
     for key in list(os.environ):
         if key.startswith("ACCELBENCH_") and key != FORK_SERVER:
             monkeypatch.delenv(key)
@@ -394,6 +394,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
 
 
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+_STOP_FORK_SERVER = pytest.StashKey[Callable[[], None]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the run's first process (not a lane, not a collection alone): the fork server every lane's bench
+    runners borrow from, named here so the lanes inherit it, started when a test first asks for vLLM."""
+    from tests.support import fork_server
+
+    if hasattr(config, "workerinput") or config.option.collectonly or FORK_SERVER in os.environ:
+        return
+    config.stash[_STOP_FORK_SERVER] = fork_server.serve_the_run(VLLM_PYTHON)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _STOP_FORK_SERVER in config.stash:
+        config.stash[_STOP_FORK_SERVER]()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """In CI a run in which no test passed is a failure, even if pytest would call it clean."""
     from tests.support.servers import IN_CI
@@ -407,23 +426,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def vllm_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The vLLM CPU environment (scripts/vllm-env.sh), which test.sh creates, and the lane's fork server of
-    its bench runners (tests/support/fork_server.py)."""
+def vllm_python() -> Path:
+    """The vLLM CPU environment (scripts/vllm-env.sh), which test.sh creates, and the run's fork server of
+    its bench runners, asked for (tests/support/fork_server.py; pytest_configure names it)."""
     from tests.support import fork_server
     from tests.support.servers import missing
     from tests.support.steps import wait_for
 
     wait_for("vllm-env", "the vLLM CPU environment .venv-vllm")
-    python = REPO / ".venv-vllm" / "bin" / "python"
+    python = VLLM_PYTHON
     if not python.is_file():
         missing("the vLLM CPU environment .venv-vllm (scripts/vllm-env.sh)")
-    server, path = fork_server.start(python, tmp_path_factory.mktemp("bench-runners"))
-    os.environ[FORK_SERVER] = str(path)
-    yield python
-    os.environ.pop(FORK_SERVER, None)
-    server.kill()
-    server.wait()
+    fork_server.want()
+    return python
 
 
 @pytest.fixture(scope="session")

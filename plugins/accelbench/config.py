@@ -422,7 +422,7 @@ class Settings(BaseSettings):
         shown_default="none: each bench runner imports vLLM itself",
         description="a Unix socket where a fork server of bench runners listens (`bench_runner.py "
         "--fork-server PATH`, in the same vLLM environment): a runner borrows a child forked there, vLLM "
-        "already imported, instead of importing it (~9 CPU-s); the test suite runs one per lane",
+        "already imported, instead of importing it (~9 CPU-s); the test suite runs one for all its lanes",
     )
 
     @classmethod

@@ -29,9 +29,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from zero_pipeline import zero_server
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def without_the_lanes_fork_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runner a driver starts itself (a pod's), importing vLLM; the last test takes a fork server."""
+    """The runner a driver starts itself (a pod's), importing vLLM: the first test's. The others borrow theirs
+    from the run's fork server (tests/support/fork_server.py), as every other test's driver does, so a
+    crashed or killed runner is replaced by a borrowed one (the last test checks that a borrowed runner
+    behaves as its own would); the images test drives the pod's environments, each runner importing."""
     monkeypatch.delenv(FORK_SERVER, raising=False)
 
 
@@ -50,7 +53,7 @@ def _args(tiny_model: Path, url: str, out: Path, name: str, seed: int = 5, promp
 
 @pytest.mark.vllm
 def test_levels_share_one_warm_process_and_match_a_fresh_one(
-    tiny_model: Path, vllm_python: Path, tmp_path: Path
+    tiny_model: Path, vllm_python: Path, tmp_path: Path, without_the_lanes_fork_server: None
 ) -> None:
     vllm = str(vllm_python.parent / "vllm")
     with zero_server(ttft_ms=2, itl_ms=1) as (url, _pid):
@@ -185,8 +188,8 @@ def test_a_vllm_without_an_environment_is_named(tmp_path: Path) -> None:
 def test_a_runner_borrowed_from_a_fork_server_runs_levels_pinned_and_dies_with_its_borrower(
     tiny_model: Path, vllm_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The fork server the test suite runs per lane (tests/support/fork_server.py): a runner started with its
-    socket named borrows a child forked there, with the runner's CPUs, and answers as a runner of its own."""
+    """The fork server the test suite runs for its lanes (tests/support/fork_server.py): a runner started
+    with its socket named borrows a child forked there, with the runner's CPUs, and answers as its own."""
     vllm = str(vllm_python.parent / "vllm")
     server, path = fork_server.start(vllm_python, tmp_path)
     try:

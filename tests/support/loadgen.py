@@ -43,7 +43,7 @@ def run_loadgen(
             "ACCELBENCH_ATTEMPT": "attempt-1",
         }
         | (pod_env or {})
-        | fork_server.inherited()  # not the pod's: the lane's warm runners (another environment's ignore it)
+        | fork_server.inherited()  # not the pod's: the run's warm runners (another environment's ignore it)
     )
     args = ["--vllm", str(vllm), "--server-pid", str(server.process.pid)]
     return subprocess.run(
