@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -120,10 +119,11 @@ def aws_on_moto(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Mot
 
 @pytest.fixture(scope="session")
 def airflow_db() -> Path:
-    """A migrated Airflow metadata database (SQLite) for DagBag and dag.test()."""
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True, env=os.environ
-    )
+    """A migrated Airflow metadata database (SQLite) for DagBag and dag.test(): Airflow's default path in
+    this lane's home, a copy of the run's one migration (tests/support/airflow_metadata.py)."""
+    from tests.support.airflow_metadata import migrated
+
+    migrated(_AIRFLOW_HOME / "airflow.db", os.environ)
     return _AIRFLOW_HOME
 
 

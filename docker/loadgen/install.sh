@@ -14,8 +14,8 @@ set -euo pipefail
 LM_EVAL_VERSION=$(sed -n 's/^LM_EVAL_VERSION=//p' "$2/scripts/quant-env.sh")  # one pin, scripts/quant-env.sh's
 prefix=$1
 src=$2
-python=${PYTHON:-python3}
 . "$src/scripts/uv.sh"
+python=$(env_python)  # $PYTHON, else the distribution's (none in the python:*-slim image: its python3)
 env_tool_init loadgen-install "$src" "$python"
 
 env_step "the vllm environment: $prefix/vllm (scripts/vllm-env.sh)"

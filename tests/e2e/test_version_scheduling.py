@@ -40,6 +40,7 @@ import pytest
 from accelbench.lake.store import Lake
 
 from tests.support import fork_server
+from tests.support.airflow_metadata import migrated
 from tests.support.paths import DAG_IDS, DAGS
 from tests.support.servers import free_port
 
@@ -160,7 +161,7 @@ def airflow(
         **fork_server.inherited(),
     }
     airflow_bin = [sys.executable, "-m", "airflow"]
-    subprocess.run([*airflow_bin, "db", "migrate"], env=env, check=True, capture_output=True)
+    migrated(home / "airflow" / "airflow.db", env)  # `airflow db migrate`'s database, made once per run
     procs = []
     for name, args in (
         ("api-server", ["api-server", "--host", "127.0.0.1", "--port", str(port), "-w", "1"]),
