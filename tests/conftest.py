@@ -220,7 +220,7 @@ COST_S = {
     "e2e/test_bench_client.py::test_a_bad_or_crashed_level": 34,
     "e2e/test_bench_client.py::test_levels_share_one_warm_process": 16,
     "e2e/test_bench_client.py::test_a_loopback_server": 16,
-    "e2e/test_bench_client.py::test_a_runner_borrowed_from_a_fork_server": 20,  # the fork server's import
+    "e2e/test_bench_client.py::test_a_runner_borrowed_from_a_fork_server": 10,  # the run's fork server
     "e2e/test_local_server.py::test_a_server_that_cannot_start": 8,
     "e2e/test_fit_against_vllm.py": 12,
     "e2e/test_traces_against_vllm.py": 20,  # vLLM's timed-trace reader, imported once

@@ -3,6 +3,7 @@ and a bad, crashed or hung level fails alone. Real vLLM (its bench code) against
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -191,12 +192,8 @@ def test_a_runner_borrowed_from_a_fork_server_runs_levels_pinned_and_dies_with_i
     """The fork server the test suite runs for its lanes (tests/support/fork_server.py): a runner started
     with its socket named borrows a child forked there, with the runner's CPUs, and answers as its own."""
     vllm = str(vllm_python.parent / "vllm")
-    server, path = fork_server.start(vllm_python, tmp_path)
+    server, path, own = _the_runs_fork_server(vllm_python, tmp_path)
     try:
-        deadline = time.monotonic() + 300
-        while not path.exists():  # it listens once vLLM is imported
-            assert server.poll() is None and time.monotonic() < deadline, server.returncode
-            time.sleep(0.2)
         # A runner of another environment is refused (it imports its own vLLM): another Python (this
         # process's), or other values of what vLLM's imports read (Hugging Face's cache folder).
         assert bench_runner.borrow(str(path)) is None
@@ -207,6 +204,7 @@ def test_a_runner_borrowed_from_a_fork_server_runs_levels_pinned_and_dies_with_i
             socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [null.fileno()] * 3)
             assert conn.makefile().readline() == ""  # closed: no runner forked
         monkeypatch.setenv(FORK_SERVER, str(path))
+        monkeypatch.chdir(tmp_path)  # this test's runner, by its folder, among those other lanes borrow
         with zero_server(ttft_ms=2, itl_ms=1) as (url, _pid), BenchClient(vllm, cpus={0}) as client:
             codes = [
                 client.run(_args(tiny_model, url, tmp_path, f"l{i}"), tmp_path / f"l{i}.log", 120)
@@ -218,7 +216,7 @@ def test_a_runner_borrowed_from_a_fork_server_runs_levels_pinned_and_dies_with_i
             )
             assert client.proc is not None
             borrower = psutil.Process(client.proc.pid)
-            (runner,) = psutil.Process(server.pid).children()
+            (runner,) = _in_folder(server.children(), tmp_path)
             assert runner.cpu_affinity() == [0] and runner.cwd() == os.getcwd()
             # The borrower never imported vLLM (no torch in it); its runner did, in the fork server.
             assert not any("libtorch" in m.path for m in borrower.memory_maps())
@@ -233,5 +231,40 @@ def test_a_runner_borrowed_from_a_fork_server_runs_levels_pinned_and_dies_with_i
         assert json.loads((tmp_path / "l2.json").read_text())["completed"] == 6
         assert "Serving Benchmark Result" in (tmp_path / "l1.log").read_text()
     finally:
-        server.kill()
-        server.wait()
+        if own:  # not the run's, which the other lanes use
+            server.kill()
+            server.wait()
+
+
+def _named_server(path: Path) -> int | None:
+    """The pid of the fork server that listens at `path`, by its command line (which the runners forked
+    from it share: the one whose parent is none of them)."""
+    found = {
+        proc.pid: proc.info["ppid"]
+        for proc in psutil.process_iter(["cmdline", "ppid"])
+        if (proc.info["cmdline"] or [])[-2:] == ["--fork-server", str(path)]
+    }
+    return next((pid for pid, parent in found.items() if parent not in found), None)
+
+
+def _in_folder(procs: list[psutil.Process], folder: Path) -> list[psutil.Process]:
+    """The processes among `procs` working in `folder` (a forked runner's environment is not in /proc: its
+    folder is)."""
+    found = []
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):  # another lane's runner, ended meanwhile
+            if proc.cwd() == str(folder):
+                found.append(proc)
+    return found
+
+
+def _the_runs_fork_server(vllm_python: Path, folder: Path) -> tuple[psutil.Process, Path, bool]:
+    """The run's fork server once it listens (tests/conftest.py names it; asking for `vllm_python` started
+    it), or, in a process with none named, one of this test's own."""
+    own = FORK_SERVER not in os.environ
+    path = fork_server.start(vllm_python, folder)[1] if own else Path(os.environ[FORK_SERVER])
+    deadline = time.monotonic() + 300
+    while not path.exists() or (pid := _named_server(path)) is None:  # it listens once vLLM is imported
+        assert time.monotonic() < deadline, f"no fork server listening at {path}"
+        time.sleep(0.2)
+    return psutil.Process(pid), path, own
