@@ -225,7 +225,7 @@ COST_S = {
     "e2e/test_fit_against_vllm.py": 12,
     "e2e/test_traces_against_vllm.py": 20,  # vLLM's timed-trace reader, imported once
     "e2e/test_version_campaign.py": 10,
-    "e2e/test_regression_gate.py": 65,  # three campaigns of one level against the zero server
+    "e2e/test_regression_gate.py": 35,  # three campaigns at once, one level each, against zero servers
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 8x under them
     "e2e/test_quantized_model.py": 180,  # W8A8 made (50 s on a clean clone), a matrix campaign: two servers
     "integration/test_dags.py": 20,
