@@ -126,7 +126,7 @@ _env_pip_settings_to_uv() {
 env_python() {  # the interpreter a new environment is made from: $PYTHON when set, else the distribution's
   # Python 3.11+ (/usr/bin/python3), else python3 on PATH. Debian builds its interpreter with profile-guided and
   # link-time optimisation; pyenv's default build (python3 on PATH on this kind of machine) has neither, and a
-  # shared libpython: the same Python work takes 15-40% more CPU there (benchmarks/interpreters.py). Either
+  # shared libpython: the same Python work took 11-39% more CPU there (benchmarks/interpreters.py). Either
   # must carry venv and ensurepip (scripts/bootstrap.sh makes .venv with `python -m venv`).
   local py
   for py in ${PYTHON:+"$PYTHON"} /usr/bin/python3 python3; do
