@@ -20,6 +20,7 @@ from accelbench.lake.raw import RawLocation, dir_reader, upload_raw
 from accelbench.lake.store import Lake
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
+from accelbench.report.records import records
 from accelbench.report.searches import capacity_rows
 from accelbench.report.tables.headroom import headroom_rows
 
@@ -332,7 +333,7 @@ def test_a_headroom_search_finds_the_time_scale_where_the_server_breaks_and_plan
     # row has none that applies).
     row = capacity_row(envelope, Provenance(dag_run_id="manual__headroom", execution_mode="local"))
     assert row is not None and (row["variable"], row["trace_sha256"]) == ("time_scale", trace.sha256)
-    shown = capacity_rows([row | {"accelerator_type": "cpu"}], [], [], "us-east-1")
+    shown = records(capacity_rows([row | {"accelerator_type": "cpu"}], [], [], "us-east-1"))
     assert shown[0]["trace"] == trace.words() and shown[0]["capacity"] == result.capacity
     priced = [shown[0] | {"on_demand_usd_per_hour": 0.5, "spot_usd_per_hour": 0.2}]
     for traffic in (1.0, 10.0):

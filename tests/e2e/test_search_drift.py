@@ -16,8 +16,9 @@ from accelbench.lake.ingest import Provenance, capacity_row, ingest
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.report.build import ReportFilter, gather
+from accelbench.report.records import records
 from accelbench.report.samples import Samples
-from accelbench.report.slos import judge
+from accelbench.report.slos import PageRow, judge
 
 from tests.support.specs import tiny_spec
 from tests.support.zero import zero_server
@@ -121,13 +122,14 @@ def test_fixed_levels_on_a_host_that_slowed_are_rechecked_and_their_points_undec
     # The SLO is set above the points' own p99 TTFT intervals: a stall of the zero server beside a busy lane
     # (up to ~1 s in one repeat's p99) widens a two-repeat interval past any fixed limit.
     samples = Samples.from_table(landed.requests)
-    highs = [p["p99_ttft_ms_high"] for p in gather(rows, [], [], ReportFilter(), samples=samples).points]
+    found = records(gather(rows, [], [], ReportFilter(), samples=samples).points)
+    highs = [p["p99_ttft_ms_high"] for p in found]
     slo = max(TTFT_MS + 400, round(1.5 * max(highs)))
     flt = ReportFilter(ttft_p99_ms=slo)
-    points = gather(rows, [], [], flt, samples=samples).points
+    points = records(gather(rows, [], [], flt, samples=samples).points)
     assert [(p["level_value"], p["repeats"]) for p in points] == [(1.0, 2), (2.0, 2)]
     for p in points:
-        assert judge(p | {"host_drift": None}, flt.slos) == ("meets", []), p["p99_ttft_ms_high"]
+        assert judge(PageRow(p | {"host_drift": None}), flt.slos) == ("meets", []), p["p99_ttft_ms_high"]
         assert p["slo_verdict"] == "undecided", p["slo_why"]
         low, high = p["p99_ttft_ms_low"], p["p99_ttft_ms_high"]
         assert p["slo_why"] == (

@@ -16,6 +16,7 @@ from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, gather
 from accelbench.report.gate import gate, gate_scope, measured_versions
+from accelbench.report.records import records
 from accelbench.report.regressions import describe, regressions_of, undecided_in
 from accelbench.report.tables.version_deltas import version_deltas
 from accelbench.tiers import load_seed
@@ -69,7 +70,7 @@ def test_a_change_measured_on_a_host_that_drifted_is_undecided_and_its_recheck_i
     rows = [r | {"host_drift": drift} if r["vllm_version"] == "0.20.0" else r for r in _runs()]
     rows.append(gate_run("0.20.0", 1, 2, 20.0, recheck=True, host_drift=drift))
     inputs = gather(rows, [], [], ReportFilter())
-    assert [(p["vllm_version"], p["level_value"], p["repeats"]) for p in inputs.points] == [
+    assert [(p["vllm_version"], p["level_value"], p["repeats"]) for p in records(inputs.points)] == [
         ("0.19.0", 1.0, 2),
         ("0.19.0", 4.0, 2),
         ("0.20.0", 1.0, 2),
@@ -147,7 +148,7 @@ def test_a_version_measured_before_the_warmups_ran_apart_is_not_compared_with_on
     rows = [gate_run("0.19.0", 1, r, 100.0, **warmed, server_request_success=204.0) for r in range(2)]
     rows += [gate_run("0.20.0", 1, r, 60.0, **warmed, server_request_success=200.0) for r in range(2)]
     assert gate(rows, MODEL, _MatrixPoints({"matrix"}), [], "0.20.0").regressions == []
-    points = gather(rows, [], [], ReportFilter()).points
+    points = records(gather(rows, [], [], ReportFilter()).points)
     assert [(p["vllm_version"], p["warmups_in_window"]) for p in points] == [
         ("0.19.0", True),
         ("0.20.0", False),

@@ -22,6 +22,7 @@ from accelbench.lake.store import Lake
 from accelbench.local.tiny_model import server_spec
 from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.report.points import level_points
+from accelbench.report.records import records
 from accelbench.report.slos import Slos, best_under_slos
 from accelbench.report.tables.cross_tier import DIFFERENT_WORKLOAD
 
@@ -99,7 +100,7 @@ def test_two_workloads_on_one_instance_are_two_points_and_reruns_pool_with_their
         run("m8g.xlarge", 4, 200, campaign_id="c2"),  # the demo run again: same point, second campaign
         run("m8g.xlarge", 4, 40, input_len=4096, output_len=512),
     ]
-    points = level_points(runs, PRICES, "us-east-1")
+    points = records(level_points(runs, PRICES, "us-east-1"))
     assert len(points) == 2
     short, long = sorted(points, key=lambda p: p["input_len"])
     assert (short["workload"], long["workload"]) == ("random 128→32", "random 4096→512")
@@ -160,7 +161,7 @@ def test_the_headline_names_the_cheapest_configuration_meeting_every_slo_by_hand
 
 def test_a_local_run_is_labelled_unpriced_and_kept_out_of_the_ranking(tmp_path) -> None:
     runs = [run("m8g.xlarge", 4, 180), run("m8g.xlarge", 4, 900, **LOCAL_HOST)]
-    points = level_points(runs, PRICES, "us-east-1")
+    points = records(level_points(runs, PRICES, "us-east-1"))
     assert len(points) == 2  # the same instance, workload and level: never one point
     local = next(p for p in points if not p["measured_on_instance"])
     assert local["host"] == "local: x86_64 AMD EPYC 7B13, 2 vCPU"
@@ -174,7 +175,7 @@ def test_a_local_run_is_labelled_unpriced_and_kept_out_of_the_ranking(tmp_path) 
     assert all(p["measured_on_instance"] for p in tables["frontier"])
     # Old rows without host facts: a local execution is still a local host, a kubernetes one the instance.
     legacy = run("m8g.xlarge", 4, 900, execution_mode="local", measured_on_instance=None)
-    assert level_points([legacy], PRICES, "us-east-1")[0]["host"] == "local: host not recorded"
+    assert records(level_points([legacy], PRICES, "us-east-1"))[0]["host"] == "local: host not recorded"
     # The label is in the files people and queries read: CSV (human headers) and Parquet.
     lake = Lake(str(tmp_path / "lake"))
     written = write_report(lake, "20261201T000000Z", tables, flt, len(runs))
@@ -190,8 +191,10 @@ def test_a_local_run_is_labelled_unpriced_and_kept_out_of_the_ranking(tmp_path) 
 def test_slos_judge_e2el_and_the_error_rate_and_a_missing_value_fails_a_set_limit() -> None:
     ok = run("m8g.xlarge", 1, 100)
     points = level_points([ok, run("m8g.xlarge", 2, 120, p99_e2el_ms=None)], PRICES, "us-east-1")
-    assert [p["level_value"] for p in best_under_slos(points, Slos(e2el_p99_ms=1000))] == [1.0]
-    assert [p["level_value"] for p in best_under_slos(points, Slos())] == [2.0]  # no limits: the fastest
+    assert [p["level_value"] for p in records(best_under_slos(points, Slos(e2el_p99_ms=1000)))] == [1.0]
+    assert [p["level_value"] for p in records(best_under_slos(points, Slos()))] == [
+        2.0
+    ]  # no limits: the fastest
 
 
 def _gpu_file(folder: Path, name: str, speedup: float, **changes: Any) -> None:

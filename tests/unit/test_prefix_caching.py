@@ -14,6 +14,7 @@ from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.report.html import render_html
 from accelbench.report.points import level_points
+from accelbench.report.records import records
 from accelbench.report.samples import Samples
 from accelbench.report.tables.prefix_caching import prefix_caching, prefix_caching_flag
 
@@ -73,7 +74,7 @@ def test_the_flag_is_read_as_vllm_reads_it() -> None:
 def test_a_pair_shows_both_ttfts_and_the_tested_change() -> None:
     runs = [*_runs(ON, (40, 60), (100, 120)), *_runs(OFF, (250, 270), (300, 340))]
     (pair,) = _pairs(runs)
-    on, off = sorted(level_points(runs, PRICES, "us-east-1"), key=lambda p: p["p50_ttft_ms"])
+    on, off = sorted(records(level_points(runs, PRICES, "us-east-1")), key=lambda p: p["p50_ttft_ms"])
     for metric in ("p50_ttft_ms", "p99_ttft_ms"):  # each side's figure, as the points show it
         assert (pair[f"{metric}_on"], pair[f"{metric}_off"]) == (on[metric], off[metric])
     # No request samples: each repeat's own percentile, a t test on their logs; the change is the ratio of

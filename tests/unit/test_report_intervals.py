@@ -19,8 +19,9 @@ from accelbench.report.build import ReportFilter, build_report, gather, write_re
 from accelbench.report.capacity_planner import left_out, plan_capacity
 from accelbench.report.html import render_html
 from accelbench.report.points import WITH_INTERVAL, level_points
+from accelbench.report.records import records
 from accelbench.report.samples import Samples, read_samples
-from accelbench.report.slos import LIMITS, Slos, best_under_slos, judge, limit_verdict, to_decide
+from accelbench.report.slos import LIMITS, PageRow, Slos, best_under_slos, judge, limit_verdict, to_decide
 from scipy import stats
 
 from tests.support.report_data import PRICES, run_row
@@ -74,7 +75,7 @@ def _repeats(outs: list[float], ttfts: list[float], **kw) -> list[dict]:
 
 
 def test_throughput_and_cost_intervals_are_the_t_interval_over_repeats() -> None:
-    (p,) = level_points(_repeats([100, 110, 126], [300, 320, 330]), PRICES, "us-east-1")
+    (p,) = records(level_points(_repeats([100, 110, 126], [300, 320, 330]), PRICES, "us-east-1"))
     x = np.array([100, 110, 126])
     low, high = stats.t.interval(0.95, df=2, loc=x.mean(), scale=stats.sem(x))
     assert p["output_throughput"] == pytest.approx(112)  # the mean the interval is for, not the median 110
@@ -89,18 +90,18 @@ def test_throughput_and_cost_intervals_are_the_t_interval_over_repeats() -> None
 
 
 def test_a_throughput_bound_below_zero_is_zero_and_the_cost_has_no_upper_bound() -> None:
-    (p,) = level_points(_repeats([10, 200], [300, 320]), PRICES, "us-east-1")
+    (p,) = records(level_points(_repeats([10, 200], [300, 320]), PRICES, "us-east-1"))
     assert p["output_throughput_low"] == 0.0 and p["on_demand_usd_per_1m_output_tokens_high"] is None
 
 
 def test_latency_from_the_repeats_rows_without_samples_says_so() -> None:
-    (p,) = level_points(_repeats([100, 110, 120], [300, 330, 420]), PRICES, "us-east-1")
+    (p,) = records(level_points(_repeats([100, 110, 120], [300, 330, 420]), PRICES, "us-east-1"))
     logs = np.log([300, 330, 420])
     low, high = stats.t.interval(0.95, df=2, loc=logs.mean(), scale=stats.sem(logs))
     assert p["p99_ttft_ms"] == pytest.approx(math.exp(logs.mean()))  # the geometric mean
     assert (p["p99_ttft_ms_low"], p["p99_ttft_ms_high"]) == pytest.approx((math.exp(low), math.exp(high)))
     assert "no request samples" in p["latency_interval"]
-    (one,) = level_points(_repeats([100], [300]), PRICES, "us-east-1")
+    (one,) = records(level_points(_repeats([100], [300]), PRICES, "us-east-1"))
     assert one["p99_ttft_ms"] == 300 and one["p99_ttft_ms_low"] is None and one["p99_ttft_ms_high"] is None
     assert one["latency_interval"] == "1 repeat, no request samples: no interval"
 
@@ -110,7 +111,7 @@ def test_latency_from_request_samples_one_repeat_and_several() -> None:
     ms = [rng.lognormal(np.log(200), 0.3, 1000) for _ in range(3)]
     rows = [r for i, a in enumerate(ms) for r in _rows(f"r{i}", (a / 1000).tolist())]
     samples = Samples.from_rows(rows)
-    (one,) = level_points(_repeats([100], [999]), PRICES, "us-east-1", samples)
+    (one,) = records(level_points(_repeats([100], [999]), PRICES, "us-east-1", samples))
     ref = quantile_interval(ms[0], 0.99)
     assert (one["p99_ttft_ms"], one["p99_ttft_ms_low"], one["p99_ttft_ms_high"]) == pytest.approx(
         (ref.estimate, ref.low, ref.high)
@@ -119,7 +120,7 @@ def test_latency_from_request_samples_one_repeat_and_several() -> None:
     assert (one["latency_interval_basis"], one["latency_interval_n"]) == ("requests", 1000)
     # The order statistics bracket the estimate within the sample.
     assert ms[0].min() <= one["p99_ttft_ms_low"] < one["p99_ttft_ms"] < one["p99_ttft_ms_high"] <= ms[0].max()
-    (three,) = level_points(_repeats([100, 100, 100], [1, 1, 1]), PRICES, "us-east-1", samples)
+    (three,) = records(level_points(_repeats([100, 100, 100], [1, 1, 1]), PRICES, "us-east-1", samples))
     ref = pooled_quantile_interval(ms, 0.5)
     assert (three["p50_ttft_ms"], three["p50_ttft_ms_low"], three["p50_ttft_ms_high"]) == pytest.approx(
         (ref.estimate, ref.low, ref.high)
@@ -127,7 +128,7 @@ def test_latency_from_request_samples_one_repeat_and_several() -> None:
     assert (three["latency_interval_basis"], three["latency_interval_n"]) == ("repeats", 3)
     # A repeat without samples (an imported run beside two measured ones): all from the runs rows.
     mixed = _repeats([100, 100, 100], [300, 330, 420])
-    (p,) = level_points(mixed, PRICES, "us-east-1", Samples({"r0": samples.by_run["r0"]}))
+    (p,) = records(level_points(mixed, PRICES, "us-east-1", Samples({"r0": samples.by_run["r0"]})))
     assert p["p99_ttft_ms"] == pytest.approx(math.exp(np.log([300, 330, 420]).mean()))
 
 
@@ -135,21 +136,25 @@ def test_error_rate_is_pooled_with_the_exact_binomial_interval() -> None:
     rows = _repeats([100, 100], [300, 300])
     rows[0] |= {"completed": 195, "failed": 5}
     rows[1] |= {"completed": 200, "failed": 0}
-    (p,) = level_points(rows, PRICES, "us-east-1")
+    (p,) = records(level_points(rows, PRICES, "us-east-1"))
     ci = stats.binomtest(5, 400).proportion_ci(0.95, method="exact")
     assert (p["error_rate"], p["error_rate_low"], p["error_rate_high"]) == pytest.approx(
         (5 / 400, ci.low, ci.high)
     )
 
 
-def _level(value: float, low: float | None, high: float | None, **kw) -> dict:
-    return {
-        "p99_ttft_ms": value,
-        "p99_ttft_ms_low": low,
-        "p99_ttft_ms_high": high,
-        "latency_interval_basis": "repeats",
-        "latency_interval_n": 2,
-    } | kw
+def _level(value: float, low: float | None, high: float | None, **kw) -> PageRow:
+    """A level as the page holds it (its file row), judged as the page and the capacity planner judge it."""
+    return PageRow(
+        {
+            "p99_ttft_ms": value,
+            "p99_ttft_ms_low": low,
+            "p99_ttft_ms_high": high,
+            "latency_interval_basis": "repeats",
+            "latency_interval_n": 2,
+        }
+        | kw
+    )
 
 
 def test_three_valued_verdict_of_one_limit() -> None:
@@ -199,10 +204,11 @@ def _points() -> list[dict]:
 
 
 def test_an_undecided_level_is_never_the_best_and_says_what_would_decide_it() -> None:
-    points = _points()
+    typed = _points()
+    points = records(typed)
     verdicts = {p["level_value"]: p["slo_verdict"] for p in points}
     assert verdicts == {4.0: "meets", 8.0: "undecided"}
-    (best,) = best_under_slos(points, SLOS)
+    (best,) = records(best_under_slos(typed, SLOS))
     assert best["level_value"] == 4.0  # the slower level whose interval is under the limit
     assert best["undecided_above"].startswith("concurrency 8: p99 TTFT ")
     # Repeats of 1500 and 1900 ms: log spread 0.167; 7 repeats give t(0.975, 6) 0.167 / sqrt(7) = 0.155, under
@@ -214,7 +220,7 @@ def test_an_undecided_level_is_never_the_best_and_says_what_would_decide_it() ->
 
 
 def test_the_headline_and_the_planner_never_rank_an_undecided_level() -> None:
-    points = [p for p in _points() if p["level_value"] == 8.0]  # only the undecided level
+    points = [p for p in records(_points()) if p["level_value"] == 8.0]  # only the undecided level
     tables = build_report(
         [
             r | {"level_value": 8.0, "run_id": f"c8-{i}"}
@@ -232,7 +238,7 @@ def test_the_headline_and_the_planner_never_rank_an_undecided_level() -> None:
     assert (
         why["reason"].startswith("undecided concurrency 8: p99 TTFT ") and "would decide it" in why["reason"]
     )
-    ranked = plan_capacity(_points(), 1, ttft_p99_ms=2000)
+    ranked = plan_capacity(records(_points()), 1, ttft_p99_ms=2000)
     assert [r["level"] for r in ranked] == ["concurrency 4"]
     assert ranked[0]["undecided_above"].startswith("concurrency 8: p99 TTFT ")
 

@@ -12,6 +12,7 @@ from accelbench.report.hosts import measured_where
 from accelbench.report.keys import WARMUPS_APART_SINCE, warmups_in_window
 from accelbench.report.points import level_points
 from accelbench.report.pricing import cost_per_million
+from accelbench.report.records import records
 from accelbench.report.retractions import Retraction, split_retracted
 from accelbench.report.slos import Slos, best_under_slos
 from accelbench.report.tables.cross_tier import NO_OTHER_TIER, OTHERS_MISS_SLOS, cross_tier
@@ -44,7 +45,7 @@ def test_price_in_force_at_the_run_date() -> None:
 
 
 def test_level_points_estimate_over_ok_repeats_and_price_them() -> None:
-    points = level_points(RUNS, PRICES, "us-east-1")
+    points = records(level_points(RUNS, PRICES, "us-east-1"))
     c1 = _point(points, "m8g.xlarge", 1)
     # Throughputs: the mean of 100 and 120; percentiles: the geometric mean of the repeats' (100, 200 ms).
     assert c1["repeats"] == 2 and c1["output_throughput"] == 110 and c1["total_token_throughput"] == 160
@@ -71,14 +72,17 @@ def test_level_points_estimate_over_ok_repeats_and_price_them() -> None:
 
 def test_best_point_under_slos_and_the_frontier() -> None:
     points = level_points(RUNS, PRICES, "us-east-1")
-    best = best_under_slos(points, Slos(ttft_p99_ms=2000, tpot_p99_ms=50))
+    typed = best_under_slos(points, Slos(ttft_p99_ms=2000, tpot_p99_ms=50))
+    best = records(typed)
     chosen = {p["instance_type"]: p["level_value"] for p in best}
     assert chosen == {"m8g.xlarge": 2.0, "g6e.xlarge": 16.0, "r8g.large": 1.0}  # c4 breaks the TTFT SLO
     # Sorted by cost: g6e 0.1436 USD per 1M output tokens, m8g c2 0.25, r8g 0.2778.
     assert [p["instance_type"] for p in best] == ["g6e.xlarge", "m8g.xlarge", "r8g.large"]
-    assert {p["instance_type"] for p in best_under_slos(points, Slos(tpot_p99_ms=12))} == {"r8g.large"}
+    assert {p["instance_type"] for p in records(best_under_slos(points, Slos(tpot_p99_ms=12)))} == {
+        "r8g.large"
+    }
     # m8g c2: 0.25 USD/1M at 500/35 ms; g6e: 0.1436 at 300/15 ms (beats m8g on all); r8g: 0.2778 at 90/10.
-    assert [p["instance_type"] for p in frontier(best)] == ["g6e.xlarge", "r8g.large"]
+    assert [p["instance_type"] for p in records(frontier(typed))] == ["g6e.xlarge", "r8g.large"]
 
 
 def _version_runs(
@@ -134,7 +138,7 @@ def test_retracted_runs_leave_the_report_and_are_listed_with_why() -> None:
     kept, gone = split_retracted(runs, [Retraction("0.32.0-m8g.xlarge-1", "noisy neighbour", "run-9")])
     assert [r["run_id"] for r in kept] == ["0.32.0-m8g.xlarge-0"]
     assert gone[0]["retraction_reason"] == "noisy neighbour" and gone[0]["superseded_by"] == "run-9"
-    assert level_points(kept, PRICES, "us-east-1")[0]["output_throughput"] == 80
+    assert records(level_points(kept, PRICES, "us-east-1"))[0]["output_throughput"] == 80
 
 
 def test_the_filter_prunes_partitions_and_rows_when_the_lake_is_read(tmp_path) -> None:
@@ -169,7 +173,7 @@ def test_the_cross_tier_table_groups_one_model_and_workload_and_says_why_a_point
         run_row("g6e.xlarge", "gpu", 8, 0, 2000, 2400, 200, 90, model="org/slow-gpu"),  # TPOT 90 > 50 ms
     ]
     points = level_points(runs, PRICES, "us-east-1")
-    compared, apart = cross_tier(best_under_slos(points, slos), points)
+    compared, apart = map(records, cross_tier(best_under_slos(points, slos), points))
     # org/model: m8g c2, r8g c1 (CPU) and g6e c16 (GPU) on random 128→32, cheapest first (as best is).
     assert [(p["instance_type"], p["level_value"]) for p in compared] == [
         ("g6e.xlarge", 16.0),
@@ -190,7 +194,7 @@ def test_labels_say_what_was_measured_where() -> None:
     assert measured_where(local) == "local: aarch64"
     imported = run_row("g6e.xlarge", "gpu", 4, 0, 900, 1200, 100, 10, execution_mode="imported")
     assert measured_where(imported) == "imported: g6e.xlarge as stated by the importer"
-    (point,) = level_points([imported], PRICES, "us-east-1")
+    (point,) = records(level_points([imported], PRICES, "us-east-1"))
     assert point["measured_where"] == measured_where(imported) and point["measured_on_instance"]
     assert point["on_demand_usd_per_1m_output_tokens"] == pytest.approx(1.861 / 3600 / 900 * 1e6)
 
@@ -203,7 +207,7 @@ def test_rows_from_before_workloads_pool_as_the_fixed_profile_an_old_import_does
         run_row("g6e.xlarge", "gpu", 4, 0, 900, 1200, 100, 10, execution_mode="imported"),
         run_row("g6e.xlarge", "gpu", 8, 0, 1800, 2400, 100, 10, execution_mode="imported", **today),
     ]
-    points = {p["level_value"]: p for p in level_points(runs, PRICES, "us-east-1")}
+    points = {p["level_value"]: p for p in records(level_points(runs, PRICES, "us-east-1"))}
     assert points[1]["repeats"] == 2 and points[1]["workload_profile"] == "fixed"
     assert points[4]["workload_profile"] is None  # an import that did not say its workload stays unknown
     assert points[1]["comparison_id"] == points[8]["comparison_id"] != points[4]["comparison_id"]

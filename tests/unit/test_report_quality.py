@@ -123,11 +123,11 @@ def test_an_imported_accuracy_joins_the_configuration_of_its_model_and_instance_
 
 
 def test_a_points_comparison_id_is_made_again_from_its_fields() -> None:
-    """mark_quality remakes a quantized point's comparison id from the point's fields (its workload label
-    replaced the profile name): for an unquantized point that gives back the id it was built with."""
+    """The builder remakes a quantized point's comparison id from its configuration (its workload label
+    is not the profile name): for an unquantized point that gives back the id it was built with."""
     from accelbench.report.points import comparison_id, level_points
 
     from tests.support.report_data import RUNS
 
     points = level_points(RUNS, PRICES, "us-east-1")
-    assert points and all(comparison_id(p) == p["comparison_id"] for p in points)
+    assert points and all(comparison_id(p.config) == p.comparison_id for p in points)

@@ -51,11 +51,12 @@ def test_build_and_page_follow_the_registry_order() -> None:
 
 def _busiest(inputs: Inputs) -> list[dict[str, Any]]:
     """A toy table: per instance type, the point with the most output tokens/s."""
-    top: dict[str, dict[str, Any]] = {}
+    top: dict[str, float] = {}
     for p in inputs.points:
-        if p["output_throughput"] > top.get(p["instance_type"], {}).get("output_throughput", -1):
-            top[p["instance_type"]] = p
-    return [{"instance_type": k, "output_throughput": v["output_throughput"]} for k, v in sorted(top.items())]
+        out = p.output_throughput.estimate or 0.0
+        if out > top.get(p.instance_type or "", -1):
+            top[p.instance_type or ""] = out
+    return [{"instance_type": k, "output_throughput": v} for k, v in sorted(top.items())]
 
 
 TOY = Table(

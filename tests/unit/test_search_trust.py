@@ -17,6 +17,7 @@ from accelbench.lake.ingest import Provenance, capacity_row
 from accelbench.lake.measured import measured_specs
 from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver, in_flight_kept
+from accelbench.report.records import records
 from accelbench.report.searches import capacity_rows
 
 from tests.support.lake_rows import land_search
@@ -117,7 +118,7 @@ def test_a_failed_probe_keeps_the_bracket_found_so_far(tmp_path: Path) -> None:
     )
     assert row["stopped_at"] == 6 and "server died" in row["stopped_why"]
     # The report lists it: the bracket and why there is no capacity, no cost.
-    (shown,) = capacity_rows([row], [], [], "us-east-1")
+    (shown,) = records(capacity_rows([row], [], [], "us-east-1"))
     assert (shown["capacity"], shown["bracket"]) == (None, "[4, 8]")
     assert shown["search_outcome"].startswith("probe_failed at 6 concurrent: c/s/c6-r0: server died")
 
@@ -180,5 +181,7 @@ def test_capacities_files_before_schema_8_read_the_interval_and_why_as_null(tmp_
     )
     (row,) = lake.read("capacities", columns=["spec_id", "capacity", *new]).to_pylist()
     assert row == {"spec_id": "s", "capacity": 4.0} | dict.fromkeys(new)
-    (shown,) = capacity_rows([row | {"outcome": "capacity", "bracket_passing": 4.0}], [], [], "us-east-1")
+    (shown,) = records(
+        capacity_rows([row | {"outcome": "capacity", "bracket_passing": 4.0}], [], [], "us-east-1")
+    )
     assert (shown["bracket"], shown["search_outcome"]) == ("[4, ]", "capacity")

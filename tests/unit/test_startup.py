@@ -81,7 +81,7 @@ def test_a_boundary_never_seen_leaves_its_phase_null_and_its_time_in_the_next(tm
 def test_a_point_takes_the_median_start_up_of_the_servers_that_measured_it() -> None:
     """accelbench.report.startups: run ids are "<campaign>/<spec>/<level>" (older and imported rows
     "<spec>/<level>"); a point of two campaigns' runs of one spec pools both start-ups."""
-    from accelbench.report.startups import mark_startups
+    from accelbench.report.startups import median_startup, ready_by_spec
 
     startups = [
         {"spec_id": "s1", "ready_s": 30.0},
@@ -95,5 +95,6 @@ def test_a_point_takes_the_median_start_up_of_the_servers_that_measured_it() -> 
         {"run_ids": ["c-1/s3/c1-r0"]},
         {"run_ids": []},
     ]
-    marked = mark_startups(points, startups)
+    ready = ready_by_spec(startups)
+    marked = [p | {"startup_s": median_startup(p["run_ids"], ready)} for p in points]
     assert [p["startup_s"] for p in marked] == [40.0, 400.0, None, None]

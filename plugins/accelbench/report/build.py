@@ -21,14 +21,13 @@ import pyarrow.parquet as pq
 from accelbench.core.decisions import Decision
 from accelbench.core.price import Price
 from accelbench.lake.store import Lake
+from accelbench.report.builder import build_points
 from accelbench.report.columns import label
-from accelbench.report.points import level_points
-from accelbench.report.quality import mark_quality
+from accelbench.report.records import Record, records
 from accelbench.report.retractions import Retraction, split_retracted
 from accelbench.report.samples import Samples
-from accelbench.report.searches import capacity_rows, mark_searched
-from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos, best_under_slos, judged
-from accelbench.report.startups import mark_startups
+from accelbench.report.searches import capacity_rows
+from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos, best_under_slos
 from accelbench.report.table import Inputs, Table
 from accelbench.report.tables import TABLES
 
@@ -97,25 +96,33 @@ def gather(
     decisions: Sequence[Decision] = (),
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
-    priced into points; the load searches' `capacities` priced at their capacity from their probes' runs,
-    marking those points for the capacity planner; each point's three-valued verdict against the SLOs
-    (`accelbench.report.slos.judged`); and the best level under the SLOs per configuration.
+    priced into typed points by one builder (`accelbench.report.builder.build_points`); the load searches'
+    `capacities` priced at their capacity from their probes' runs, naming those points for the capacity
+    planner; each point's three-valued verdict against the SLOs (`accelbench.report.slos.judge`); and the
+    best level under the SLOs per configuration.
     `samples`: the kept runs' request samples (`read_samples`), from which the latency percentiles'
     intervals pool the requests; without them those intervals come from the repeats alone. `quality`: the
     lake's quality rows (a quantization matrix's configurations against their reference), on the points of
-    their configurations (`accelbench.report.quality.mark_quality`). `costs`: the lake's costs rows (what each
+    their configurations (`accelbench.report.quality.grade`). `costs`: the lake's costs rows (what each
     server of a campaign cost, `accelbench.lake.costs`); `startups`: the lake's startups rows, each point's
-    median start-up from them (`accelbench.report.startups`); `decisions`: the owners' answers to regressions
-    (the catalog's), those of the filter's models kept."""
+    median start-up from them (`accelbench.report.startups`); `decisions`: the owners' answers to
+    regressions (the catalog's), those of the filter's models kept."""
     # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
     # (`host_drift`).
     chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
     kept, gone = split_retracted(chosen, retracted)
     searched = capacity_rows([c for c in capacities or [] if flt.keeps(c)], kept, prices, flt.region)
     graded = [q for q in quality or [] if flt.keeps(q)]
-    points = level_points(kept, prices, flt.region, samples)
-    points = judged(mark_quality(mark_searched(points, searched), graded), flt.slos)
-    points = mark_startups(points, startups or [])
+    points = build_points(
+        kept,
+        prices,
+        flt.region,
+        flt.slos,
+        samples,
+        searched=searched,
+        quality=graded,
+        startups=startups or [],
+    )
     best = best_under_slos(points, flt.slos)
     spent = [c for c in costs or [] if flt.keeps(c)]
     answered = [d.row() for d in decisions if not flt.models or d.model in flt.models]
@@ -135,11 +142,12 @@ def build_report(
     decisions: Sequence[Decision] = (),
     *,
     registry: Sequence[Table] = TABLES,
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[Record]]:
     """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
-    runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`."""
+    runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`. Each
+    table's typed rows as the files hold them (`accelbench.report.records`)."""
     inputs = gather(runs, prices, retracted, flt, capacities, samples, quality, costs, startups, decisions)
-    return {table.name: table.compute(inputs) for table in registry}
+    return {table.name: records(table.compute(inputs)) for table in registry}
 
 
 def report_id(now: datetime | None = None) -> str:
@@ -158,7 +166,7 @@ def _flat(arrow: pa.Table) -> pa.Table:
 def write_report(
     lake: Lake,
     rid: str,
-    tables: dict[str, list[dict[str, Any]]],
+    tables: dict[str, list[Record]],
     flt: ReportFilter,
     runs_read: int,
     generated_at: datetime | None = None,

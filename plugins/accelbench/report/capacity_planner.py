@@ -63,6 +63,7 @@ from accelbench.report.slos import (
     JUDGED_ON_ESTIMATE,
     LIMITS,
     QUANTILES,
+    PageRow,
     Slos,
     judge,
     limit_verdict,
@@ -219,7 +220,7 @@ def _qualifying(
     for p in measured:
         ok, unsure = True, False
         for limit in LIMITS:
-            verdict = limit_verdict(limit, limits.get(limit.param), p)
+            verdict = limit_verdict(limit, limits.get(limit.param), PageRow(p))
             if verdict == "misses":
                 failures[limit.label] += 1
                 ok = False
@@ -244,7 +245,7 @@ def _undecided_words(levels: list[Mapping[str, Any]], limits: Mapping[str, float
     """ "c8: p99 TTFT 1900 ms [1700, 2300] vs 2000 ms: about 5 repeats (now 2) would decide it | ...";
     None for no level."""
     slos = Slos(**limits)
-    words = [f"{p['level']}: {'; '.join(judge(p, slos)[1])}" for p in levels]
+    words = [f"{p['level']}: {'; '.join(judge(PageRow(p), slos)[1])}" for p in levels]
     return " | ".join(words) or None
 
 

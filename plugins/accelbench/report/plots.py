@@ -29,7 +29,7 @@ from matplotlib.ticker import FuncFormatter
 from accelbench.core.quality import GATE_ACCURACY_RATIO
 from accelbench.lake.schemas import IMPORTED_MODE
 from accelbench.report.keys import CONFIG_KEY
-from accelbench.report.pricing import cost_order
+from accelbench.report.pricing import order_by_cost
 from accelbench.report.table import Table
 from accelbench.report.tables import best_under_slo as best_table
 from accelbench.report.tables import points as points_table
@@ -348,7 +348,18 @@ def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot 
         return None
     # By model and workload, cheapest first within each: bars of different workloads are never ranked
     # against each other (a line parts the groups).
-    priced.sort(key=lambda p: (p["model_short"], _workload_order(p), cost_order(p)))
+    priced.sort(
+        key=lambda p: (
+            p["model_short"],
+            _workload_order(p),
+            order_by_cost(
+                p.get("on_demand_usd_per_1m_output_tokens"),
+                p.get("spot_usd_per_1m_output_tokens"),
+                p["configuration"],
+                p["workload"],
+            ),
+        )
+    )
     fig = Figure(figsize=(11, max(2.2, 1.0 + 0.5 * len(priced))), layout="constrained")
     ax = fig.subplots()
     plot = Plot(fig)

@@ -3,21 +3,22 @@ the campaign's summary logs and the report shows beside each configuration's cos
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE, Interval
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL, Verdict, gate
-from accelbench.report.points import comparison_id
+from accelbench.report.model import Point, QualityGrade
 
 
-def _interval(row: dict[str, Any], name: str, low: str, high: str, method: str) -> Interval | None:
+def _interval(row: Mapping[str, Any], name: str, low: str, high: str, method: str) -> Interval | None:
     if row.get(name) is None:
         return None
     return Interval(row[name], row.get(low), row.get(high), CONFIDENCE, row.get(method) or "")
 
 
 def quality_gate(
-    row: dict[str, Any], min_ratio: float = GATE_ACCURACY_RATIO, max_kl: float = GATE_MEAN_KL
+    row: Mapping[str, Any], min_ratio: float = GATE_ACCURACY_RATIO, max_kl: float = GATE_MEAN_KL
 ) -> tuple[Verdict, str]:
     """The row's verdict against the gate, and why."""
     ratio = _interval(
@@ -63,63 +64,50 @@ def quality_text(row: dict[str, Any]) -> str:
     )
 
 
-# What a point carries of its configuration's quality (null: not measured, or a configuration outside a
-# quantization matrix, which the gate does not apply to).
-POINT_FIELDS = (
-    "quality_reference",
-    "quality_gate",
-    "quality_why",
-    "kl_mean",
-    "kl_mean_low",
-    "kl_mean_high",
-    "top1_agreement",
-    "accuracy",
-    "accuracy_low",
-    "accuracy_high",
-    "accuracy_ratio",
-    "accuracy_ratio_low",
-    "accuracy_ratio_high",
-    "server_quantization",
-)
-
-
-def _spec_ids(point: dict[str, Any]) -> set[str]:
+def _spec_ids(point: Point) -> set[str]:
     """The specs a point's runs came from (a run id is `<campaign>/<spec id>/<level>`)."""
-    return {rid.split("/")[-2] for rid in point.get("run_ids") or [] if rid.count("/") >= 2}
+    return {rid.split("/")[-2] for rid in point.run_ids if rid.count("/") >= 2}
 
 
-def _imported_for(point: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _imported_for(point: Point, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Imported quality rows (`accelbench import-quality`) of the point's configuration: its model, and its
     instance type and vLLM version where the import named them."""
     return [
         q
         for q in rows
         if q.get("source") == "imported"
-        and q["model"] == point["model"]
-        and q.get("instance_type") in (None, point.get("instance_type"))
-        and q.get("vllm_version") in (None, point.get("vllm_version"))
+        and q["model"] == point.model
+        and q.get("instance_type") in (None, point.instance_type)
+        and q.get("vllm_version") in (None, point.vllm_version)
     ]
 
 
-def mark_quality(points: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each point with its configuration's quality and gate: the newest campaign's row of its specs, else
-    the newest imported row of its model (and instance type and version, where named); a quantized
-    checkpoint's point is compared with its reference model's configurations (its comparison id is the
-    reference's), so the headline chooses among quantizations too."""
-
-    def newest(found: list[dict[str, Any]]) -> dict[str, Any]:
-        return max(found, key=lambda r: (str(r.get("date") or ""), r["campaign_id"], r["spec_id"]))
-
+def grade(point: Point, rows: Sequence[Mapping[str, Any]]) -> tuple[QualityGrade, str | None]:
+    """(the quality of the point's configuration with its gate, the reference model to compare the point
+    among where it is another model's quantized checkpoint): the newest campaign's row of its specs, else
+    the newest imported row of its model (and instance type and version, where named). A quantized
+    checkpoint's point is compared with its reference model's configurations, so the headline chooses among
+    quantizations too."""
     by_spec = {q["spec_id"]: q for q in rows if q.get("source") != "imported"}
-    for p in points:
-        found = [by_spec[s] for s in _spec_ids(p) if s in by_spec] or _imported_for(p, rows)
-        p |= dict.fromkeys(POINT_FIELDS)
-        if not found:
-            continue
-        q = newest(found)
-        verdict, why = quality_gate(q)
-        p |= {k: q.get(k) for k in POINT_FIELDS if k in q}
-        p |= {"quality_reference": q["reference_model"], "quality_gate": verdict, "quality_why": why}
-        if q["reference_model"] and q["reference_model"] != p["model"]:
-            p["comparison_id"] = comparison_id(p, q["reference_model"])
-    return points
+    found = [by_spec[s] for s in _spec_ids(point) if s in by_spec] or _imported_for(point, rows)
+    if not found:
+        return QualityGrade(), None
+    q = max(found, key=lambda r: (str(r.get("date") or ""), r["campaign_id"], r["spec_id"]))
+    verdict, why = quality_gate(q)
+    graded = QualityGrade(
+        quality_reference=q["reference_model"],
+        quality_gate=verdict,
+        quality_why=why,
+        kl_mean=_figure(q, "kl_mean", "kl_mean_low", "kl_mean_high"),
+        top1_agreement=q.get("top1_agreement"),
+        accuracy=_figure(q, "accuracy", "accuracy_low", "accuracy_high"),
+        accuracy_ratio=_figure(q, "accuracy_ratio", "accuracy_ratio_low", "accuracy_ratio_high"),
+        server_quantization=q.get("server_quantization"),
+    )
+    reference = q["reference_model"]
+    return graded, reference if reference and reference != point.model else None
+
+
+def _figure(row: Mapping[str, Any], name: str, low: str, high: str) -> Interval:
+    """A quality row's figure with its bounds as the point carries it (no method: the row keeps it)."""
+    return Interval(row.get(name), row.get(low), row.get(high), CONFIDENCE, "")

@@ -1,5 +1,6 @@
 """Load searches as the report reads them: each `capacities` row with its capacity priced from its own
-probe there, and the points that are a search's capacity marked for the capacity planner."""
+probe there (`accelbench.report.model.Capacity`), and the labels of the points that are a search's capacity,
+for the capacity planner."""
 
 from __future__ import annotations
 
@@ -11,26 +12,8 @@ from accelbench.core.price import Price
 from accelbench.core.search import LEVEL_KINDS, UNITS
 from accelbench.report.hosts import host_label
 from accelbench.report.labels import bracket_text, level_label, short_model, slos_text, trace_label
+from accelbench.report.model import Capacity, Point
 from accelbench.report.points import level_points
-
-# What the capacities table shows of a search's capacity probe: fields of the report's point, made by
-# level_points from that probe's repeats, so medians and the cost per 1M tokens follow one rule.
-AT_CAPACITY = (
-    "point_id",
-    "configuration_id",
-    "repeats",
-    "request_throughput",
-    "output_throughput",
-    "total_token_throughput",
-    "on_demand_usd_per_hour",
-    "spot_usd_per_hour",
-    "on_demand_price_source",
-    "spot_price_source",
-    "on_demand_usd_per_1m_output_tokens",
-    "on_demand_usd_per_1m_total_tokens",
-    "spot_usd_per_1m_output_tokens",
-    "spot_usd_per_1m_total_tokens",
-)
 
 
 def _search_of(row: dict[str, Any]) -> tuple[Any, Any]:
@@ -40,7 +23,7 @@ def _search_of(row: dict[str, Any]) -> tuple[Any, Any]:
 
 def capacity_point(
     capacity: dict[str, Any], probes: Iterable[dict[str, Any]], prices: Sequence[Price], region: str
-) -> dict[str, Any] | None:
+) -> Point | None:
     """The report's point of the search's own probe at its capacity (the passing end of the bracket):
     medians over that probe's measured repeats, priced as any point is (at the newest repeat's time,
     only when measured on the instance). None without a capacity (client-limited, untrusted, below the
@@ -73,12 +56,35 @@ def outcome_text(capacity: dict[str, Any]) -> str | None:
     return f"{outcome} at {at:g} {unit}".strip() + (f": {why}" if why else "")
 
 
+def _at_capacity(p: Point | None) -> dict[str, Any]:
+    """What the capacities table shows of a search's capacity probe: the figures of the report's point made
+    from that probe's repeats, so the cost per 1M tokens follows one rule."""
+    if p is None:
+        return {}
+    return {
+        "point_id": p.point_id,
+        "configuration_id": p.configuration_id,
+        "repeats": p.repeats,
+        "request_throughput": p.request_throughput.estimate,
+        "output_throughput": p.output_throughput.estimate,
+        "total_token_throughput": p.total_token_throughput.estimate,
+        "on_demand_usd_per_hour": p.on_demand.usd_per_hour,
+        "spot_usd_per_hour": p.spot.usd_per_hour,
+        "on_demand_price_source": p.on_demand.price_source,
+        "spot_price_source": p.spot.price_source,
+        "on_demand_usd_per_1m_output_tokens": p.on_demand.usd_per_1m_output_tokens.estimate,
+        "on_demand_usd_per_1m_total_tokens": p.on_demand.usd_per_1m_total_tokens.estimate,
+        "spot_usd_per_1m_output_tokens": p.spot.usd_per_1m_output_tokens.estimate,
+        "spot_usd_per_1m_total_tokens": p.spot.usd_per_1m_total_tokens.estimate,
+    }
+
+
 def capacity_rows(
     capacities: list[dict[str, Any]],
     runs: Iterable[dict[str, Any]],
     prices: Sequence[Price],
     region: str,
-) -> list[dict[str, Any]]:
+) -> list[Capacity]:
     """The load searches' `capacities` rows as the report shows them: the capacity under the SLOs, the
     bracket it lies in, what limited it and what the search cost, and at the capacity the request and
     token throughput and the cost per 1M tokens from the search's own probe rows in `runs`
@@ -89,51 +95,49 @@ def capacity_rows(
             probes[_search_of(run)].append(run)
     rows = []
     for c in capacities:
-        at = capacity_point(c, probes.get(_search_of(c), []), prices, region) or {}
+        at = capacity_point(c, probes.get(_search_of(c), []), prices, region)
         rows.append(
-            {
-                "model_short": short_model(c.get("model")),
-                "model": c.get("model"),
-                "instance_type": c.get("instance_type"),
-                "vllm_version": c.get("vllm_version"),
-                "search_variable": c.get("variable"),
-                "capacity": c.get("capacity"),
-                "bracket": bracket_with_interval(c),
-                "limiting_metric": c.get("limiting_metric"),
-                "search_slos": slos_text(c),
-                "search_outcome": outcome_text(c),
-                "search_precision": c.get("precision"),
-                "probes": c.get("probes"),
-                "server_s": c.get("server_s"),
-                "host": host_label(c),
-                "spec_id": c.get("spec_id"),
-                "accelerator_type": c.get("accelerator_type"),
-                "capacity_low": c.get("capacity_low"),
-                "capacity_high": c.get("capacity_high"),
-                "trace_sha256": c.get("trace_sha256"),
-                "trace": trace_label(c),
-            }
-            | {k: at.get(k) for k in AT_CAPACITY}
+            Capacity(
+                model_short=short_model(c.get("model")),
+                model=c.get("model"),
+                instance_type=c.get("instance_type"),
+                vllm_version=c.get("vllm_version"),
+                search_variable=c.get("variable"),
+                capacity=c.get("capacity"),
+                bracket=bracket_with_interval(c),
+                limiting_metric=c.get("limiting_metric"),
+                search_slos=slos_text(c),
+                search_outcome=outcome_text(c),
+                search_precision=c.get("precision"),
+                probes=c.get("probes"),
+                server_s=c.get("server_s"),
+                host=host_label(c),
+                spec_id=c.get("spec_id"),
+                accelerator_type=c.get("accelerator_type"),
+                capacity_low=c.get("capacity_low"),
+                capacity_high=c.get("capacity_high"),
+                trace_sha256=c.get("trace_sha256"),
+                trace=trace_label(c),
+                **_at_capacity(at),
+            )
         )
-    return sorted(rows, key=lambda r: (r["model_short"], -(r["capacity"] or 0), r["instance_type"] or ""))
+    return sorted(rows, key=lambda r: (r.model_short, -(r.capacity or 0), r.instance_type or ""))
 
 
-def searched_label(row: dict[str, Any]) -> str:
+def searched_label(row: Capacity) -> str:
     """ "concurrency 5 [5, 6]": a capacities-table row's capacity as a load level, with its bracket."""
-    kind = LEVEL_KINDS.get(row.get("search_variable") or "", "rate")
-    text = f"{level_label(kind, row['capacity'])} {row.get('bracket') or ''}".strip()
-    return f"{text} (upper bound passed)" if row.get("search_outcome") == "upper_bound" else text
+    kind = LEVEL_KINDS.get(row.search_variable or "", "rate")
+    text = f"{level_label(kind, row.capacity or 0)} {row.bracket or ''}".strip()
+    return f"{text} (upper bound passed)" if row.search_outcome == "upper_bound" else text
 
 
-def mark_searched(
-    points: Iterable[dict[str, Any]], capacities: Iterable[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The points with `searched_capacity`: the label of each search whose capacity is that point
-    (`searched_label`, "; " between several), else None. The capacity planner prefers these levels."""
+def searched_labels(capacities: Iterable[Capacity]) -> dict[str, list[str]]:
+    """Point id -> the label of each search whose capacity is that point (`searched_label`): a point's
+    `searched_capacity`, which the capacity planner prefers."""
     labels: dict[str, list[str]] = defaultdict(list)
     for c in capacities:
-        if c.get("point_id") and c.get("capacity") is not None:
+        if c.point_id and c.capacity is not None:
             text = searched_label(c)
-            if text not in labels[c["point_id"]]:
-                labels[c["point_id"]].append(text)
-    return [p | {"searched_capacity": "; ".join(labels.get(p["point_id"], ())) or None} for p in points]
+            if text not in labels[c.point_id]:
+                labels[c.point_id].append(text)
+    return labels

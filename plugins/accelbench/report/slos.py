@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Protocol
 
 from accelbench.core.intervals import (
     CONFIDENCE,
@@ -29,17 +30,20 @@ from accelbench.core.intervals import (
     slo_verdict,
 )
 from accelbench.core.slos import DEFAULT_MAX_ERROR_RATE, LIMITS, Limit, Slos
+from accelbench.report.model import INLINE, Point
 from accelbench.report.points import PERCENTILES
 from accelbench.report.pricing import cost_order
 
 __all__ = [
     "DEFAULT_MAX_ERROR_RATE",
     "LIMITS",
+    "BestPoint",
+    "Judgeable",
     "Limit",
+    "PageRow",
     "Slos",
     "best_under_slos",
     "judge",
-    "judged",
     "limit_verdict",
     "repeats_to_decide",
     "to_decide",
@@ -51,26 +55,92 @@ JUDGED_ON_ESTIMATE = ("error_rate",)  # counted, not estimated: the observed rat
 QUANTILES = PERCENTILES  # "p99" -> 0.99: which quantile a limit's field is
 
 
-def _interval(limit: Limit, p: Mapping[str, Any]) -> Interval:
-    field = limit.field
-    return Interval(p.get(field), p.get(f"{field}_low"), p.get(f"{field}_high"), CONFIDENCE, "")
+class Judgeable(Protocol):
+    """What a level is judged by: a report's point (`accelbench.report.model.Point`), or the capacity
+    planner's row of one (`accelbench.report.capacity_planner.PlannerPoint`)."""
+
+    @property
+    def host_drift(self) -> str | None: ...
+    @property
+    def latency_interval_basis(self) -> str | None: ...
+    @property
+    def latency_interval_n(self) -> int | None: ...
+    @property
+    def repeats(self) -> int | None: ...
+    def figure(self, name: str) -> Interval: ...
 
 
-def limit_verdict(limit: Limit, bound: float | None, p: Mapping[str, Any]) -> SloVerdict | None:
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """A point as the report's page holds it (its file row: `accelbench.report.records`), judged as the
+    page's JavaScript judges it: the capacity planner's rows."""
+
+    row: Mapping[str, object]
+
+    def _get(self, name: str) -> object:
+        return self.row.get(name)
+
+    @property
+    def host_drift(self) -> str | None:
+        return _text(self._get("host_drift"))
+
+    @property
+    def latency_interval_basis(self) -> str | None:
+        return _text(self._get("latency_interval_basis"))
+
+    @property
+    def latency_interval_n(self) -> int | None:
+        return _int(self._get("latency_interval_n"))
+
+    @property
+    def repeats(self) -> int | None:
+        return _int(self._get("repeats"))
+
+    def figure(self, name: str) -> Interval:
+        low, high = (_float(self._get(f"{name}_{side}")) for side in ("low", "high"))
+        return Interval(_float(self._get(name)), low, high, CONFIDENCE, "")
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class BestPoint:
+    """A configuration's best level under the SLOs (`best_under_slos`), with its undecided higher levels in
+    words (`undecided_above`: what would decide them; None when there are none)."""
+
+    point: Point = field(metadata=INLINE)
+    undecided_above: str | None = None
+
+
+def _interval(limit: Limit, p: Judgeable) -> Interval:
+    return p.figure(limit.field)
+
+
+def limit_verdict(limit: Limit, bound: float | None, p: Judgeable) -> SloVerdict | None:
     """Point `p` against one limit at `bound`: None without a limit; a missing figure fails or not as
     `limit.missing_fails` says; a figure without an interval, or the error rate, is judged on its value. A
     latency of a point whose host drifted under one of its runs (`host_drift`) is undecided whatever its
     interval says: its figures are not the server's alone."""
     if bound is None:
         return None
-    value = p.get(limit.field)
+    interval = _interval(limit, p)
+    value = interval.estimate
     if value is None:
         return "misses" if limit.missing_fails else "meets"
     if limit.field in JUDGED_ON_ESTIMATE:
         return "misses" if value > bound else "meets"
-    if p.get("host_drift"):
+    if p.host_drift:
         return "undecided"
-    interval = _interval(limit, p)
     if interval.low is None and interval.high is None:
         return "misses" if value > bound else "meets"
     return slo_verdict(interval, bound)
@@ -107,17 +177,14 @@ def repeats_to_decide(estimate: float, side: float, bound: float, k: int) -> int
     return None
 
 
-def to_decide(limit: Limit, bound: float, p: Mapping[str, Any]) -> str:
+def to_decide(limit: Limit, bound: float, p: Judgeable) -> str:
     """What more measurement would decide `p`'s undecided `limit`, in what the interval was made from
     (`latency_interval_basis`): repeats (`repeats_to_decide`) or requests per repeat (one repeat's order
     statistics: `factor_to_decide`, half-widths shrinking as 1/sqrt(requests))."""
-    if p.get("host_drift"):
-        return f"{p['host_drift']}; measure it again on a steadier host"
+    if p.host_drift:
+        return f"{p.host_drift}; measure it again on a steadier host"
     interval = _interval(limit, p)
-    basis, n = (
-        p.get("latency_interval_basis") or "repeats",
-        p.get("latency_interval_n") or p.get("repeats") or 1,
-    )
+    basis, n = (p.latency_interval_basis or "repeats", p.latency_interval_n or p.repeats or 1)
     q = QUANTILES.get(limit.field.split("_")[0], 0.99)
     at_limit = "the estimate is at the limit: more measurement narrows the interval but may not decide it"
     if basis == "requests":
@@ -139,7 +206,7 @@ def to_decide(limit: Limit, bound: float, p: Mapping[str, Any]) -> str:
     return f"about {needed} repeats (now {n}) would decide it"
 
 
-def judge(p: Mapping[str, Any], slos: Slos) -> tuple[SloVerdict, list[str]]:
+def judge(p: Judgeable, slos: Slos) -> tuple[SloVerdict, list[str]]:
     """(`p`'s verdict against every limit, why): misses when any limit is missed (the words of
     `Slos.misses`), else undecided when any is undecided ("p99 TTFT 1900 ms [1700, 2300] vs 2000 ms:
     about 5 repeats (now 2) would decide it"), else meets."""
@@ -147,17 +214,19 @@ def judge(p: Mapping[str, Any], slos: Slos) -> tuple[SloVerdict, list[str]]:
     for limit in LIMITS:
         bound = getattr(slos, limit.param)
         verdict = limit_verdict(limit, bound, p)
-        low, high = p.get(f"{limit.field}_low"), p.get(f"{limit.field}_high")
+        figure = p.figure(limit.field)
+        low, high = figure.low, figure.high
         if verdict == "misses" and limit.field not in JUDGED_ON_ESTIMATE and low is not None:  # wholly over
             shown = f"[{_ms(low)}, {_ms(high)}]"
             missed.append(
-                f"{limit.label} {_ms(p.get(limit.field))} {limit.unit} {shown} > {bound:g} {limit.unit}"
+                f"{limit.label} {_ms(figure.estimate)} {limit.unit} {shown} > {bound:g} {limit.unit}"
             )
         elif verdict == "misses":  # in the words of Slos.misses, this limit alone
-            missed += Slos(**{other.param: None for other in LIMITS} | {limit.param: bound}).misses(p)
+            alone = Slos(**{other.param: None for other in LIMITS} | {limit.param: bound})
+            missed += alone.misses({limit.field: figure.estimate})
         elif verdict == "undecided":
             undecided.append(
-                f"{limit.label} {_ms(p.get(limit.field))} {limit.unit} [{_ms(low)}, {_ms(high)}] "
+                f"{limit.label} {_ms(figure.estimate)} {limit.unit} [{_ms(low)}, {_ms(high)}] "
                 f"vs {bound:g} {limit.unit}: {to_decide(limit, bound, p)}"
             )
     if missed:
@@ -167,46 +236,36 @@ def judge(p: Mapping[str, Any], slos: Slos) -> tuple[SloVerdict, list[str]]:
     return "meets", []
 
 
-def judged(points: Iterable[dict[str, Any]], slos: Slos) -> list[dict[str, Any]]:
-    """The points with `slo_verdict` ("meets", "misses", "undecided") and `slo_why` (what was missed, or
-    what is undecided and what would decide it; None when met)."""
-    out = []
-    for p in points:
-        verdict, why = judge(p, slos)
-        out.append(p | {"slo_verdict": verdict, "slo_why": "; ".join(why) or None})
-    return out
-
-
-def best_under_slos(points: Iterable[dict[str, Any]], slos: Slos) -> list[dict[str, Any]]:
+def best_under_slos(points: Iterable[Point], slos: Slos) -> list[BestPoint]:
     """Per configuration, the highest-throughput level that meets every SLO (an undecided level never
     counts as meeting); cheapest first. Each carries `undecided_above`: the configuration's undecided
     levels of higher throughput, with what would decide them (None if there are none)."""
     listed = list(points)
-    best: dict[str, dict[str, Any]] = {}
+    best: dict[str, Point] = {}
     for p in listed:
         if judge(p, slos)[0] != "meets":
             continue
-        key = p["configuration_id"]
-        if key not in best or (p["output_throughput"] or 0) > (best[key]["output_throughput"] or 0):
+        key = p.configuration_id
+        if key not in best or (p.output_throughput.estimate or 0) > (
+            best[key].output_throughput.estimate or 0
+        ):
             best[key] = p
     above = undecided_above(listed, slos, best)
     return sorted(
-        (p | {"undecided_above": above.get(key)} for key, p in best.items()),
-        key=cost_order,
+        (BestPoint(p, above.get(key)) for key, p in best.items()),
+        key=lambda b: cost_order(b.point),
     )
 
 
-def undecided_above(
-    points: Iterable[dict[str, Any]], slos: Slos, best: Mapping[str, Mapping[str, Any]]
-) -> dict[str, str]:
+def undecided_above(points: Iterable[Point], slos: Slos, best: Mapping[str, Point]) -> dict[str, str]:
     """Per configuration id, its undecided levels above its best level (`best`; every undecided level when
     it has none) in words: "c8: p99 TTFT 1900 ms [1700, 2300] vs 2000 ms: about 5 repeats (now 2) would
     decide it"."""
     found: dict[str, list[str]] = {}
     for p in points:
         verdict, why = judge(p, slos)
-        key = p["configuration_id"]
-        floor = (best.get(key) or {}).get("output_throughput")
-        if verdict == "undecided" and (floor is None or (p.get("output_throughput") or 0) > floor):
-            found.setdefault(key, []).append(f"{p['level']}: {'; '.join(why)}")
+        key = p.configuration_id
+        floor = best[key].output_throughput.estimate if key in best else None
+        if verdict == "undecided" and (floor is None or (p.output_throughput.estimate or 0) > floor):
+            found.setdefault(key, []).append(f"{p.level}: {'; '.join(why)}")
     return {key: " | ".join(levels) for key, levels in found.items()}

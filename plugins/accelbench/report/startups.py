@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 
-def mark_startups(
-    points: list[dict[str, Any]], startups: Iterable[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """`points` with `startup_s` (None: none of its servers' start-ups is in the lake)."""
+def ready_by_spec(startups: Iterable[Mapping[str, object]]) -> dict[str, list[float]]:
+    """Spec id -> the `ready_s` of its servers' start-ups (the lake's `startups` rows; a start-up that never
+    got ready is left out)."""
     ready: dict[str, list[float]] = {}
     for s in startups:
-        if s.get("ready_s") is not None:
-            ready.setdefault(s["spec_id"], []).append(s["ready_s"])
-    for p in points:
-        # run ids are "<campaign>/<spec>/<level>" (imports and older rows: "<spec>/<level>")
-        specs = {run_id.rsplit("/", 2)[-2] for run_id in p.get("run_ids") or [] if "/" in run_id}
-        found = [r for spec in sorted(specs) for r in ready.get(spec, [])]
-        p["startup_s"] = statistics.median(found) if found else None
-    return points
+        value = s.get("ready_s")
+        if isinstance(value, int | float):
+            ready.setdefault(str(s["spec_id"]), []).append(float(value))
+    return ready
+
+
+def median_startup(run_ids: Iterable[str], ready: Mapping[str, list[float]]) -> float | None:
+    """The median start-up of the servers that measured a point of these runs (None: none of their
+    start-ups is in the lake)."""
+    # run ids are "<campaign>/<spec>/<level>" (imports and older rows: "<spec>/<level>")
+    specs = {run_id.rsplit("/", 2)[-2] for run_id in run_ids if "/" in run_id}
+    found = [r for spec in sorted(specs) for r in ready.get(spec, [])]
+    return statistics.median(found) if found else None

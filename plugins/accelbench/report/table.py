@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from accelbench.report.model import Capacity, Point
 from accelbench.report.samples import Samples
 
-Row = dict[str, Any]
+if TYPE_CHECKING:
+    from accelbench.report.slos import BestPoint
+
+Row = dict[str, Any]  # a table's row not typed yet, or a lake row (runs, quality, costs) as read
 
 
 @dataclass(frozen=True)
@@ -20,8 +24,8 @@ class Inputs:
     `runs`: the runs the filter keeps and nobody retracted; `retracted`: the ones retracted, each with
     `retraction_reason` and `superseded_by`; `capacities`: the load searches' rows as the report shows
     them (`accelbench.report.searches.capacity_rows`); `points`: one per load level of a configuration
-    (`accelbench.report.points.level_points`), marked with their searched capacity; `best`: per
-    configuration, the best level under the SLOs, cheapest first (`accelbench.report.slos.best_under_slos`);
+    (`accelbench.report.builder.build_points`), typed; `best`: per configuration, the best level under the
+    SLOs, cheapest first (`accelbench.report.slos.best_under_slos`);
     `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
     `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points;
     `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`);
@@ -30,9 +34,9 @@ class Inputs:
 
     runs: list[Row] = field(default_factory=list)
     retracted: list[Row] = field(default_factory=list)
-    capacities: list[Row] = field(default_factory=list)
-    points: list[Row] = field(default_factory=list)
-    best: list[Row] = field(default_factory=list)
+    capacities: list[Capacity] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
+    best: list[BestPoint] = field(default_factory=list)
     samples: Samples = Samples.EMPTY
     quality: list[Row] = field(default_factory=list)
     costs: list[Row] = field(default_factory=list)
@@ -75,7 +79,7 @@ class Table:
     view's list of reports shows that count under `listed_as` when it has one."""
 
     name: str  # the files' stem, the key of build_report's dict and of summary.json's rows
-    compute: Callable[[Inputs], list[Row]]
+    compute: Callable[[Inputs], Sequence[Any]]  # typed rows (dataclasses), or dicts where not typed yet
     columns: tuple[str, ...]  # the HTML table's, in order; the files hold every field of the rows
     section: Section
     listed_as: str | None = None

@@ -8,11 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accelbench.report.columns import COSTS, LATENCIES, RATES, SIZE, WHAT
+from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
 
-def _on_instance(inputs: Inputs) -> list[dict[str, Any]]:
-    return [p for p in inputs.best if p["measured_on_instance"]]
+def _on_instance(inputs: Inputs) -> list[BestPoint]:
+    return [b for b in inputs.best if b.point.measured_on_instance]
 
 
 def price_sources(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:

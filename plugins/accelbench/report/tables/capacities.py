@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from accelbench.report.columns import COSTS
+from accelbench.report.model import Capacity
 from accelbench.report.table import Inputs, Section, Table
 
 
-def _capacities(inputs: Inputs) -> list[dict[str, Any]]:
+def _capacities(inputs: Inputs) -> list[Capacity]:
     return inputs.capacities
 
 

@@ -13,20 +13,42 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
 from accelbench.report.columns import COSTS, LATENCIES
 from accelbench.report.keys import WORKLOAD_KEY
+from accelbench.report.model import INLINE, Point
 from accelbench.report.pricing import cost_order
+from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
 DIFFERENT_WORKLOAD = "different workload"
 OTHERS_MISS_SLOS = "the other tiers' levels on this workload miss the SLOs"
 NO_OTHER_TIER = "no other tier measured this model"
-# A point's workload fields by the names its row has them (`workload` there is the label in words).
+# A point's workload fields (WORKLOAD_KEY) as its configuration has them (the workload's name is
+# `workload_profile` there; a point's `workload` is the workload in words).
 _WORKLOAD_FIELDS = tuple(("workload_profile" if k == "workload" else k, k) for k in WORKLOAD_KEY)
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """A best level in a group that more than one tier measured, with the tiers compared."""
+
+    best: BestPoint = field(metadata=INLINE)
+    tiers_compared: str
+
+
+@dataclass(frozen=True, slots=True)
+class Apart:
+    """A best level no other tier stands beside, with why (`not_compared_because`) and, for a different
+    workload, how the other tiers' workloads of the model differ (`workload_differs`)."""
+
+    best: BestPoint = field(metadata=INLINE)
+    not_compared_because: str
+    workload_differs: str | None
 
 
 def _shown(value: Any) -> str:
@@ -35,68 +57,67 @@ def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def workload_differences(p: dict[str, Any], q: dict[str, Any]) -> str:
+def workload_differences(p: Point, q: Point) -> str:
     """ "input_len 1024 vs 64, output_len 128 vs 32": the workload fields in which point p differs from q."""
     return ", ".join(
-        f"{name} {_shown(p.get(column))} vs {_shown(q.get(column))}"
-        for column, name in _WORKLOAD_FIELDS
-        if p.get(column) != q.get(column)
+        f"{name} {_shown(getattr(p.config, attr))} vs {_shown(getattr(q.config, attr))}"
+        for attr, name in _WORKLOAD_FIELDS
+        if getattr(p.config, attr) != getattr(q.config, attr)
     )
 
 
-def _why_apart(p: dict[str, Any], points: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Why point p has no other tier beside it (`not_compared_because`) and, for a different workload, how
-    the other tiers' workloads of the model differ from p's (`workload_differs`)."""
-    others = [
-        q for q in points if q["model"] == p["model"] and q["accelerator_type"] != p["accelerator_type"]
-    ]
+def _why_apart(b: BestPoint, points: Sequence[Point]) -> Apart:
+    """Why best level `b` has no other tier beside it."""
+    p = b.point
+    others = [q for q in points if q.model == p.model and q.accelerator_type != p.accelerator_type]
     if not others:
-        return {"not_compared_because": NO_OTHER_TIER, "workload_differs": None}
-    if any(q["comparison_id"] == p["comparison_id"] for q in others):
-        return {"not_compared_because": OTHERS_MISS_SLOS, "workload_differs": None}
-    workloads: dict[str, dict[str, Any]] = {}
-    for q in sorted(others, key=lambda q: (q["accelerator_type"], q["workload"])):
-        workloads.setdefault(f"{q['accelerator_type']} {q['comparison_id']}", q)
+        return Apart(b, NO_OTHER_TIER, None)
+    if any(q.comparison_id == p.comparison_id for q in others):
+        return Apart(b, OTHERS_MISS_SLOS, None)
+    workloads: dict[str, Point] = {}
+    for q in sorted(others, key=lambda q: (q.accelerator_type or "", q.workload)):
+        workloads.setdefault(f"{q.accelerator_type} {q.comparison_id}", q)
     differs = "; ".join(
-        f"{q['accelerator_type']} {q['workload']}: {workload_differences(p, q)}" for q in workloads.values()
+        f"{q.accelerator_type} {q.workload}: {workload_differences(p, q)}" for q in workloads.values()
     )
-    return {"not_compared_because": DIFFERENT_WORKLOAD, "workload_differs": differs}
+    return Apart(b, DIFFERENT_WORKLOAD, differs)
 
 
-def _groups(best: Sequence[dict[str, Any]]) -> list[tuple[list[str], list[dict[str, Any]]]]:
+def _groups(best: Sequence[BestPoint]) -> list[tuple[list[str], list[BestPoint]]]:
     """(tiers, members) per model and workload, in order of first appearance in `best`."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for p in best:
-        groups[p["comparison_id"]].append(p)
-    return [(sorted({str(p["accelerator_type"]) for p in members}), members) for members in groups.values()]
+    groups: dict[str, list[BestPoint]] = defaultdict(list)
+    for b in best:
+        groups[b.point.comparison_id].append(b)
+    return [
+        (sorted({str(b.point.accelerator_type) for b in members}), members) for members in groups.values()
+    ]
 
 
-def _group(p: dict[str, Any]) -> tuple[str, str]:
-    return (p["comparison"], p["comparison_id"])
+def _group(b: BestPoint) -> tuple[str, str]:
+    return (b.point.comparison, b.point.comparison_id)
 
 
-def compared(best: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def compared(best: Sequence[BestPoint]) -> list[Compared]:
     """The best levels of the groups more than one tier measured, with `tiers_compared`, by comparison
     group, cheapest first within it; a local host's rows stay unpriced and last, labelled with that host."""
     rows = []
     for tiers, members in _groups(best):
         if len(tiers) > 1:
-            rows += [p | {"tiers_compared": ", ".join(tiers)} for p in sorted(members, key=cost_order)]
-    return sorted(rows, key=_group)  # sorted() is stable: the rows keep their cost order within a group
+            ordered = sorted(members, key=lambda b: cost_order(b.point))
+            rows += [Compared(b, ", ".join(tiers)) for b in ordered]
+    return sorted(rows, key=lambda r: _group(r.best))  # stable: the rows keep their cost order in a group
 
 
-def not_compared(best: Sequence[dict[str, Any]], points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def not_compared(best: Sequence[BestPoint], points: Sequence[Point]) -> list[Apart]:
     """The best levels of the groups one tier measured, each with why (`points`: every point, to say it)."""
     apart = []
     for tiers, members in _groups(best):
         if len(tiers) == 1:
-            apart += [p | _why_apart(p, points) for p in members]
-    return sorted(apart, key=lambda p: (*_group(p), cost_order(p)))
+            apart += [_why_apart(b, points) for b in members]
+    return sorted(apart, key=lambda a: (*_group(a.best), cost_order(a.best.point)))
 
 
-def cross_tier(
-    best: Sequence[dict[str, Any]], points: Sequence[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def cross_tier(best: Sequence[BestPoint], points: Sequence[Point]) -> tuple[list[Compared], list[Apart]]:
     """(compared, not compared) from the best levels under the SLOs (`best`) and every point (`points`)."""
     return compared(best), not_compared(best, points)
 
@@ -113,11 +134,11 @@ def comparison_groups(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
     return {"groups": groups}
 
 
-def _compared(inputs: Inputs) -> list[dict[str, Any]]:
+def _compared(inputs: Inputs) -> list[Compared]:
     return compared(inputs.best)
 
 
-def _not_compared(inputs: Inputs) -> list[dict[str, Any]]:
+def _not_compared(inputs: Inputs) -> list[Apart]:
     return not_compared(inputs.best, inputs.points)
 
 

@@ -4,36 +4,40 @@ no other point of the same model and workload beats on cost and on every p99 (TT
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from accelbench.report.columns import LATENCIES, WHAT
 from accelbench.report.pricing import cost_order
+from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
 
-def frontier(
-    best: Sequence[dict[str, Any]], cost: str = "on_demand_usd_per_1m_output_tokens"
-) -> list[dict[str, Any]]:
+def frontier(best: Sequence[BestPoint]) -> list[BestPoint]:
     """The frontier among `best` (the best levels under the SLOs): those measured on their instance and
-    priced that no other such point of the same comparison beats on cost and on every p99 at once."""
-    priced = [p for p in best if p["measured_on_instance"] and p.get(cost) is not None]
+    priced that no other such point of the same comparison beats on on-demand cost per 1M output tokens
+    and on every p99 at once (their estimates)."""
 
-    def as_good(q: dict[str, Any], p: dict[str, Any], key: str) -> bool:
-        return p.get(key) is None or (q.get(key) is not None and q[key] <= p[key])
+    def figures(b: BestPoint) -> tuple[float | None, ...]:
+        p = b.point
+        return (p.on_demand.usd_per_1m_output_tokens.estimate, *(p.estimate(k) for k in LATENCIES))
 
-    def dominated(p: dict[str, Any]) -> bool:
-        return any(
-            q["comparison_id"] == p["comparison_id"]
-            and q is not p
-            and all(as_good(q, p, k) for k in (cost, *LATENCIES))
-            and any(q.get(k) is not None and p.get(k) is not None and q[k] < p[k] for k in (cost, *LATENCIES))
-            for q in priced
-        )
+    priced = [b for b in best if b.point.measured_on_instance and figures(b)[0] is not None]
 
-    return sorted((p for p in priced if not dominated(p)), key=cost_order)
+    def dominated(b: BestPoint) -> bool:
+        mine = figures(b)
+        for other in priced:
+            if other is b or other.point.comparison_id != b.point.comparison_id:
+                continue
+            theirs = figures(other)
+            pairs = list(zip(theirs, mine, strict=True))
+            as_good = all(p is None or (q is not None and q <= p) for q, p in pairs)
+            if as_good and any(q is not None and p is not None and q < p for q, p in pairs):
+                return True
+        return False
+
+    return sorted((b for b in priced if not dominated(b)), key=lambda b: cost_order(b.point))
 
 
-def _rows(inputs: Inputs) -> list[dict[str, Any]]:
+def _rows(inputs: Inputs) -> list[BestPoint]:
     return frontier(inputs.best)
 
 

@@ -6,64 +6,120 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL
 from accelbench.report.columns import COSTS, LATENCIES
 from accelbench.report.labels import short_model
+from accelbench.report.model import INLINE, NO_INTERVAL, Interval, Point
 from accelbench.report.pricing import cost_order
+from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
-HEADLINE_FIELDS = (
-    "configuration",
-    "level",
-    "host",
-    "measured_where",
-    "measured_on_instance",
-    "accelerator_type",
-    "instance_type",
-    "vllm_version",
-    "level_kind",
-    "level_value",
-    "request_throughput",
-    "output_throughput",
-    "request_goodput",
-    "on_demand_usd_per_1m_output_tokens",
-    "on_demand_usd_per_1m_total_tokens",
-    "spot_usd_per_1m_output_tokens",
-    "spot_usd_per_1m_total_tokens",
-    "p99_ttft_ms",
-    "p99_tpot_ms",
-    "p99_e2el_ms",
-    "error_rate",
-    "repeats",
-    "campaigns",
-    "sample_warning",
-)
-# The figures the headline's table shows with their interval (`<column>_low`, `<column>_high`).
-SHOWN_WITH_INTERVAL = ("request_throughput", *COSTS, *LATENCIES, "error_rate")
 MAX_UNDECIDED_SHOWN = 3  # the headline names this many undecided levels, then counts the rest
 
 
-def family(p: dict[str, Any]) -> str:
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The answer for one model and workload: the point it names (`top`, None when none does) and the
+    figures it is named by, with their intervals."""
+
+    configuration: str | None = None
+    level: str | None = None
+    host: str | None = None
+    measured_where: str | None = None
+    measured_on_instance: bool | None = None
+    accelerator_type: str | None = None
+    instance_type: str | None = None
+    vllm_version: str | None = None
+    level_kind: str | None = None
+    level_value: float | None = None
+    request_throughput: Interval = NO_INTERVAL
+    output_throughput: float | None = None
+    request_goodput: float | None = None
+    on_demand_usd_per_1m_output_tokens: Interval = NO_INTERVAL
+    on_demand_usd_per_1m_total_tokens: Interval = NO_INTERVAL
+    spot_usd_per_1m_output_tokens: Interval = NO_INTERVAL
+    spot_usd_per_1m_total_tokens: Interval = NO_INTERVAL
+    p99_ttft_ms: Interval = NO_INTERVAL
+    p99_tpot_ms: Interval = NO_INTERVAL
+    p99_e2el_ms: Interval = NO_INTERVAL
+    error_rate: Interval = NO_INTERVAL
+    repeats: int | None = None
+    campaigns: int | None = None
+    sample_warning: str | None = None
+
+    @classmethod
+    def of(cls, p: Point | None) -> Answer:
+        if p is None:
+            return cls()
+        return cls(
+            configuration=p.configuration,
+            level=p.level,
+            host=p.host,
+            measured_where=p.measured_where,
+            measured_on_instance=p.measured_on_instance,
+            accelerator_type=p.accelerator_type,
+            instance_type=p.instance_type,
+            vllm_version=p.vllm_version,
+            level_kind=p.level_kind,
+            level_value=p.level_value,
+            request_throughput=p.request_throughput,
+            output_throughput=p.output_throughput.estimate,
+            request_goodput=p.request_goodput.estimate,
+            on_demand_usd_per_1m_output_tokens=p.on_demand.usd_per_1m_output_tokens,
+            on_demand_usd_per_1m_total_tokens=p.on_demand.usd_per_1m_total_tokens,
+            spot_usd_per_1m_output_tokens=p.spot.usd_per_1m_output_tokens,
+            spot_usd_per_1m_total_tokens=p.spot.usd_per_1m_total_tokens,
+            p99_ttft_ms=p.p99_ttft_ms,
+            p99_tpot_ms=p.p99_tpot_ms,
+            p99_e2el_ms=p.p99_e2el_ms,
+            error_rate=p.error_rate,
+            repeats=p.repeats,
+            campaigns=p.campaigns,
+            sample_warning=p.sample_warning,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """One line of the answer (`headline`): per model and workload, measured on the instance or not."""
+
+    model: str
+    model_short: str
+    workload: str
+    configurations_measured: int
+    configurations_meeting_slos: int
+    answer: str
+    undecided: str | None
+    quality_skipped: str | None
+    top: Answer = field(metadata=INLINE)
+
+
+def family(p: Point) -> str:
     """The model a point answers for: a quantized checkpoint's reference model (accelbench.report.quality),
     else its own."""
-    return str(p.get("quality_reference") or p["model"])
+    return str(p.quality.quality_reference or p.model)
 
 
-def _quality_skipped(candidates: list[dict[str, Any]]) -> str | None:
+def _quality_skipped(candidates: list[Point]) -> str | None:
     """The configurations left out of the answer by the quality gate, each with its verdict and why."""
-    skipped = [p for p in candidates if p.get("quality_gate") not in (None, "pass")]
-    said = [f"{p['configuration']}: quality {p['quality_gate']} ({p['quality_why']})" for p in skipped]
+    skipped = [p for p in candidates if p.quality.quality_gate not in (None, "pass")]
+    said = [f"{p.configuration}: quality {p.quality.quality_gate} ({p.quality.quality_why})" for p in skipped]
     return " | ".join(said) or None
 
 
-def _answer(on_instance: bool, candidates: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+def _cost(p: Point) -> float | None:
+    return p.on_demand.usd_per_1m_output_tokens.estimate
+
+
+def _answer(on_instance: bool, candidates: list[Point]) -> tuple[str, Point | None]:
     """(the answer in words, the point it names) among the best levels of one model and workload that pass
     the quality gate (a configuration outside a quantization matrix has none to pass)."""
-    candidates = [p for p in candidates if p.get("quality_gate") in (None, "pass")]
-    priced = [p for p in candidates if p.get("on_demand_usd_per_1m_output_tokens") is not None]
-    fastest = max(candidates, key=lambda p: p["output_throughput"] or 0) if candidates else None
+    candidates = [p for p in candidates if p.quality.quality_gate in (None, "pass")]
+    priced = [p for p in candidates if _cost(p) is not None]
+    fastest = max(candidates, key=lambda p: p.output_throughput.estimate or 0) if candidates else None
     if on_instance and priced:
         return "cheapest under the SLOs", min(priced, key=cost_order)
     if on_instance:
@@ -73,67 +129,66 @@ def _answer(on_instance: bool, candidates: list[dict[str, Any]]) -> tuple[str, d
     return "local host only: nothing meets the SLOs", None
 
 
-def _could_change(p: dict[str, Any], top: dict[str, Any] | None, on_instance: bool) -> bool:
+def _could_change(p: Point, top: Point | None, on_instance: bool) -> bool:
     """Whether undecided level `p`, were it to meet the SLOs, could be the answer instead of `top`: cheaper
     (on the instance; unpriced counts), or faster (a local host's answer is its fastest level)."""
     if top is None:
         return True
     if on_instance:
-        mine, theirs = (
-            p.get("on_demand_usd_per_1m_output_tokens"),
-            top.get("on_demand_usd_per_1m_output_tokens"),
-        )
+        mine, theirs = _cost(p), _cost(top)
         return mine is None or theirs is None or mine < theirs
-    return (p.get("output_throughput") or 0) > (top.get("output_throughput") or 0)
+    return (p.output_throughput.estimate or 0) > (top.output_throughput.estimate or 0)
 
 
-def _undecided(points: Sequence[dict[str, Any]], top: dict[str, Any] | None, on_instance: bool) -> str | None:
-    """The undecided levels (`slo_verdict`, `accelbench.report.slos.judged`) that could change the answer,
+def _undecided(points: Sequence[Point], top: Point | None, on_instance: bool) -> str | None:
+    """The undecided levels (`slo_verdict`, `accelbench.report.slos.judge`) that could change the answer,
     each with what would decide it; the first MAX_UNDECIDED_SHOWN by throughput, then how many more."""
     found = sorted(
-        (p for p in points if p.get("slo_verdict") == "undecided" and _could_change(p, top, on_instance)),
-        key=lambda p: -(p.get("output_throughput") or 0),
+        (p for p in points if p.slo_verdict == "undecided" and _could_change(p, top, on_instance)),
+        key=lambda p: -(p.output_throughput.estimate or 0),
     )
     if not found:
         return None
-    named = [f"{p['configuration']} at {p['level']}: {p['slo_why']}" for p in found[:MAX_UNDECIDED_SHOWN]]
+    named = [f"{p.configuration} at {p.level}: {p.slo_why}" for p in found[:MAX_UNDECIDED_SHOWN]]
     more = len(found) - MAX_UNDECIDED_SHOWN
     return " | ".join(named) + (f" | and {more} more (all points table)" if more > 0 else "")
 
 
-def headline(points: Sequence[dict[str, Any]], best: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def headline(points: Sequence[Point], best: Sequence[BestPoint]) -> list[Headline]:
     """The answer, per model and workload: the cheapest configuration measured on its instance type
     that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
     measured: dict[tuple[Any, ...], set[str]] = defaultdict(set)
-    levels: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    levels: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
     for p in points:  # per model and workload: one comparison (keys.COMPARISON_KEY), its quantizations in it
-        key = (family(p), p["workload"], p["comparison_id"], p["measured_on_instance"])
-        measured[key].add(p["configuration_id"])
+        key = (family(p), p.workload, p.comparison_id, p.measured_on_instance)
+        measured[key].add(p.configuration_id)
         levels[key].append(p)
-    chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
-    for p in best:
-        chosen[(family(p), p["workload"], p["comparison_id"], p["measured_on_instance"])].append(p)
+    chosen: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
+    for b in best:
+        p = b.point
+        chosen[(family(p), p.workload, p.comparison_id, p.measured_on_instance)].append(p)
     rows = []
     for key in sorted(measured, key=lambda k: (str(k[0]), k[1], k[2], not k[3])):
         model, workload, _, on_instance = key
         candidates = chosen.get(key, [])
         answer, top = _answer(on_instance, candidates)
-        row: dict[str, Any] = {
-            "model": model,
-            "model_short": short_model(model),
-            "workload": workload,
-            "configurations_measured": len(measured[key]),
-            "configurations_meeting_slos": len(candidates),
-            "answer": answer,
-            "undecided": _undecided(levels[key], top, on_instance),
-            "quality_skipped": _quality_skipped(candidates),
-        }
-        shown = (*HEADLINE_FIELDS, *(f"{c}_{side}" for c in SHOWN_WITH_INTERVAL for side in ("low", "high")))
-        rows.append(row | {k: (top or {}).get(k) for k in shown})
+        rows.append(
+            Headline(
+                model=model,
+                model_short=short_model(model),
+                workload=workload,
+                configurations_measured=len(measured[key]),
+                configurations_meeting_slos=len(candidates),
+                answer=answer,
+                undecided=_undecided(levels[key], top, on_instance),
+                quality_skipped=_quality_skipped(candidates),
+                top=Answer.of(top),
+            )
+        )
     return rows
 
 
-def _rows(inputs: Inputs) -> list[dict[str, Any]]:
+def _rows(inputs: Inputs) -> list[Headline]:
     return headline(inputs.points, inputs.best)
 
 

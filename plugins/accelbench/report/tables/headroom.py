@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from accelbench.report.capacity_planner import HOURS_PER_MONTH
+from accelbench.report.records import records
 from accelbench.report.table import Section, Table
 
 COLUMNS = (
@@ -83,7 +84,7 @@ def headroom_rows(capacities: list[dict[str, Any]], traffic: float = 1.0) -> lis
 
 TABLE = Table(
     name="trace_headroom",
-    compute=lambda inputs: headroom_rows(inputs.capacities),
+    compute=lambda inputs: headroom_rows(records(inputs.capacities)),
     columns=COLUMNS,
     listed_as="Trace headroom",
     section=Section(

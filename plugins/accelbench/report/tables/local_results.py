@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from accelbench.report.columns import LATENCIES, RATES, SIZE, WHAT
+from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
 
-def _local(inputs: Inputs) -> list[dict[str, Any]]:
-    return [p for p in inputs.best if not p["measured_on_instance"]]
+def _local(inputs: Inputs) -> list[BestPoint]:
+    return [b for b in inputs.best if not b.point.measured_on_instance]
 
 
 TABLE = Table(

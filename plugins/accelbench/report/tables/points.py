@@ -1,5 +1,5 @@
 """Every point: one load level of one configuration, its figures and their intervals over its measured repeats
-(`accelbench.report.points.level_points` makes them: every other table starts from them)."""
+(`accelbench.report.builder.build_points` makes them: every other table starts from them)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS
 from accelbench.report.columns import COSTS, WHAT
+from accelbench.report.model import Point
 from accelbench.report.table import Inputs, Section, Table
 
 
-def _points(inputs: Inputs) -> list[dict[str, Any]]:
+def _points(inputs: Inputs) -> list[Point]:
     return inputs.points
 
 

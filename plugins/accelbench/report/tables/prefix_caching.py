@@ -11,7 +11,9 @@ from typing import Any
 from accelbench.core.changes import Change
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
+from accelbench.report.model import Point
 from accelbench.report.noise import judged, noise_words, point_change, runs_by_id
+from accelbench.report.records import records
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -62,7 +64,7 @@ def _pair(
 
 
 def prefix_caching(
-    points: Iterable[dict[str, Any]],
+    points: Iterable[Point | Mapping[str, Any]],
     runs: Iterable[Mapping[str, Any]] = (),
     samples: Samples = Samples.EMPTY,
 ) -> list[dict[str, Any]]:
@@ -75,7 +77,7 @@ def prefix_caching(
     sides: dict[tuple[Any, ...], dict[bool, list[dict[str, Any]]]] = defaultdict(
         lambda: {True: [], False: []}
     )
-    for p in points:
+    for p in records(points):  # the points' columns, as the files hold them (not typed yet)
         state, rest = prefix_caching_flag(p.get("engine_args"))
         if state is not None:
             sides[tuple(rest if k == "engine_args" else p[k] for k in POINT_KEY)][state].append(p)

@@ -10,10 +10,12 @@ from typing import Any
 
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL
 from accelbench.report.labels import short_model
-from accelbench.report.quality import POINT_FIELDS
+from accelbench.report.model import QualityGrade
+from accelbench.report.records import record, records
 from accelbench.report.table import Inputs, Section, Table
-from accelbench.report.tables.headline import family
 
+# A point's quality columns, as the files hold them.
+QUALITY_FIELDS = tuple(record(QualityGrade()))
 COST = "on_demand_usd_per_1m_output_tokens"
 FIELDS = (
     "configuration",
@@ -51,17 +53,18 @@ def pareto(rows: list[dict[str, Any]]) -> set[str]:
 
 def quality_rows(inputs: Inputs) -> list[dict[str, Any]]:
     """One row per configuration with a quality row: its best level under the SLOs (cost), else none."""
-    best = {p["configuration_id"]: p for p in inputs.best}
+    # the points' columns, as the files hold them (not typed yet)
+    best = {b.point.configuration_id: record(b) for b in inputs.best}
     configs: dict[str, dict[str, Any]] = {}
-    for p in inputs.points:
+    for p in records(inputs.points):
         if p.get("quality_gate") is not None:
             configs.setdefault(p["configuration_id"], p)
     rows = []
     for cid, p in configs.items():
         at = best.get(cid, {})
-        row = {k: p.get(k) for k in FIELDS} | {k: p.get(k) for k in POINT_FIELDS}
+        row = {k: p.get(k) for k in FIELDS} | {k: p.get(k) for k in QUALITY_FIELDS}
         row |= {k: at.get(k) for k in (COST, f"{COST}_low", f"{COST}_high", "level", "output_throughput")}
-        row["model_short"] = short_model(family(p))
+        row["model_short"] = short_model(p.get("quality_reference") or p["model"])  # the model it answers for
         rows.append(row)
     groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:

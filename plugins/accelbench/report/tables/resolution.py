@@ -18,7 +18,9 @@ from accelbench.core.changes import (
 )
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
+from accelbench.report.model import Point
 from accelbench.report.noise import NAMES, noise_words, runs_by_id
+from accelbench.report.records import records
 from accelbench.report.table import Inputs, Section, Table
 
 RESOLUTION_METRICS = ("p99_ttft_ms", "output_throughput")
@@ -41,14 +43,14 @@ def metric_columns(metric: str, spread: Spread | None, repeats: int, requests: i
 
 
 def resolution(
-    points: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]
+    points: Sequence[Point | Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """One row per point measured at least twice in one campaign: each metric's spread between repeats,
     pooled within campaigns (the spread the gate's test sees on each side; a host that changed between
     campaigns is the gate's finding, not noise), and what the point's own repeat count resolves."""
     by_id = runs_by_id(runs)
     rows = []
-    for p in points:
+    for p in records(points):  # the points' columns, as the files hold them (not typed yet)
         mine = [by_id[r] for r in p.get("run_ids") or () if r in by_id]
         by_campaign: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
         for run in mine:

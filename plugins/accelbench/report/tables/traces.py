@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.report.records import records
 from accelbench.report.table import Inputs, Section, Table
 
 TIME_BINS = 24
@@ -70,7 +71,7 @@ def replay_shape(starts_ms: np.ndarray, ttfts_ms: np.ndarray, bins: int = TIME_B
 def _replays(inputs: Inputs) -> list[dict[str, Any]]:
     runs = {r["run_id"]: r for r in inputs.runs if r.get("run_id")}
     out = []
-    for p in inputs.points:
+    for p in records(inputs.points):  # the points' columns, as the files hold them (not typed yet)
         if not p.get("trace_sha256"):
             continue
         starts, ttfts = [], []

@@ -13,7 +13,9 @@ from packaging.version import InvalidVersion, Version
 
 from accelbench.core.changes import FDR, Change
 from accelbench.report.keys import POINT_KEY
+from accelbench.report.model import Point
 from accelbench.report.noise import judged, noise_words, point_change, runs_by_id
+from accelbench.report.records import records
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -37,7 +39,7 @@ def _same(a: str | None, b: str) -> bool:
 
 
 def version_deltas(
-    points: Iterable[dict[str, Any]],
+    points: Iterable[Point | Mapping[str, Any]],
     runs: Iterable[Mapping[str, Any]] = (),
     samples: Samples = Samples.EMPTY,
     *,
@@ -53,7 +55,7 @@ def version_deltas(
     improvements the reverse.
     """
     series: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
-    for p in points:
+    for p in records(points):  # the points' columns, as the files hold them (not typed yet)
         series[tuple(p[k] for k in POINT_KEY if k != "vllm_version")].append(p)
     by_id = runs_by_id(runs)
     compared: list[tuple[dict[str, Any], dict[str, Change]]] = []

@@ -1,0 +1,252 @@
+"""The report's typed model: what its stages pass each other instead of dicts.
+
+A `Point` is one load level of one `Configuration` with its figures over the measured repeats, each figure
+an `Interval` (estimate, low, high, method), its `Cost` on-demand and spot, its `QualityGrade` and its SLO
+verdict: built once, by `accelbench.report.points.build_points`, from the lake's rows. Tables compute typed
+rows from points; only the file writer (`accelbench.report.records`) turns them into the flat columns the
+Parquet, CSV and page have always had (an interval as `<name>`, `<name>_low`, `<name>_high`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from accelbench.core.intervals import CONFIDENCE, Interval
+
+__all__ = [
+    "NO_INTERVAL",
+    "Capacity",
+    "Configuration",
+    "Cost",
+    "Interval",
+    "Point",
+    "QualityGrade",
+    "SloVerdict",
+]
+
+SloVerdict = Literal["meets", "misses", "undecided"]
+NO_INTERVAL = Interval(None, None, None, CONFIDENCE, "")
+
+# How `accelbench.report.records.record` writes a field that is itself a dataclass: its fields beside the
+# parent's ("inline"), or each under the parent's prefix ("prefix": "on_demand_" -> on_demand_usd_per_hour).
+INLINE: dict[str, Any] = {"inline": True}
+
+
+def _prefixed(prefix: str) -> dict[str, Any]:
+    return {"prefix": prefix}
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """One server configuration on one workload on one host, measured one way (`keys.CONFIG_KEY`, in its
+    order): its load levels are one throughput/latency curve. `workload_profile` is the workload's name
+    (the key's `workload`); a point's `workload` is that workload in words."""
+
+    accelerator_type: str | None
+    instance_type: str | None
+    model: str | None
+    quantization: str | None
+    vllm_version: str | None
+    dtype: str | None
+    kv_cache_dtype: str | None
+    max_model_len: int | None
+    tensor_parallel_size: int | None
+    engine_args: str | None
+    workload_profile: str | None
+    endpoint: str | None
+    prefix_len: int | None
+    dataset: str | None
+    input_len: int | None
+    output_len: int | None
+    range_ratio: float | None
+    trace_name: str | None
+    trace_sha256: str | None
+    trace_requests: int | None
+    trace_duration_s: float | None
+    trace_mean_rate: float | None
+    burstiness: float | None
+    execution_mode: str | None
+    host: str | None
+    warmups_in_window: bool | None
+
+    def key_fields(self) -> dict[str, Any]:
+        """The fields by the key's names (`keys.CONFIG_KEY`: the workload's name as `workload`), which the
+        ids hash and the labels read."""
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {("workload" if k == "workload_profile" else k): v for k, v in found.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What a point costs under one pricing model: the hourly price in force when it was measured, where
+    that price came from, and USD per 1M output and total tokens with the intervals the throughput's give
+    (all None unless measured on the instance type itself)."""
+
+    usd_per_hour: float | None = None
+    price_source: str | None = None
+    usd_per_1m_output_tokens: Interval = NO_INTERVAL
+    usd_per_1m_total_tokens: Interval = NO_INTERVAL
+
+
+@dataclass(frozen=True, slots=True)
+class QualityGrade:
+    """A configuration's quality against its reference (`accelbench.report.quality`), with its quality gate
+    (pass / fail / undecided); every field None where it was not measured or no gate applies."""
+
+    quality_reference: str | None = None
+    quality_gate: str | None = None
+    quality_why: str | None = None
+    kl_mean: Interval = NO_INTERVAL
+    top1_agreement: float | None = None
+    accuracy: Interval = NO_INTERVAL
+    accuracy_ratio: Interval = NO_INTERVAL
+    server_quantization: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """A load search's result as the capacities table shows it (`accelbench.report.searches`): the capacity
+    under the SLOs, its bracket and interval, what limited it, what the search cost, and at the capacity
+    the figures and costs of the search's own probe there."""
+
+    model_short: str
+    model: str | None
+    instance_type: str | None
+    vllm_version: str | None
+    search_variable: str | None
+    capacity: float | None
+    bracket: str | None
+    limiting_metric: str | None
+    search_slos: str | None
+    search_outcome: str | None
+    search_precision: float | None
+    probes: int | None
+    server_s: float | None
+    host: str
+    spec_id: str | None
+    accelerator_type: str | None
+    capacity_low: float | None
+    capacity_high: float | None
+    trace_sha256: str | None
+    trace: str | None
+    point_id: str | None = None
+    configuration_id: str | None = None
+    repeats: int | None = None
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    total_token_throughput: float | None = None
+    on_demand_usd_per_hour: float | None = None
+    spot_usd_per_hour: float | None = None
+    on_demand_price_source: str | None = None
+    spot_price_source: str | None = None
+    on_demand_usd_per_1m_output_tokens: float | None = None
+    on_demand_usd_per_1m_total_tokens: float | None = None
+    spot_usd_per_1m_output_tokens: float | None = None
+    spot_usd_per_1m_total_tokens: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One load level of one configuration: its figures over its measured repeats (from any campaign),
+    each with its 95% interval, priced at the newest repeat's time when measured on the instance type
+    itself, with its configuration's quality, its searched capacity, its SLO verdict and its start-up.
+    The module docstring of `accelbench.report.points` says how each figure and interval is made."""
+
+    config: Configuration = field(metadata=INLINE)
+    level_kind: str
+    level_value: float
+    point_id: str
+    configuration_id: str
+    comparison_id: str
+    measured_on_instance: bool
+    measured_where: str
+    configuration: str
+    model_short: str
+    workload: str  # the workload in words; its name is `config.workload_profile`
+    comparison: str
+    level: str
+    request_throughput: Interval
+    request_goodput: Interval
+    output_throughput: Interval
+    total_token_throughput: Interval
+    throughput_interval: str | None
+    p50_ttft_ms: Interval
+    p90_ttft_ms: Interval
+    p99_ttft_ms: Interval
+    p50_tpot_ms: Interval
+    p90_tpot_ms: Interval
+    p99_tpot_ms: Interval
+    p50_itl_ms: Interval
+    p90_itl_ms: Interval
+    p99_itl_ms: Interval
+    p50_e2el_ms: Interval
+    p90_e2el_ms: Interval
+    p99_e2el_ms: Interval
+    latency_interval: str | None
+    latency_interval_basis: str | None
+    latency_interval_n: int | None
+    error_rate: Interval
+    repeats: int
+    run_ids: tuple[str, ...]
+    campaigns: int
+    repeats_campaigns: str
+    ran: str
+    host_drift: str | None
+    output_throughput_cv: float | None
+    p99_ttft_ms_cv: float | None
+    p99_tpot_ms_cv: float | None
+    p50_ttft_ms_cv: float | None
+    requests_per_repeat_min: int
+    sample_warning: str | None
+    output_throughput_per_accelerator: Interval
+    server_memory_peak_gib: float | None
+    on_demand: Cost = field(default=Cost(), metadata=_prefixed("on_demand_"))
+    spot: Cost = field(default=Cost(), metadata=_prefixed("spot_"))
+    searched_capacity: str | None = None
+    quality: QualityGrade = field(default=QualityGrade(), metadata=INLINE)
+    slo_verdict: SloVerdict | None = None
+    slo_why: str | None = None
+    startup_s: float | None = None
+
+    # The key fields a point is read by most: its configuration's.
+    @property
+    def model(self) -> str | None:
+        return self.config.model
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.config.instance_type
+
+    @property
+    def accelerator_type(self) -> str | None:
+        return self.config.accelerator_type
+
+    @property
+    def vllm_version(self) -> str | None:
+        return self.config.vllm_version
+
+    @property
+    def host(self) -> str | None:
+        return self.config.host
+
+    def figure(self, name: str) -> Interval:
+        """The figure called `name` (a column's name: "p99_ttft_ms", "error_rate", ...) with its interval."""
+        found = getattr(self, name)
+        if not isinstance(found, Interval):
+            raise TypeError(f"{name} is not a figure of a point")
+        return found
+
+    def estimate(self, name: str) -> float | None:
+        """A figure's estimate, or a plain number's value ("startup_s")."""
+        found = getattr(self, name)
+        return found.estimate if isinstance(found, Interval) else found
+
+    def cost(self, column: str) -> Interval:
+        """A cost by its column's name: "on_demand_usd_per_1m_output_tokens" -> on_demand's output cost."""
+        for prefix in ("on_demand", "spot"):
+            if column.startswith(f"{prefix}_"):
+                found = getattr(getattr(self, prefix), column.removeprefix(f"{prefix}_"))
+                if isinstance(found, Interval):
+                    return found
+        raise KeyError(column)
