@@ -24,6 +24,7 @@ from accelbench.report.capacity_planner import (
     plan_capacity,
     planner_context,
     planner_rows,
+    planner_schema,
 )
 from accelbench.report.pages import environment
 from accelbench.report.slos import Slos
@@ -389,6 +390,27 @@ def test_planner_rows_carry_only_json_safe_fields() -> None:
     assert list(rows[0]) == list(PLANNER_FIELDS) and rows[0]["p99_tpot_ms"] is None
     json.dumps(rows, allow_nan=False)
     assert plan_capacity(planner_rows(POINTS), 10, **SLOS) == plan_capacity(POINTS, 10, **SLOS)
+
+
+def test_the_page_script_reads_only_fields_of_the_schema_generated_from_the_planner_type() -> None:
+    """The page's JavaScript and plan_capacity read one type (`PlannerPoint`): the JSON Schema generated from
+    it holds every row the page gets (jsonschema), and every field the script reads of a point (`p.name`,
+    and the limits' `p[l.field]`, `p[`${l.field}_low`]`) is one of its properties, so a renamed field fails
+    here, not silently in a browser."""
+    import jsonschema
+    from accelbench.core.slos import LIMITS
+
+    schema = planner_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for row in planner_rows(POINTS):
+        jsonschema.validate(row, schema)
+    script, _, _ = environment().loader.get_source(environment(), "planner.html.j2")  # type: ignore[union-attr]
+    read = set(re.findall(r"\bp\.([a-z][a-z0-9_]*)", script))
+    assert read, "the planner's script reads no point field: the pattern no longer matches it"
+    assert "l.field" in script and "${l.field}_low" in script and "${l.field}_high" in script
+    read |= {f"{limit.field}{side}" for limit in LIMITS for side in ("", "_low", "_high")}
+    assert read <= set(schema["properties"]), read - set(schema["properties"])
+    assert tuple(schema["properties"]) == PLANNER_FIELDS
 
 
 def _page(points: list[dict[str, Any]], **defaults: Any) -> str:

@@ -55,15 +55,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from accelbench.core.intervals import CONFIDENCE
+from accelbench.core.intervals import CONFIDENCE, Interval
+from accelbench.report.records import Record, columns, json_schema, record
 from accelbench.report.slos import (
     JUDGED_ON_ESTIMATE,
     LIMITS,
     QUANTILES,
-    PageRow,
     Slos,
     judge,
     limit_verdict,
@@ -80,32 +80,65 @@ DEFAULT_TARGET_RPS = 10.0  # what the form starts with when the report names no 
 REQUIRE_QUALITY = True
 
 
-# What the page needs of each point, and no more (the JSON goes into every report).
-PLANNER_FIELDS = (
-    "point_id",
-    "configuration_id",
-    "configuration",
-    "model",
-    "model_short",
-    "workload",
-    "level",
-    "request_throughput",
-    *(limit.field for limit in LIMITS),
-    *(f"{limit.field}_{side}" for limit in LIMITS for side in ("low", "high")),
-    "latency_interval_basis",
-    "latency_interval_n",
-    "repeats",
-    "measured_on_instance",
-    "host",
-    "on_demand_usd_per_hour",
-    "spot_usd_per_hour",
-    "sample_warning",
-    "searched_capacity",
-    "host_drift",
-    "quality_gate",
-    "quality_why",
-    "startup_s",
-)
+@dataclass(frozen=True, slots=True)
+class PlannerPoint:
+    """What the page needs of each point, and no more (its JSON goes into every report): a point of the
+    `points` table as the planner judges and plans it. Its JSON is `record(...)` of this type, and the JSON
+    Schema the page's script is checked against is generated from it (`planner_schema`)."""
+
+    point_id: str
+    configuration_id: str
+    configuration: str
+    model: str | None
+    model_short: str
+    workload: str
+    level: str
+    request_throughput: float | None
+    p99_ttft_ms: Interval
+    p99_tpot_ms: Interval
+    p99_e2el_ms: Interval
+    error_rate: Interval
+    latency_interval_basis: str | None
+    latency_interval_n: int | None
+    repeats: int | None
+    measured_on_instance: bool | None
+    host: str | None
+    on_demand_usd_per_hour: float | None
+    spot_usd_per_hour: float | None
+    sample_warning: str | None
+    searched_capacity: str | None
+    host_drift: str | None
+    quality_gate: str | None
+    quality_why: str | None
+    startup_s: float | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> PlannerPoint:
+        """From a row of the `points` table (its files' columns: `accelbench.report.records`); NaN and
+        infinities are None (not JSON: the page's JSON.parse would refuse the whole report's data)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in _FIGURES:
+                low, high = (_json_safe(row.get(f"{f.name}_{side}")) for side in ("low", "high"))
+                values[f.name] = Interval(_json_safe(row.get(f.name)), low, high, CONFIDENCE, "")
+            else:
+                values[f.name] = _json_safe(row.get(f.name))
+        return cls(**values)
+
+    def figure(self, name: str) -> Interval:
+        found = getattr(self, name)
+        if not isinstance(found, Interval):
+            raise TypeError(f"{name} is not a figure the planner judges")
+        return found
+
+
+_FIGURES = frozenset(limit.field for limit in LIMITS)
+PLANNER_FIELDS = columns(PlannerPoint)  # the JSON's keys, in order
+
+
+def planner_schema() -> dict[str, Any]:
+    """The JSON Schema of a row of the page's planner data, from `PlannerPoint`."""
+    return json_schema(PlannerPoint, "The capacity planner's point (accelbench.report.capacity_planner)")
 
 
 @dataclass(frozen=True)
@@ -146,9 +179,9 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def planner_rows(points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The points as the page gets them: PLANNER_FIELDS only, JSON-safe, in the given order."""
-    return [{k: _json_safe(p.get(k)) for k in PLANNER_FIELDS} for p in points]
+def planner_rows(points: Iterable[Mapping[str, Any]]) -> list[Record]:
+    """The points as the page gets them: `PlannerPoint`'s columns only, JSON-safe, in the given order."""
+    return [record(PlannerPoint.from_row(p)) for p in points]
 
 
 def planner_context(
@@ -209,8 +242,8 @@ def _check_target(target_rps: float) -> None:
 
 
 def _qualifying(
-    measured: list[Mapping[str, Any]], limits: Mapping[str, float | None]
-) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, dict[str, int], list[Mapping[str, Any]]]:
+    measured: list[PlannerPoint], limits: Mapping[str, float | None]
+) -> tuple[PlannerPoint | None, PlannerPoint | None, dict[str, int], list[PlannerPoint]]:
     """(the qualifying level with the highest request rate, the searched capacity among the qualifying
     levels with the highest rate, how many levels missed each limit, the levels that miss none but are
     undecided on one); the first one on a tie."""
@@ -220,39 +253,39 @@ def _qualifying(
     for p in measured:
         ok, unsure = True, False
         for limit in LIMITS:
-            verdict = limit_verdict(limit, limits.get(limit.param), PageRow(p))
+            verdict = limit_verdict(limit, limits.get(limit.param), p)
             if verdict == "misses":
                 failures[limit.label] += 1
                 ok = False
             unsure = unsure or verdict == "undecided"
-        rate = p.get("request_throughput")
+        rate = p.request_throughput
         if rate is None or rate <= 0:
             failures["no request rate"] += 1
             ok = False
-        if not ok:
+        if not ok or rate is None:
             continue
         if unsure:
             undecided.append(p)
             continue
-        if best is None or rate > best["request_throughput"]:
+        if best is None or rate > (best.request_throughput or 0):
             best = p
-        if p.get("searched_capacity") and (searched is None or rate > searched["request_throughput"]):
+        if p.searched_capacity and (searched is None or rate > (searched.request_throughput or 0)):
             searched = p
     return best, searched, failures, undecided
 
 
-def _undecided_words(levels: list[Mapping[str, Any]], limits: Mapping[str, float | None]) -> str | None:
+def _undecided_words(levels: list[PlannerPoint], limits: Mapping[str, float | None]) -> str | None:
     """ "c8: p99 TTFT 1900 ms [1700, 2300] vs 2000 ms: about 5 repeats (now 2) would decide it | ...";
     None for no level."""
     slos = Slos(**limits)
-    words = [f"{p['level']}: {'; '.join(judge(PageRow(p), slos)[1])}" for p in levels]
+    words = [f"{p.level}: {'; '.join(judge(p, slos)[1])}" for p in levels]
     return " | ".join(words) or None
 
 
 def _ranked_row(
-    measured: list[Mapping[str, Any]],
-    best: Mapping[str, Any],
-    searched: Mapping[str, Any] | None,
+    measured: list[PlannerPoint],
+    best: PlannerPoint,
+    searched: PlannerPoint | None,
     target_rps: float,
     undecided: str | None,
     profile: Profile | None = None,
@@ -260,32 +293,32 @@ def _ranked_row(
     """The plan of one configuration on its level: the searched capacity that holds the limits, whatever
     else does, else `best`; unranked yet."""
     if searched is not None:
-        best, shown = searched, searched["searched_capacity"]
+        best, shown = searched, searched.searched_capacity
     else:  # the configuration's searched capacities, if any, though not used
-        labels = dict.fromkeys(p["searched_capacity"] for p in measured if p.get("searched_capacity"))
+        labels = dict.fromkeys(p.searched_capacity for p in measured if p.searched_capacity)
         shown = "; ".join(labels) or None
-    rate = best["request_throughput"]
+    rate = best.request_throughput or 0.0  # a qualifying level has a rate above 0
     replicas = math.ceil(target_rps / rate)
     trough = over = None
-    startup = next((p["startup_s"] for p in measured if p.get("startup_s") is not None), None)
+    startup = next((p.startup_s for p in measured if p.startup_s is not None), None)
     if profile is not None:
         replicas = max(profile.min_replicas, replicas)
         trough = max(profile.min_replicas, math.ceil(profile.trough_rps / rate))
         if trough < replicas and profile.cold_start_limit_s is not None and startup is not None:
             over = startup > profile.cold_start_limit_s
     return {
-        "model": best["model"],
-        "point_id": best["point_id"],
-        "level": best["level"],
+        "model": best.model,
+        "point_id": best.point_id,
+        "level": best.level,
         "request_throughput": rate,
         "replicas": replicas,
         "trough_replicas": trough,
-        "on_demand_usd_per_month": _monthly(replicas, best.get("on_demand_usd_per_hour"), trough, profile),
-        "spot_usd_per_month": _monthly(replicas, best.get("spot_usd_per_hour"), trough, profile),
+        "on_demand_usd_per_month": _monthly(replicas, best.on_demand_usd_per_hour, trough, profile),
+        "spot_usd_per_month": _monthly(replicas, best.spot_usd_per_hour, trough, profile),
         "startup_s": startup,
         "cold_start_over_limit": over,
         "headroom": replicas * rate / target_rps,
-        "sample_warning": best.get("sample_warning"),
+        "sample_warning": best.sample_warning,
         "searched_capacity": shown,
         "uses_search": searched is not None,
         "undecided_above": undecided,
@@ -298,12 +331,12 @@ def _order(row: dict[str, Any]) -> tuple[Any, ...]:
     return (od is None, od or 0.0, spot is None, spot or 0.0, row["configuration"], row["configuration_id"])
 
 
-def _quality_refused(levels: list[Mapping[str, Any]]) -> str | None:
+def _quality_refused(levels: list[PlannerPoint]) -> str | None:
     """Why a configuration fails the quality gate (a quantization matrix's configuration that did not pass:
     `accelbench.report.quality`), None when it passed or has no quality to pass."""
     for p in levels:
-        if p.get("quality_gate") not in (None, "pass"):
-            return f"quality gate {p['quality_gate']}: {p.get('quality_why') or ''}"
+        if p.quality_gate not in (None, "pass"):
+            return f"quality gate {p.quality_gate}: {p.quality_why or ''}"
     return None
 
 
@@ -318,24 +351,25 @@ def _plan(
     _check_target(target_rps)
     if profile is not None:
         profile.check(target_rps)
-    configurations: dict[str, list[Mapping[str, Any]]] = {}
-    for p in points:
-        configurations.setdefault(p["configuration_id"], []).append(p)
+    configurations: dict[str, list[PlannerPoint]] = {}
+    for row in points:
+        p = PlannerPoint.from_row(row)
+        configurations.setdefault(p.configuration_id, []).append(p)
     ranked, excluded = [], []
     for cid, levels in configurations.items():
         first = levels[0]
         about = {
             "configuration_id": cid,
-            "configuration": first["configuration"],
-            "model_short": first["model_short"],
-            "workload": first["workload"],
+            "configuration": first.configuration,
+            "model_short": first.model_short,
+            "workload": first.workload,
         }
-        measured = [p for p in levels if p.get("measured_on_instance") is True]
+        measured = [p for p in levels if p.measured_on_instance is True]
         if require_quality and (refused := _quality_refused(levels)):
             excluded.append(about | {"reason": refused})
             continue
         if not measured:
-            host = first.get("host") or "another host"
+            host = first.host or "another host"
             excluded.append(about | {"reason": f"not priced: measured on {host}"})
             continue
         best, searched, failures, undecided = _qualifying(measured, limits)
@@ -345,8 +379,8 @@ def _plan(
             reasons = [*([f"fails {failed}"] if failed else []), *([f"undecided {unsure}"] if unsure else [])]
             excluded.append(about | {"reason": "; ".join(reasons)})
             continue
-        used = (searched or best)["request_throughput"]
-        above = _undecided_words([p for p in undecided if p["request_throughput"] > used], limits)
+        used = (searched or best).request_throughput or 0.0
+        above = _undecided_words([p for p in undecided if (p.request_throughput or 0.0) > used], limits)
         ranked.append(about | _ranked_row(measured, best, searched, target_rps, above, profile))
     ranked.sort(key=_order)
     for rank, row in enumerate(ranked, 1):

@@ -8,6 +8,8 @@ columns beside its parent's (`accelbench.report.model`: a field's metadata says 
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -78,3 +80,56 @@ def record(row: Any) -> Record:
 
 def records(rows: Iterable[Any]) -> list[Record]:
     return [record(r) for r in rows]
+
+
+def _json_type(hint: Any) -> dict[str, Any]:
+    """The JSON Schema of one column's values, from its annotation."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        found = [_json_type(a) for a in args if a is not type(None)]
+        kinds = [t for f in found for t in ([f["type"]] if isinstance(f["type"], str) else f["type"])]
+        return {"type": [*dict.fromkeys(kinds), *(["null"] if type(None) in args else [])]}
+    if typing.get_origin(hint) is typing.Literal:
+        return {"type": "string", "enum": list(args)}
+    if typing.get_origin(hint) in (tuple, list):
+        return {"type": "array", "items": _json_type(args[0])}
+    known = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    if hint in known:
+        return {"type": known[hint]}
+    raise TypeError(f"no JSON type for {hint!r}")
+
+
+def _properties(cls: type, prefix: str) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        hint, name = hints[f.name], prefix + f.name
+        if f.metadata.get("inline"):
+            out |= _properties(hint, prefix)
+        elif "prefix" in f.metadata:
+            out |= _properties(hint, prefix + f.metadata["prefix"])
+        elif hint is Interval:
+            number = {"type": ["number", "null"]}
+            out |= {name: number, f"{name}_low": number, f"{name}_high": number}
+        else:
+            out[name] = _json_type(hint)
+    return out
+
+
+def columns(cls: type) -> tuple[str, ...]:
+    """The columns a typed row of `cls` is written as, in order (`record`'s keys)."""
+    return tuple(_properties(cls, ""))
+
+
+def json_schema(cls: type, title: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of `record(row)` for a row of `cls`: what a page's JavaScript gets when
+    the row is written as JSON, generated from the type that makes it."""
+    properties = _properties(cls, "")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
