@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from accelbench.core.startup import FIGURES, PHASES
@@ -26,6 +28,10 @@ SCHEMA_VERSION = 12
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
+# A row of one of these tables as read (`Lake.read(name).to_pylist()`): its columns are the schema's
+# below, any of them null in older rows, so readers take each with .get(). The report builds its typed
+# model (`accelbench.report.model`) from such rows.
+LakeRow = dict[str, Any]
 MEASURED_STATUSES = ("ok", "errors")  # a measurement: a report point, "already measured"
 IMPORTED_MODE = "imported"  # runs.execution_mode of a result measured elsewhere (lake/imported.py)
 METRICS = ("ttft", "tpot", "itl", "e2el")

@@ -10,7 +10,6 @@ import operator
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 
 from accelbench.core.decisions import Decision
 from accelbench.core.price import Price
+from accelbench.lake.schemas import LakeRow
 from accelbench.lake.store import Lake
 from accelbench.report.builder import build_points
 from accelbench.report.columns import label
@@ -54,7 +54,7 @@ class ReportFilter:
     def slos(self) -> Slos:
         return Slos(self.ttft_p99_ms, self.tpot_p99_ms, self.e2el_p99_ms, self.max_error_rate)
 
-    def keeps(self, run: dict[str, Any]) -> bool:
+    def keeps(self, run: LakeRow) -> bool:
         day = date.fromisoformat(run["date"]) if run.get("date") else run["started_at"].date()
         return (
             (not self.models or run["model"] in self.models)
@@ -84,15 +84,15 @@ def partition_filter(flt: ReportFilter, *, rows: bool = True) -> ds.Expression |
 
 
 def gather(
-    runs: list[dict[str, Any]],
+    runs: list[LakeRow],
     prices: list[Price],
     retracted: list[Retraction],
     flt: ReportFilter,
-    capacities: list[dict[str, Any]] | None = None,
+    capacities: list[LakeRow] | None = None,
     samples: Samples | None = None,
-    quality: list[dict[str, Any]] | None = None,
-    costs: list[dict[str, Any]] | None = None,
-    startups: list[dict[str, Any]] | None = None,
+    quality: list[LakeRow] | None = None,
+    costs: list[LakeRow] | None = None,
+    startups: list[LakeRow] | None = None,
     decisions: Sequence[Decision] = (),
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
@@ -130,15 +130,15 @@ def gather(
 
 
 def build_report(
-    runs: list[dict[str, Any]],
+    runs: list[LakeRow],
     prices: list[Price],
     retracted: list[Retraction],
     flt: ReportFilter,
-    capacities: list[dict[str, Any]] | None = None,
+    capacities: list[LakeRow] | None = None,
     samples: Samples | None = None,
-    quality: list[dict[str, Any]] | None = None,
-    costs: list[dict[str, Any]] | None = None,
-    startups: list[dict[str, Any]] | None = None,
+    quality: list[LakeRow] | None = None,
+    costs: list[LakeRow] | None = None,
+    startups: list[LakeRow] | None = None,
     decisions: Sequence[Decision] = (),
     *,
     registry: Sequence[Table] = TABLES,

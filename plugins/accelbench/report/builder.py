@@ -10,6 +10,7 @@ from typing import Any
 
 from accelbench.core.price import Price
 from accelbench.core.slos import Slos
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.model import Capacity, Point
 from accelbench.report.points import comparison_id, level_points
 from accelbench.report.quality import grade
@@ -20,7 +21,7 @@ from accelbench.report.startups import median_startup, ready_by_spec
 
 
 def build_points(
-    runs: Iterable[dict[str, Any]],
+    runs: Iterable[LakeRow],
     prices: Sequence[Price],
     region: str,
     slos: Slos,

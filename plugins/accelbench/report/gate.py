@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.build import ReportFilter, gather
 from accelbench.report.regressions import describe, regressions_in, undecided_in
 from accelbench.report.retractions import Retraction
@@ -34,12 +35,12 @@ def gate_scope(model: str, tier: str = "cpu") -> ReportFilter:
     return ReportFilter(models=[model], tiers=[tier])
 
 
-def measured_versions(runs: Iterable[dict[str, Any]]) -> set[str]:
+def measured_versions(runs: Iterable[LakeRow]) -> set[str]:
     """The vLLM versions `runs` measured: the caller plans the matrix at these for `gate`."""
     return {r["vllm_version"] for r in runs if r["vllm_version"]}
 
 
-def gated_runs(runs: Iterable[dict[str, Any]], matrix: MatrixPoints) -> list[dict[str, Any]]:
+def gated_runs(runs: Iterable[LakeRow], matrix: MatrixPoints) -> list[LakeRow]:
     """The runs of a matrix point (its matrix_key planned at the version it measured): the gate compares
     these, so its caller reads their requests (`accelbench.report.samples.read_samples`)."""
     return [r for r in runs if r["matrix_key"] in matrix.keys]
@@ -60,7 +61,7 @@ class GateVerdict:
 
 
 def gate(
-    runs: list[dict[str, Any]],
+    runs: list[LakeRow],
     model: str,
     matrix: MatrixPoints,
     retracted: list[Retraction],

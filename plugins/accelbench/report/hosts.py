@@ -3,6 +3,7 @@ an importer; and the labels that say so."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from accelbench.lake.schemas import IMPORTED_MODE
@@ -10,14 +11,14 @@ from accelbench.lake.schemas import IMPORTED_MODE
 ON_INSTANCE = "instance"  # the host label of a run measured on the instance type it names
 
 
-def measured_on_instance(run: dict[str, Any]) -> bool:
+def measured_on_instance(run: Mapping[str, Any]) -> bool:
     """Whether the run measured the instance type it names. Rows from before host facts were recorded
     say nothing: a kubernetes run landed on its instance type by node selector, a local one did not."""
     recorded = run.get("measured_on_instance")
     return bool(recorded) if recorded is not None else run.get("execution_mode") != "local"
 
 
-def measured_where(run: dict[str, Any]) -> str:
+def measured_where(run: Mapping[str, Any]) -> str:
     """What was measured where, for every label a reader sees: "measured on m8g.xlarge (kubernetes)",
     "imported: g6e.xlarge as stated by the importer", or a local run's real host ("local: ...")."""
     if run.get("execution_mode") == IMPORTED_MODE:
@@ -28,7 +29,7 @@ def measured_where(run: dict[str, Any]) -> str:
     return f"measured on {run.get('instance_type')} ({run.get('execution_mode') or 'mode not recorded'})"
 
 
-def host_label(run: dict[str, Any]) -> str:
+def host_label(run: Mapping[str, Any]) -> str:
     """ "instance", or "local: <arch> <cpu model>, <n> vCPU[, <GPUs>]" for a run on a stand-in host (the
     GPUs a local GPU run really ran on, as their driver names them)."""
     if measured_on_instance(run):

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from accelbench.core.workloads import DEFAULT_WORKLOAD
-from accelbench.lake.schemas import IMPORTED_MODE
+from accelbench.lake.schemas import IMPORTED_MODE, LakeRow
 from accelbench.report.hosts import host_label
 
 # What the requests looked like (the profile, its endpoint, shared prefix, dataset and lengths): points are
@@ -65,7 +65,7 @@ WARMUPS_APART_SINCE = datetime(2026, 12, 2, 10, 46, 54, tzinfo=UTC)  # 1092ef0's
 WARMUPS_IN_WINDOW_LABEL = "warm-ups in the measured window"
 
 
-def warmups_in_window(run: dict[str, Any]) -> bool:
+def warmups_in_window(run: LakeRow) -> bool:
     """Whether the run's per-level warm-ups ran inside its measured window (rows from before 1092ef0):
     its latencies and throughput then hold them too, and it is not the same measurement as a run that
     warmed up apart. False for a run without per-level warm-ups."""
@@ -78,7 +78,7 @@ def warmups_in_window(run: dict[str, Any]) -> bool:
     return isinstance(started, datetime) and started < WARMUPS_APART_SINCE
 
 
-def key_value(run: dict[str, Any], key: str) -> Any:
+def key_value(run: LakeRow, key: str) -> Any:
     """The value of the key field `key` for `run`: a lake row's own, or the one it stands for."""
     if key == "host":
         return host_label(run)

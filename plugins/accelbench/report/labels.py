@@ -3,11 +3,13 @@ level, a search's bracket and the SLOs it held."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from accelbench.core.levels import Level
 from accelbench.core.slos import LIMITS
 from accelbench.core.workloads import DEFAULT_WORKLOAD, trace_words
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.keys import WARMUPS_IN_WINDOW_LABEL
 
 
@@ -16,7 +18,7 @@ def short_model(model: str | None) -> str:
     return str(model or "?").rstrip("/").rsplit("/", 1)[-1]
 
 
-def trace_label(row: dict[str, Any]) -> str | None:
+def trace_label(row: Mapping[str, Any]) -> str | None:
     """A lake row's trace in words (`core.workloads.trace_words`) from its `trace_*` columns, or None."""
     if not row.get("trace_sha256"):
         return None
@@ -24,7 +26,7 @@ def trace_label(row: dict[str, Any]) -> str | None:
     return trace_words(str(row.get("trace_name")), str(row["trace_sha256"]), *figures)
 
 
-def workload_label(p: dict[str, Any]) -> str:
+def workload_label(p: Mapping[str, Any]) -> str:
     """ "random 128→32" (± the length range), what the point's requests looked like; with the profile's
     name in front for a named workload ("chat: random 256→128 ±50% (chat)"), the shared prefix and the
     chat endpoint when they apply."""
@@ -43,7 +45,7 @@ def workload_label(p: dict[str, Any]) -> str:
     return f"{name}: {text}" if name and name != DEFAULT_WORKLOAD else text
 
 
-def configuration_label(p: dict[str, Any]) -> str:
+def configuration_label(p: Mapping[str, Any]) -> str:
     """ "m8g.xlarge · vLLM 0.32.0 · TP1 · bfloat16" plus quantization and engine arguments when set, and
     "warm-ups in the measured window" for runs from before per-level warm-ups ran apart."""
     parts = [
@@ -70,7 +72,7 @@ def bracket_text(passing: float | None, failing: float | None) -> str | None:
     return f"[{ends[0]}, {ends[1]}]" if any(ends) else None
 
 
-def slos_text(capacity: dict[str, Any]) -> str | None:
+def slos_text(capacity: LakeRow) -> str | None:
     """ "p99 TTFT <= 2000 ms, error rate <= 1%": the SLOs a search held (`capacities.slo_*`; None in
     rows written before schema 5)."""
     held = []

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from itertools import pairwise
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -30,6 +30,7 @@ from accelbench.core.quality import GATE_ACCURACY_RATIO
 from accelbench.lake.schemas import IMPORTED_MODE
 from accelbench.report.keys import CONFIG_KEY
 from accelbench.report.pricing import order_by_cost
+from accelbench.report.records import Record
 from accelbench.report.table import Table
 from accelbench.report.tables import best_under_slo as best_table
 from accelbench.report.tables import points as points_table
@@ -96,7 +97,7 @@ def _plain(ax: Axes, *, x: bool = True, y: bool = True) -> None:
         ax.yaxis.set_major_formatter(fmt)
 
 
-def _level(p: dict[str, Any]) -> str:
+def _level(p: Record) -> str:
     """The level as the plot labels it: c8 (at most 8 requests in flight) or 2 req/s (arrival rate)."""
     kind, value = p.get("level_kind"), p.get("level_value")
     if value is None:
@@ -108,24 +109,32 @@ def _level(p: dict[str, Any]) -> str:
     return f"{value:g} req/s" if kind == "rate" else f"{kind} {value:g}"
 
 
-def _where(p: dict[str, Any]) -> str:
+def _where(p: Record) -> str:
     """ " (imported)", " (local host)" or nothing (measured on the instance): what a legend adds."""
     if p.get("execution_mode") == IMPORTED_MODE:
         return " (imported)"
     return "" if p.get("measured_on_instance") else " (local host)"
 
 
-def _legend_name(p: dict[str, Any], configuration: str | None = None) -> str:
+def _legend_name(p: Record, configuration: str | None = None) -> str:
     return f"{configuration or p['configuration']} · {p['model_short']}{_where(p)}"
 
 
-def _hover(p: dict[str, Any], configuration: str | None = None) -> str:
+def _hover(p: Record, configuration: str | None = None) -> str:
     """The full model id and where the point ran: what the short legend leaves out."""
     where = p.get("measured_where") or f"host: {p['host']}"
     return f"{p['model']}\n{configuration or p['configuration']}\n{p['workload']}\n{where}"
 
 
-def _style(p: dict[str, Any], index: int, local_index: int) -> dict[str, Any]:
+class _Style(TypedDict):
+    """A curve's matplotlib line style."""
+
+    color: str
+    linestyle: str
+    marker: str
+
+
+def _style(p: Record, index: int, local_index: int) -> _Style:
     """Instance curves solid in colour; local ones dashed grey with their own marker."""
     if p.get("measured_on_instance"):
         return {"color": f"C{index % 10}", "linestyle": "-", "marker": "o"}
@@ -136,7 +145,7 @@ def _style(p: dict[str, Any], index: int, local_index: int) -> dict[str, Any]:
     }
 
 
-def _errors(points: Sequence[dict[str, Any]], column: str) -> list[list[float]] | None:
+def _errors(points: Sequence[Record], column: str) -> list[list[float]] | None:
     """Error bar lengths below and above each point's `column` (its 95% interval), 0 for an unknown side;
     None when no point has a bound (matplotlib then draws no bars)."""
     below, above, any_bound = [], [], False
@@ -186,12 +195,12 @@ def _slo_words(slos: SloLimits) -> str:
     return ", ".join(held) if held else "no latency SLO set"
 
 
-def _workload_order(p: dict[str, Any]) -> tuple[Any, ...]:
+def _workload_order(p: Record) -> tuple[Any, ...]:
     """Workloads by dataset then lengths (128→32 before 4096→512), not by label text."""
     return (str(p.get("dataset")), p.get("input_len") or 0, p.get("output_len") or 0, p["workload"])
 
 
-def _rows_of_curves(curves: dict[Any, list[dict[str, Any]]]) -> list[tuple[str, list[Any]]]:
+def _rows_of_curves(curves: dict[Any, list[Record]]) -> list[tuple[str, list[Any]]]:
     """(workload, curve keys) per subplot row: one workload per row, at most MAX_CURVES_PER_AXES each,
     instance curves before local ones."""
     by_workload: dict[str, list[Any]] = defaultdict(list)
@@ -211,9 +220,7 @@ def _rows_of_curves(curves: dict[Any, list[dict[str, Any]]]) -> list[tuple[str, 
     return out
 
 
-def _latency_curves(
-    ax: Axes, plot: Plot, curves: list[list[dict[str, Any]]], gid_prefix: str, column: str
-) -> None:
+def _latency_curves(ax: Axes, plot: Plot, curves: list[list[Record]], gid_prefix: str, column: str) -> None:
     """One panel's curves: each configuration's levels, output tokens/s against `column`, labelled."""
     local_index = 0
     for i, levels in enumerate(curves):
@@ -243,7 +250,7 @@ def _latency_curves(
 
 
 def _latency_axes(
-    ax: Axes, shown: list[dict[str, Any]], latency: tuple[str, str, str], workload: str, limit: float | None
+    ax: Axes, shown: list[Record], latency: tuple[str, str, str], workload: str, limit: float | None
 ) -> None:
     """One panel's SLO line, axes (from zero; throughput logarithmic when the row's spans over
     LOG_SCALE_SPREAD-fold) and titles; `shown`: every point of the panel's row."""
@@ -269,10 +276,10 @@ def _latency_axes(
         ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", color="0.5")
 
 
-def throughput_vs_latency_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+def throughput_vs_latency_figure(rows: Sequence[Record], slos: SloLimits) -> Plot | None:
     """Per configuration, its load levels: output tokens/s against p99 TTFT, TPOT and E2EL, a row of
     panels per workload, the SLOs as dashed lines."""
-    curves: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    curves: dict[str, list[Record]] = defaultdict(list)
     for p in rows:
         if p.get("output_throughput") is not None:
             curves[p["configuration_id"]].append(p)
@@ -295,7 +302,7 @@ def throughput_vs_latency_figure(rows: Sequence[dict[str, Any]], slos: SloLimits
     return plot
 
 
-def throughput_vs_latency(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+def throughput_vs_latency(rows: Sequence[Record], slos: SloLimits) -> str | None:
     """The throughput/latency curves as SVG; None when no point has a throughput."""
     return _render(throughput_vs_latency_figure(rows, slos), "throughput-latency")
 
@@ -307,7 +314,7 @@ def _usd(value: float | None) -> str:
     return f"{value:,.2f}" if value >= 0.01 else f"{value:.2g}"
 
 
-def _cost_bars(ax: Axes, plot: Plot, priced: list[dict[str, Any]]) -> float:
+def _cost_bars(ax: Axes, plot: Plot, priced: list[Record]) -> float:
     """On-demand and spot bars per point, labelled with their value; the largest value drawn."""
     ys = range(len(priced))
     height = 0.38
@@ -334,7 +341,7 @@ def _cost_bars(ax: Axes, plot: Plot, priced: list[dict[str, Any]]) -> float:
     return largest
 
 
-def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+def cost_at_slo_figure(rows: Sequence[Record], slos: SloLimits) -> Plot | None:
     """USD per 1M output tokens at each configuration's best level under the SLOs, on-demand and spot,
     by model and workload and cheapest first within each; only points measured on their instance type
     (or imported, on the one stated) have a price."""
@@ -387,7 +394,7 @@ def cost_at_slo_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot 
     return plot
 
 
-def cost_at_slo(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+def cost_at_slo(rows: Sequence[Record], slos: SloLimits) -> str | None:
     """The cost bars as SVG; None when nothing measured on its instance type has a price."""
     return _render(cost_at_slo_figure(rows, slos), "cost-at-slo")
 
@@ -395,7 +402,7 @@ def cost_at_slo(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
 VERSIONLESS_KEY = tuple(k for k in CONFIG_KEY if k != "vllm_version")  # one line across versions
 
 
-def _without_version(p: dict[str, Any]) -> str:
+def _without_version(p: Record) -> str:
     """The configuration label less its "vLLM x.y.z" part: the x axis says the version."""
     return " · ".join(
         part for part in p["configuration"].split(" · ") if part != f"vLLM {p.get('vllm_version') or '?'}"
@@ -403,7 +410,7 @@ def _without_version(p: dict[str, Any]) -> str:
 
 
 def _trend_lines(
-    ax: Axes, plot: Plot, lines: list[list[dict[str, Any]]], at: dict[str, int], gid_prefix: str
+    ax: Axes, plot: Plot, lines: list[list[Record]], at: dict[str, int], gid_prefix: str
 ) -> None:
     """One panel's lines: each configuration's throughput per version (at: the version's x), labelled."""
     local_index = 0
@@ -428,10 +435,10 @@ def _trend_lines(
             )
 
 
-def version_trend_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+def version_trend_figure(rows: Sequence[Record], slos: SloLimits) -> Plot | None:
     """Output tokens/s at the best level under the SLOs per vLLM version (semantic order), one line per
     configuration less its version, a row per workload."""
-    lines: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    lines: dict[tuple[Any, ...], list[Record]] = defaultdict(list)
     for p in rows:
         if p.get("output_throughput") is not None:
             lines[tuple(str(p.get(k)) for k in VERSIONLESS_KEY)].append(p)
@@ -460,12 +467,12 @@ def version_trend_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plo
     return plot
 
 
-def version_trend(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+def version_trend(rows: Sequence[Record], slos: SloLimits) -> str | None:
     """The version trend as SVG; None when no best point has a throughput."""
     return _render(version_trend_figure(rows, slos), "version-trend")
 
 
-def cost_vs_quality_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> Plot | None:
+def cost_vs_quality_figure(rows: Sequence[Record], slos: SloLimits) -> Plot | None:
     """Per model and workload (one panel each), every configuration of a quantization matrix: its USD per
     1M output tokens (on-demand, at its best level under the SLOs) against its accuracy as a share of the
     reference's, both with their 95% intervals; the Pareto front joined by a line; configurations that fail
@@ -474,7 +481,7 @@ def cost_vs_quality_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> P
     known = [r for r in rows if r.get(cost) is not None and r.get("accuracy_ratio") is not None]
     if not known:
         return None
-    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[Any, Any], list[Record]] = defaultdict(list)
     for r in known:
         groups[(r["quality_reference"], r["workload"])].append(r)
     fig = Figure(figsize=(8, 3.2 * len(groups)), layout="constrained")
@@ -516,12 +523,12 @@ def cost_vs_quality_figure(rows: Sequence[dict[str, Any]], slos: SloLimits) -> P
     return plot
 
 
-def cost_vs_quality(rows: Sequence[dict[str, Any]], slos: SloLimits) -> str | None:
+def cost_vs_quality(rows: Sequence[Record], slos: SloLimits) -> str | None:
     """The cost-quality plot as SVG; None when no configuration has both a price and an accuracy ratio."""
     return _render(cost_vs_quality_figure(rows, slos), "cost-vs-quality")
 
 
-PlotFn = Callable[[Sequence[dict[str, Any]], SloLimits], str | None]
+PlotFn = Callable[[Sequence[Record], SloLimits], str | None]
 PLOTS: dict[str, tuple[str, PlotFn, Table]] = {  # id: (title, the SVG of the rows, the table it draws)
     "throughput_vs_latency": ("Throughput vs latency", throughput_vs_latency, points_table.TABLE),
     "cost_at_slo": ("Cost per 1M output tokens at the SLO", cost_at_slo, best_table.TABLE),

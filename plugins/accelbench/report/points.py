@@ -32,7 +32,7 @@ from typing import Any
 from accelbench.core.intervals import CONFIDENCE, Interval, mean_interval, pooled_quantile_interval
 from accelbench.core.price import Price, price_at
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS
-from accelbench.lake.schemas import MEASURED_STATUSES
+from accelbench.lake.schemas import MEASURED_STATUSES, LakeRow
 from accelbench.report.hosts import ON_INSTANCE, measured_where
 from accelbench.report.keys import COMPARISON_KEY, CONFIG_KEY, POINT_KEY, key_value, short_id
 from accelbench.report.labels import configuration_label, level_label, short_model, workload_label
@@ -78,7 +78,7 @@ def comparison_id(config: Configuration, model: str | None = None) -> str:
     return short_id({k: key[k] for k in COMPARISON_KEY} | ({"model": model} if model else {}))
 
 
-def _values(rows: list[dict[str, Any]], key: str) -> list[float]:
+def _values(rows: list[LakeRow], key: str) -> list[float]:
     return [r[key] for r in rows if r.get(key) is not None]
 
 
@@ -102,7 +102,7 @@ class _LatencyBasis:
     n: int | None = None
 
 
-def _percentiles(rows: list[dict[str, Any]], samples: Samples) -> tuple[dict[str, Interval], _LatencyBasis]:
+def _percentiles(rows: list[LakeRow], samples: Samples) -> tuple[dict[str, Interval], _LatencyBasis]:
     """Every percentile with its interval, and how the latency intervals were made: from the request
     samples when every repeat has them, else from the repeats' rows (`latency_interval`); the basis of
     the p99 TTFT interval (`latency_interval_basis`: "repeats" or "requests", `latency_interval_n`: how
@@ -126,7 +126,7 @@ def _percentiles(rows: list[dict[str, Any]], samples: Samples) -> tuple[dict[str
     return found, how
 
 
-def _error_rate(rows: list[dict[str, Any]]) -> Interval:
+def _error_rate(rows: list[LakeRow]) -> Interval:
     """Failed over all requests of the repeats, with the Clopper-Pearson (exact binomial) interval."""
     from scipy import stats
 
@@ -139,7 +139,7 @@ def _error_rate(rows: list[dict[str, Any]]) -> Interval:
     return Interval(failed / total, float(ci.low), float(ci.high), CONFIDENCE, "")
 
 
-def _throughputs(rows: list[dict[str, Any]]) -> tuple[dict[str, Interval], str | None]:
+def _throughputs(rows: list[LakeRow]) -> tuple[dict[str, Interval], str | None]:
     """Each throughput's mean over the repeats with its t interval (a rate is never negative: a bound under
     0 is 0), and the method of the first that has one."""
     found: dict[str, Interval] = {}
@@ -201,7 +201,7 @@ def _costs(
 
 
 def _point(
-    key: tuple[Any, ...], rows: list[dict[str, Any]], samples: Samples, prices: Sequence[Price], region: str
+    key: tuple[Any, ...], rows: list[LakeRow], samples: Samples, prices: Sequence[Price], region: str
 ) -> Point:
     """The point of `key` (POINT_KEY's values) over its measured repeats `rows`."""
     rows = sorted(rows, key=lambda r: r["started_at"])
@@ -282,13 +282,13 @@ def _point(
 
 
 def level_points(
-    runs: Iterable[dict[str, Any]], prices: Sequence[Price], region: str, samples: Samples | None = None
+    runs: Iterable[LakeRow], prices: Sequence[Price], region: str, samples: Samples | None = None
 ) -> list[Point]:
     """One point per load level of a configuration over its measured repeats (from any campaign), priced at
     the newest repeat's time, and only when the runs measured the instance type itself; the latency
     intervals from the repeats' request `samples` where they have them (see the module docstring). Their
     searched capacity, quality, verdict and start-up are `accelbench.report.builder`'s."""
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[LakeRow]] = defaultdict(list)
     for run in runs:
         if run.get("status") in MEASURED_STATUSES:
             groups[tuple(key_value(run, k) for k in POINT_KEY)].append(run | {"error_rate": error_rate(run)})

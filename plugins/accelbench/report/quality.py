@@ -8,6 +8,7 @@ from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE, Interval
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL, Verdict, gate
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.model import Point, QualityGrade
 
 
@@ -32,7 +33,7 @@ def _bounds(low: float | None, high: float | None, fmt: str) -> str:
     return "[" + ", ".join("-" if v is None else format(v, fmt) for v in (low, high)) + "]"
 
 
-def quality_text(row: dict[str, Any]) -> str:
+def quality_text(row: LakeRow) -> str:
     """ "quality m8g-xlarge-...: <model> (W8A8 ...) vs <reference>: top-20 KL mean 0.0530 [0.0450, 0.0620],
     top-1 81.6% [..], accuracy 71.0% [..] = 97.3% of the reference's [..]; gate undecided: ..." """
     parts = []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from accelbench.lake.schemas import LakeRow
 
 
 @dataclass(frozen=True)
@@ -15,8 +16,8 @@ class Retraction:
 
 
 def split_retracted(
-    runs: Iterable[dict[str, Any]], retractions: Iterable[Retraction]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    runs: Iterable[LakeRow], retractions: Iterable[Retraction]
+) -> tuple[list[LakeRow], list[LakeRow]]:
     """(kept, retracted): retracted runs leave the default report and are listed with why."""
     by_id = {r.run_id: r for r in retractions}
     kept, gone = [], []

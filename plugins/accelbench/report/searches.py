@@ -10,19 +10,20 @@ from typing import Any
 
 from accelbench.core.price import Price
 from accelbench.core.search import LEVEL_KINDS, UNITS
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.hosts import host_label
 from accelbench.report.labels import bracket_text, level_label, short_model, slos_text, trace_label
 from accelbench.report.model import Capacity, Point
 from accelbench.report.points import level_points
 
 
-def _search_of(row: dict[str, Any]) -> tuple[Any, Any]:
+def _search_of(row: LakeRow) -> tuple[Any, Any]:
     """One search: its spec in one ingest (a `capacities` row and its probes' `runs` rows share both)."""
     return (row.get("spec_id"), row.get("dag_run_id"))
 
 
 def capacity_point(
-    capacity: dict[str, Any], probes: Iterable[dict[str, Any]], prices: Sequence[Price], region: str
+    capacity: LakeRow, probes: Iterable[LakeRow], prices: Sequence[Price], region: str
 ) -> Point | None:
     """The report's point of the search's own probe at its capacity (the passing end of the bracket):
     medians over that probe's measured repeats, priced as any point is (at the newest repeat's time,
@@ -35,7 +36,7 @@ def capacity_point(
     return found[0] if len(found) == 1 else None  # one probe, one load: one point
 
 
-def bracket_with_interval(capacity: dict[str, Any]) -> str | None:
+def bracket_with_interval(capacity: LakeRow) -> str | None:
     """ "[26, 27]; 95%: [24, 28]": the bracket, and the capacity's interval from the monotone fit of every
     probe (`core.search.fit_capacity`; "-" for an open end) where the search had one (schema 8 on)."""
     bracket = bracket_text(capacity.get("bracket_passing"), capacity.get("bracket_failing"))
@@ -45,7 +46,7 @@ def bracket_with_interval(capacity: dict[str, Any]) -> str | None:
     return f"{bracket or '[, ]'}; 95%: [{ends[0]}, {ends[1]}]"
 
 
-def outcome_text(capacity: dict[str, Any]) -> str | None:
+def outcome_text(capacity: LakeRow) -> str | None:
     """A search's outcome as the table says it: the outcome, and for a search that stopped early where
     and why ("probe_failed at 6 concurrent: the server died ...")."""
     outcome, at = capacity.get("outcome"), capacity.get("stopped_at")
@@ -80,8 +81,8 @@ def _at_capacity(p: Point | None) -> dict[str, Any]:
 
 
 def capacity_rows(
-    capacities: list[dict[str, Any]],
-    runs: Iterable[dict[str, Any]],
+    capacities: list[LakeRow],
+    runs: Iterable[LakeRow],
     prices: Sequence[Price],
     region: str,
 ) -> list[Capacity]:
@@ -89,7 +90,7 @@ def capacity_rows(
     bracket it lies in, what limited it and what the search cost, and at the capacity the request and
     token throughput and the cost per 1M tokens from the search's own probe rows in `runs`
     (`capacity_point`); largest capacity first per model."""
-    probes: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    probes: dict[tuple[Any, Any], list[LakeRow]] = defaultdict(list)
     for run in runs:
         if run.get("search_step") is not None:
             probes[_search_of(run)].append(run)

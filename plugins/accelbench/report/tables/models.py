@@ -6,11 +6,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.labels import short_model
 from accelbench.report.table import Inputs, Section, Table
 
 
-def models(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def models(runs: Iterable[LakeRow]) -> list[dict[str, Any]]:
     """Each model the report's runs measured, with where it came from (`runs.model_origin`: a converted
     folder's provenance; "not recorded" for a model-store id or older rows) and how many runs: what a
     reader needs to trust a figure of a model nobody named by its full path."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.records import records
 from accelbench.report.table import Inputs, Section, Table
 
@@ -35,7 +36,7 @@ def sparkline(values: np.ndarray) -> str:
     return "".join(BARS[min(len(BARS) - 1, int(v / top * (len(BARS) - 1) + 0.5))] for v in values)
 
 
-def _lengths(run: dict[str, Any]) -> str:
+def _lengths(run: LakeRow) -> str:
     """ "prompts p50 416 / p99 624, outputs p50 31 / p99 61" (tokens)"""
     parts = []
     for name, key in (("prompts", "input"), ("outputs", "output")):
