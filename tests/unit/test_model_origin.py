@@ -28,6 +28,7 @@ from accelbench.lake.raw import ENVELOPE, RawLocation
 from accelbench.lake.store import Lake
 from accelbench.local import real_model, tiny_model
 from accelbench.report.labels import short_model
+from accelbench.report.records import records
 from accelbench.report.tables.models import models
 
 from tests.support.paths import REPO
@@ -69,7 +70,7 @@ def test_the_report_lists_each_model_with_its_origin() -> None:
         {"model": "/cache/real-model/0123-c1", "model_origin": origin},
         {"model": "Qwen/Qwen2.5-0.5B-Instruct", "model_origin": None},
     ]
-    assert models(runs) == [
+    assert records(models(runs)) == [
         {
             "model_short": "SmolLM2-135M-Instruct",  # not the folder's hash
             "model": "/cache/real-model/0123-c1",
@@ -134,7 +135,7 @@ def test_the_same_model_from_two_checkouts_is_one_model_with_two_paths(tmp_path:
             ]
         rows = [row for s in servers for row in ingest(_envelope(s), lambda _: None, PROV).runs.to_pylist()]
         assert [(r["model"], r["model_path"]) for r in rows] == [(tiny_model.model_id(), f) for f in folders]
-        assert [(m["model"], m["runs"]) for m in models(rows)] == [(tiny_model.model_id(), 2)]
+        assert [(m["model"], m["runs"]) for m in records(models(rows))] == [(tiny_model.model_id(), 2)]
 
 
 def test_a_model_measured_from_one_checkout_is_already_measured_from_the_other(tmp_path: Path) -> None:

@@ -4,52 +4,83 @@ its node was paid for at the price in force on its start (`accelbench.lake.costs
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
 
 from accelbench.core.price import SECONDS_PER_HOUR
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.labels import short_model
 from accelbench.report.table import Inputs, Section, Table
 
-SERVER_FIELDS = (
-    "campaign_id",
-    "instance_type",
-    "model",
-    "vllm_version",
-    "execution_mode",
-    "capacity_type",
-    "pricing_model",
-    "billed_s",
-    "usd_per_hour",
-    "usd",
-    "price_source",
-    "unpriced",
-)
+
+@dataclass(frozen=True, slots=True)
+class ServerCost:
+    """What one server of a campaign cost (a `costs` row of the lake, `accelbench.lake.costs`)."""
+
+    campaign_id: str
+    instance_type: str
+    model: str | None
+    vllm_version: str | None
+    execution_mode: str | None
+    capacity_type: str | None
+    pricing_model: str | None
+    billed_s: float | None
+    usd_per_hour: float | None
+    usd: float | None
+    price_source: str | None
+    unpriced: str | None
+    model_short: str
 
 
-def server_costs(inputs: Inputs) -> list[dict[str, Any]]:
-    rows = [
-        {k: c.get(k) for k in SERVER_FIELDS} | {"model_short": short_model(c["model"])} for c in inputs.costs
-    ]
-    return sorted(rows, key=lambda r: (r["campaign_id"], r["instance_type"], r["model"] or ""))
+@dataclass(frozen=True, slots=True)
+class CampaignCost:
+    """What a campaign cost: its servers, their billed hours, the priced servers' sum, the unpriced ones."""
+
+    campaign_id: str
+    servers: int
+    billed_hours: float
+    campaign_usd: float | None
+    unpriced_servers: int
 
 
-def campaign_costs(inputs: Inputs) -> list[dict[str, Any]]:
+def _server(c: LakeRow) -> ServerCost:
+    return ServerCost(
+        campaign_id=c["campaign_id"],
+        instance_type=c["instance_type"],
+        model=c.get("model"),
+        vllm_version=c.get("vllm_version"),
+        execution_mode=c.get("execution_mode"),
+        capacity_type=c.get("capacity_type"),
+        pricing_model=c.get("pricing_model"),
+        billed_s=c.get("billed_s"),
+        usd_per_hour=c.get("usd_per_hour"),
+        usd=c.get("usd"),
+        price_source=c.get("price_source"),
+        unpriced=c.get("unpriced"),
+        model_short=short_model(c["model"]),
+    )
+
+
+def server_costs(inputs: Inputs) -> list[ServerCost]:
+    return sorted(map(_server, inputs.costs), key=lambda r: (r.campaign_id, r.instance_type, r.model or ""))
+
+
+def campaign_costs(inputs: Inputs) -> list[CampaignCost]:
     """One row per campaign: its servers, their billed hours, the priced servers' sum, and how many are
     unpriced (a local server on a stand-in host, a capacity type without a price)."""
-    by_campaign: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_campaign: dict[str, list[LakeRow]] = defaultdict(list)
     for c in inputs.costs:
         by_campaign[c["campaign_id"]].append(c)
     rows = []
     for campaign, servers in sorted(by_campaign.items()):
         priced = [s["usd"] for s in servers if s["usd"] is not None]
         rows.append(
-            {
-                "campaign_id": campaign,
-                "servers": len(servers),
-                "billed_hours": sum(s["billed_s"] or 0.0 for s in servers) / SECONDS_PER_HOUR,
-                "campaign_usd": sum(priced) if priced else None,
-                "unpriced_servers": len(servers) - len(priced),
-            }
+            CampaignCost(
+                campaign_id=campaign,
+                servers=len(servers),
+                billed_hours=sum(s["billed_s"] or 0.0 for s in servers) / SECONDS_PER_HOUR,
+                campaign_usd=sum(priced) if priced else None,
+                unpriced_servers=len(servers) - len(priced),
+            )
         )
     return rows
 

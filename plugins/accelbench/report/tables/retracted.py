@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
+from accelbench.report.records import columns
 from accelbench.report.table import Inputs, Section, Table
 
-COLUMNS = ("run_id", "instance_type", "vllm_version", "retraction_reason", "superseded_by")
+
+@dataclass(frozen=True, slots=True)
+class RetractedRun:
+    """A run retracted from the report, with why and the run that supersedes it, if any."""
+
+    run_id: str | None
+    instance_type: str | None
+    vllm_version: str | None
+    retraction_reason: str | None
+    superseded_by: str | None
 
 
-def _retracted(inputs: Inputs) -> list[dict[str, Any]]:
-    return [{k: r.get(k) for k in COLUMNS} for r in inputs.retracted]
+COLUMNS = columns(RetractedRun)
+
+
+def _retracted(inputs: Inputs) -> list[RetractedRun]:
+    return [RetractedRun(*(r.get(k) for k in COLUMNS)) for r in inputs.retracted]
 
 
 TABLE = Table(
