@@ -39,6 +39,24 @@ def test_each_table_is_named_once_and_has_its_own_files_section_and_columns() ->
         assert not unnamed, (t.name, unnamed)
 
 
+def test_a_typed_table_writes_its_row_types_columns_and_shows_some_of_them() -> None:
+    """A table with a row type (`Table.row`): its files' columns are the type's (an interval as three), in
+    the type's order, and its HTML columns are among them; the points, the answer and the cross-tier
+    tables are typed."""
+    from accelbench.report.records import columns
+
+    typed = {t.name: t for t in TABLES if t.row is not None}
+    assert {"points", "headline", "best_under_slo", "cross_tier", "frontier", "capacities"} <= set(typed)
+    tables = build_report(_runs(), PRICES, [], FLT)
+    for name, t in typed.items():
+        assert t.row is not None
+        shown = set(columns(t.row))
+        assert set(t.columns) <= shown, (name, set(t.columns) - shown)
+        for row in tables[name]:
+            assert tuple(row) == columns(t.row), name
+    assert all(tables[name] for name in ("points", "headline", "best_under_slo", "frontier"))
+
+
 def test_build_and_page_follow_the_registry_order() -> None:
     tables = build_report(_runs(), PRICES, [], FLT)
     assert list(tables) == [t.name for t in TABLES]

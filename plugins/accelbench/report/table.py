@@ -83,6 +83,9 @@ class Table:
     columns: tuple[str, ...]  # the HTML table's, in order; the files hold every field of the rows
     section: Section
     listed_as: str | None = None
+    # The type of the rows `compute` returns: the files' columns are its (`accelbench.report.records.columns`)
+    # and the HTML columns are among them. None: a table whose rows are not typed yet (dicts).
+    row: type | None = None
 
     @property
     def anchor(self) -> str:

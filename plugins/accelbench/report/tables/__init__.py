@@ -6,9 +6,11 @@ one's columns in its section of the page, in this order, and the Benchmarks view
 files. No other place names a table.
 
 To add a table, write one module here that defines `TABLE = Table(...)` (`accelbench.report.table`):
-its `name` (the files' stem and the key of its rows), `compute` (a function of `Inputs` to rows: dicts
-of one set of keys), the HTML `columns` (names `accelbench.report.columns.label` knows, or new entries
-there), and its `Section` of the page (heading, anchor, what it says, the HTML table's id); then put
+its `name` (the files' stem and the key of its rows), `compute` (a function of `Inputs`, whose points are
+typed, `accelbench.report.model`, to rows of one frozen dataclass, its `row`: an `Interval` field is
+written as three columns, `accelbench.report.records`), the HTML `columns` (columns of the row type that
+`accelbench.report.columns.label` knows, or new entries there), and its `Section` of the page (heading,
+anchor, what it says, the HTML table's id); then put
 `<module>.TABLE` into `TABLES` where its section goes on the page. The tests in
 tests/unit/test_report_tables.py hold every table to the rules above.
 """

@@ -24,6 +24,7 @@ def price_sources(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
 
 TABLE = Table(
     name="best_under_slo",
+    row=BestPoint,
     compute=_on_instance,
     # Every best point was measured on its instance type (imported: as stated); the headline, cross-tier
     # and points tables say where. The table must fit 1,328 px (the Benchmarks view's frame) without

@@ -14,6 +14,7 @@ def _capacities(inputs: Inputs) -> list[Capacity]:
 
 TABLE = Table(
     name="capacities",
+    row=Capacity,
     compute=_capacities,
     columns=(
         "model_short",

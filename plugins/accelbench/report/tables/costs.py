@@ -87,6 +87,7 @@ def campaign_costs(inputs: Inputs) -> list[CampaignCost]:
 
 CAMPAIGNS = Table(
     name="campaign_costs",
+    row=CampaignCost,
     compute=campaign_costs,
     columns=("campaign_id", "servers", "billed_hours", "campaign_usd", "unpriced_servers"),
     section=Section(
@@ -105,6 +106,7 @@ below.</p>""",
 
 SERVERS = Table(
     name="server_costs",
+    row=ServerCost,
     compute=server_costs,
     columns=(
         "campaign_id",

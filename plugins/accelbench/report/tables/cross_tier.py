@@ -144,6 +144,7 @@ def _not_compared(inputs: Inputs) -> list[Apart]:
 
 TABLE = Table(
     name="cross_tier",
+    row=Compared,
     compute=_compared,
     columns=(
         "accelerator_type",
@@ -188,6 +189,7 @@ id="{{ section.table_id }}-empty">No model and workload was measured on more tha
 
 NOT_COMPARED = Table(
     name="not_compared",
+    row=Apart,
     compute=_not_compared,
     columns=(
         "model_short",

@@ -43,6 +43,7 @@ def _rows(inputs: Inputs) -> list[BestPoint]:
 
 TABLE = Table(
     name="frontier",
+    row=BestPoint,
     compute=_rows,
     columns=(*WHAT, "on_demand_usd_per_1m_output_tokens", *LATENCIES, "output_throughput"),
     section=Section(

@@ -194,6 +194,7 @@ def _rows(inputs: Inputs) -> list[Headline]:
 
 TABLE = Table(
     name="headline",
+    row=Headline,
     compute=_rows,
     columns=(
         "model_short",

@@ -13,6 +13,7 @@ def _local(inputs: Inputs) -> list[BestPoint]:
 
 TABLE = Table(
     name="local_results",
+    row=BestPoint,
     compute=_local,
     columns=(*WHAT, "host", *RATES, *LATENCIES, *SIZE),  # never priced: no cost columns
     section=Section(

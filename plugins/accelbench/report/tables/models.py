@@ -45,6 +45,7 @@ def _rows(inputs: Inputs) -> list[ModelRow]:
 
 TABLE = Table(
     name="models",
+    row=ModelRow,
     compute=_rows,
     columns=("model_short", "model_origin", "runs"),
     section=Section(

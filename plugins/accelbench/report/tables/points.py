@@ -22,6 +22,7 @@ def _sample_warning(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
 
 TABLE = Table(
     name="points",
+    row=Point,
     compute=_points,
     columns=(
         *WHAT,

@@ -28,6 +28,7 @@ def _retracted(inputs: Inputs) -> list[RetractedRun]:
 
 TABLE = Table(
     name="retracted",
+    row=RetractedRun,
     compute=_retracted,
     columns=COLUMNS,
     listed_as="Retracted runs",
