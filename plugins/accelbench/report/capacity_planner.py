@@ -18,8 +18,8 @@ The rule, per configuration (``configuration_id``: one server configuration, wor
   level never qualifies. The row names the configuration's undecided levels above the one used
   (``undecided_above``), a left-out configuration its undecided levels, each with what more measurement
   would decide it (`accelbench.report.slos.to_decide`);
-- a level that is a load search's capacity (``searched_capacity`` set: `accelbench.report.searches.
-  mark_searched`) is used when it qualifies (the one with the highest ``request_throughput`` if
+- a level that is a load search's capacity (``searched_capacity`` set: `accelbench.report.builder.
+  build_points`) is used when it qualifies (the one with the highest ``request_throughput`` if
   several do, the first on a tie), even where a higher level qualifies too: the search held every
   repeat to its SLOs, where the page judges medians, so its capacity is the load the configuration
   holds reliably; where limits looser than the search's would allow more, the plan stays
