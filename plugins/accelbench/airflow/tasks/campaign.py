@@ -10,14 +10,9 @@ import pyarrow.dataset as ds
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
-from accelbench.campaign.estimate import estimate, over_budget
+from accelbench.campaign import service
 from accelbench.campaign.plan import parse_request
-from accelbench.campaign.prepare import prepare_campaign, unconfigured
-from accelbench.campaign.request import CampaignRequest
 from accelbench.config import Settings
-from accelbench.core.modes import check_mode, default_mode
-from accelbench.core.price import Price
-from accelbench.core.problems import PlanningError
 from accelbench.core.search import UNITS, capacity_words
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
@@ -25,7 +20,6 @@ from accelbench.lake.costs import cost_text, land_costs, total
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
 from accelbench.lake.quality import land_quality
 from accelbench.lake.raw import RawLocation
-from accelbench.lake.spreads import resolution_lines
 from accelbench.lake.store import Lake, safe_name
 from accelbench.report.hosts import host_label, measured_on_instance
 from accelbench.report.labels import bracket_text
@@ -49,47 +43,12 @@ def plan_benchmarks(
     `scheduled`: the run was made by the scheduler (cron, backfill), not by a user, so an install that
     has no model yet skips instead of failing."""
     request = parse_request(params)
-    why = unconfigured(request) if scheduled else None
-    if why:
-        raise AirflowSkipException(why)
-    with catalog_engine() as engine:
-        planned = prepare_campaign(request, engine, campaign_id, MODE_CHECKS, as_of=as_of)
-        prices = price_history(engine, {s.server.instance_type for s in planned.specs})
-    log.info("planned %d benchmark pods", len(planned.specs))
-    _check_estimate(request, planned.specs, prices)
-    _log_resolution(planned.specs, check_mode(request.execution_mode or default_mode()))
-    return [spec.model_dump(mode="json") for spec in planned.specs]
-
-
-def _check_estimate(request: CampaignRequest, specs: list[BenchmarkSpec], prices: list[Price]) -> None:
-    """Log what the plan will cost (accelbench.campaign.estimate); refuse it above max_campaign_usd."""
-    mode = check_mode(request.execution_mode or default_mode())
-    try:
-        lake: Lake | None = Lake.from_env()
-    except AccelbenchError as exc:
-        log.warning("the estimate uses stated figures: the lake could not be opened (%s)", exc)
-        lake = None
-    estimates = estimate(specs, lake, prices, Settings.from_env("regions").regions[0], mode)
-    lines = [e.text() for e in estimates]
-    log.info(
-        "what this campaign will cost, estimated: %.4f USD\n%s",
-        sum(e.usd for e in estimates),
-        "\n".join(lines),
+    planned = service.plan(
+        request, catalog_engine, campaign_id, MODE_CHECKS, price_history, as_of=as_of, scheduled=scheduled
     )
-    if problem := over_budget(estimates, request.max_campaign_usd):
-        raise PlanningError([problem])
-
-
-def _log_resolution(specs: list[BenchmarkSpec], mode: str) -> None:
-    """How much to measure: what the planned repeats can resolve, from the lake's earlier repeats of the
-    same points (advice: a lake that cannot be read says so and planning goes on)."""
-    try:
-        lines = resolution_lines(specs, Lake.from_env(), mode)
-    except Exception as exc:  # advice only: never the reason a campaign does not run
-        log.warning("how much to measure: the lake's earlier runs could not be read (%s)", exc)
-        return
-    for line in lines:
-        log.info("how much to measure: %s", line)
+    if planned.skip:
+        raise AirflowSkipException(planned.skip)
+    return planned.specs_json()
 
 
 def ingest_spec(

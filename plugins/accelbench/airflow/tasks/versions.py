@@ -8,12 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
-from sqlalchemy import Engine
 
 from accelbench.airflow.dag_defaults import version_matrix
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
-from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at, matrix_keys
-from accelbench.campaign.prepare import Prepared, prepare_campaign
+from accelbench.campaign import service
+from accelbench.campaign.matrix import matrix_keys
+from accelbench.campaign.prepare import Prepared
 from accelbench.catalog.decisions import decisions, record
 from accelbench.config import Settings, env_name
 from accelbench.core.decisions import Decision, answer, standing, unanswered
@@ -28,27 +28,13 @@ log = logging.getLogger(__name__)
 def _plan_version(
     version: str | None, execution_mode: str, force: bool, campaign_id: str, as_of: datetime | None
 ) -> Prepared:
-    request = matrix_at(version_matrix(), version, execution_mode)
-    log.info("vLLM CPU %s with the matrix of %s: %s", request.version, VERSION_MATRIX_SETTING, request)
-    with catalog_engine() as engine:
-        rejected = _rejected(engine, request.model, request.version)
-        if rejected is not None and not force:
-            raise AirflowSkipException(f"{rejected.text()}: not measured again (force=true measures it)")
-        planned = prepare_campaign(
-            request, engine, campaign_id, MODE_CHECKS, as_of=as_of, lake=Lake.from_env(), force=force
-        )
-    if planned.forced:
-        log.info("force: measuring again %d specs the lake already holds", len(planned.measured))
-    elif planned.measured:
-        for spec in planned.measured:
-            log.info(
-                "skipped %s: vLLM CPU %s was already measured with this matrix (matrix_key %s); "
-                "send force=true to measure again",
-                spec.server.instance_type,
-                planned.version,
-                spec.matrix_key,
-            )
-    return planned
+    """The version matrix at `version` (accelbench.campaign.service); a rejected version skips."""
+    outcome = service.plan_version(
+        version_matrix(), version, execution_mode, force, campaign_id, as_of, catalog_engine, MODE_CHECKS
+    )
+    if outcome.planned is None:
+        raise AirflowSkipException(outcome.skip)
+    return outcome.planned
 
 
 @fail_on_library_error
@@ -92,16 +78,6 @@ def versions_to_request(versions: list[str], execution_mode: str, force: bool) -
         )
     log.info("requesting version campaigns for %s", ", ".join(todo))
     return todo
-
-
-def _rejected(engine: Engine, model: str, version: str | None) -> Decision | None:
-    """The owner's standing rejection of `version` of the matrix's model, if any."""
-    from accelbench.core.model_origin import model_identity
-
-    if version is None:
-        return None
-    found = standing(decisions(engine, CPU.runtime), model_identity(model).model_id, version)
-    return found if found is not None and found.decision == "rejected" else None
 
 
 NOTIFIER_SETTING = env_name("regression_notifier")
