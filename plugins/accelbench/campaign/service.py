@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,6 +20,7 @@ from accelbench.campaign.estimate import ServerEstimate, estimate, over_budget
 from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at
 from accelbench.campaign.prepare import ModeChecks, Prepared, prepare_campaign, unconfigured
 from accelbench.campaign.request import CampaignRequest
+from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.decisions import decisions
 from accelbench.config import Settings
 from accelbench.core.decisions import Decision, standing
@@ -35,7 +35,6 @@ from accelbench.tiers import CPU
 
 log = logging.getLogger(__name__)
 
-Catalog = Callable[[], AbstractContextManager[Engine]]  # opens the catalog's engine for one call
 Prices = Callable[[Engine, set[str]], list[Price]]  # the catalog's price history of these instance types
 
 
@@ -54,7 +53,7 @@ class CampaignPlan:
 
 def plan(
     request: CampaignRequest,
-    catalog: Catalog,
+    catalog: CatalogOpener,
     campaign_id: str,
     checks: ModeChecks,
     prices: Prices,
@@ -137,7 +136,7 @@ def plan_version(
     force: bool,
     campaign_id: str,
     as_of: datetime | None,
-    catalog: Catalog,
+    catalog: CatalogOpener,
     checks: ModeChecks,
     lake: Callable[[], Lake] = Lake.from_env,
 ) -> VersionPlan:
