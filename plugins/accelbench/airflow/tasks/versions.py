@@ -119,9 +119,10 @@ def _notifier_kwargs(raw: str) -> dict[str, Any]:
 @fail_on_library_error
 def regression_gate(version: str, context: dict[str, Any], fail: bool | None = None) -> dict[str, Any]:
     """Gate `version` (accelbench.regression.gate: its neighbours on every point of the configured matrix,
-    the report that lists the regressions), call the notifier, and fail with ACCELBENCH_FAIL_ON_REGRESSION;
-    else return, beside the regressions, whether to ask the owner (`ask`), what to show them (`body`) and
-    the answer that stands (`answer`), for the approval step (accelbench.airflow.approval)."""
+    the report that lists the regressions; it records the version as benchmarked in the catalog), call the
+    notifier, and fail with ACCELBENCH_FAIL_ON_REGRESSION; else return, beside the regressions, whether to
+    ask the owner (`ask`), what to show them (`body`) and the answer that stands (`answer`), for the
+    approval step (accelbench.airflow.approval)."""
     from accelbench.regression import gate
     from accelbench.runtime.version_rules import check_version
 
