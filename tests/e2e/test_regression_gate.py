@@ -29,8 +29,7 @@ from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
-from accelbench.report.gate import gate
-from accelbench.report.samples import read_samples
+from accelbench.regression.gate import compare
 from accelbench.report.tables.version_deltas import CV_METRICS
 
 from tests.support.specs import tiny_spec
@@ -82,12 +81,14 @@ def _land(lake: Lake, campaigns: dict[str, Any]) -> None:
 
 
 def _gate(lake: Lake, version: str):
-    """As the gate task calls it: the runs of the matrix's points, and their requests read from the lake."""
+    """As the gate task calls it (`accelbench.regression.gate.compare`): the runs of the matrix's points, and
+    their requests read from the lake."""
     runs = lake.read("runs").to_pylist()
-    samples = read_samples(lake, [r["run_id"] for r in runs])
-    assert len(samples.groups([r["run_id"] for r in runs], "ttft")) == len(runs)  # every repeat's requests
     matrix = _Matrix({r["matrix_key"] for r in runs}, {})
-    return gate(runs, runs[0]["model"], matrix, [], version, samples)
+    found = compare(lake, runs, runs[0]["model"], version, lambda versions: matrix)
+    ids = [r["run_id"] for r in runs]
+    assert len(found.samples.groups(ids, "ttft")) == len(runs)  # every repeat's requests
+    return found.verdict
 
 
 def _repeats(lake: Lake) -> list[tuple[Any, ...]]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -20,6 +20,11 @@ from accelbench.errors import CatalogUnavailable, ConfigError
 
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+# What a library service takes to reach the catalog: a call that opens its engine for one service call and
+# disposes it after (the Airflow tasks pass accelbench.airflow.tasks.common.catalog_engine).
+CatalogOpener = Callable[[], AbstractContextManager[Engine]]
 
 
 def normalise_url(url: str) -> str:

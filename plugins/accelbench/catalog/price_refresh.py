@@ -16,9 +16,11 @@ from accelbench.aws.clients import PRICING_ENDPOINT_REGIONS, check_region, make_
 from accelbench.aws.offline import index_snapshots, load_snapshots
 from accelbench.aws.pricing import ParseStats, PriceLookupError, fetch_on_demand
 from accelbench.aws.spot import fetch_spot
+from accelbench.catalog import queries
+from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.queries import store_prices
 from accelbench.catalog.seed_file import InstanceSpec
-from accelbench.config import env_name
+from accelbench.config import Settings, env_name
 from accelbench.core.price import Price
 from accelbench.errors import ConfigError
 
@@ -175,3 +177,57 @@ def refresh_offline(
             _record(engine, report, key, functools.partial(_given, price), now)
     log.info("pricing refresh (offline): %s", report.summary())
     return report
+
+
+@dataclass(frozen=True)
+class PriceRefresh:
+    """A refresh of the catalog's prices, as the pricing DAG's task calls it: its report, or why it failed
+    (`failure`: nothing to price, no credentials where they were required, or nothing priced)."""
+
+    report: RefreshReport | None = None
+    failure: str | None = None
+
+    def xcom(self) -> dict[str, Any]:
+        """What the pricing task returns: the report's counts."""
+        if self.report is None:
+            raise ValueError(f"no report: {self.failure}")
+        return self.report.to_dict()
+
+
+def refresh_prices(
+    catalog: CatalogOpener,
+    settings: Settings,
+    regions: list[str],
+    instance_types: list[str],
+    offline: bool | None,
+    session: Callable[[], Any],
+) -> PriceRefresh:
+    """Price `instance_types` (none: the whole catalog) in `regions` (none: ACCELBENCH_REGIONS): from the
+    Pricing API and spot history with the AWS `session()` gives, or from the offline snapshot when it gives
+    none (or `offline`); `offline=False` requires a session."""
+    regions = regions or list(settings.regions)
+    for region in regions:
+        check_region(region, "regions")
+    with catalog() as engine:
+        specs = queries.instance_specs(engine, instance_types or None)
+        if not specs:
+            empty = "the instance catalog is empty: run accelbench_instance_catalog first"
+            return PriceRefresh(failure=empty)
+        aws = None if offline else session()
+        if aws is None:
+            if offline is False:
+                return PriceRefresh(failure="offline=false but no AWS credentials were found")
+            report = refresh_offline(engine, specs, regions)
+        else:
+            report = refresh_online(
+                engine,
+                aws,
+                specs,
+                regions,
+                pricing_region=settings.pricing_endpoint_region,
+                max_attempts=settings.aws_max_attempts,
+            )
+    log.info("pricing refresh done: %s", report.summary())
+    if not report.priced:
+        return PriceRefresh(report, failure=f"priced nothing: {report.summary()}")
+    return PriceRefresh(report)

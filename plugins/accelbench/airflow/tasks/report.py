@@ -1,95 +1,14 @@
-"""Task body of the cross-tier report DAG: read the lake and the catalog, build, write, log."""
+"""Task body of the cross-tier report DAG: read the lake and the catalog, build, write, log
+(accelbench.report.cross_tier)."""
 
 from __future__ import annotations
 
-import logging
-from datetime import date
 from typing import Any
 
 from accelbench.airflow.tasks.common import catalog_engine, fail_on_library_error
-from accelbench.catalog.decisions import decisions
-from accelbench.config import Settings
-from accelbench.core.slos import DEFAULT_MAX_ERROR_RATE
-from accelbench.lake.schemas import MEASURED_STATUSES
-from accelbench.lake.store import Lake
-from accelbench.report import tables as registry
-from accelbench.report.build import (
-    HTML_NAME,
-    ReportFilter,
-    build_report,
-    partition_filter,
-    report_id,
-    write_report,
-)
-from accelbench.report.samples import read_samples
-from accelbench.report.sources import price_history, retractions
-
-log = logging.getLogger(__name__)
-
-
-def _day(value: str | None) -> date | None:
-    return date.fromisoformat(value) if value else None
+from accelbench.report import cross_tier
 
 
 @fail_on_library_error
 def cross_tier_report(params: dict[str, Any]) -> dict[str, Any]:
-    slos = params.get("slos") or {}
-    flt = ReportFilter(
-        models=list(params.get("models") or []),
-        tiers=list(params.get("tiers") or []),
-        versions=list(params.get("versions") or []),
-        date_from=_day(params.get("date_from")),
-        date_to=_day(params.get("date_to")),
-        region=params.get("region") or Settings.from_env().regions[0],
-        ttft_p99_ms=slos.get("ttft_p99_ms"),
-        tpot_p99_ms=slos.get("tpot_p99_ms"),
-        e2el_p99_ms=slos.get("e2el_p99_ms"),
-        max_error_rate=params.get("max_error_rate", DEFAULT_MAX_ERROR_RATE),
-    )
-    lake = Lake.from_env()
-    runs = lake.read("runs", where=partition_filter(flt)).to_pylist()
-    capacities = lake.read("capacities", where=partition_filter(flt)).to_pylist()
-    quality = lake.read("quality", where=partition_filter(flt)).to_pylist()
-    costs = lake.read("costs", where=partition_filter(flt)).to_pylist()
-    startups = lake.read("startups", where=partition_filter(flt)).to_pylist()
-    with catalog_engine() as engine:
-        prices = price_history(engine, {r["instance_type"] for r in runs})
-        retracted = retractions(engine)
-        answered = decisions(engine)
-    # The requests of the measured runs the filter keeps: the latency percentiles' intervals pool them.
-    measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
-    samples = read_samples(lake, measured, where=partition_filter(flt, rows=False))
-    tables = build_report(
-        runs, prices, retracted, flt, capacities, samples, quality, costs, startups, answered
-    )
-    rid = report_id()
-    written = write_report(lake, rid, tables, flt, len(runs))
-    lines = []
-    for h in tables[registry.headline.TABLE.name]:
-        cost = h.get("on_demand_usd_per_1m_output_tokens")
-        shown = f", {cost:.4f} USD per 1M output tokens on-demand" if cost is not None else ""
-        what = f"{h['configuration']} at {h['level']}{shown}" if h.get("configuration") else ""
-        host = f" [{h['host']}]" if h.get("host") not in (None, "instance") else ""
-        lines.append(f"{h['model_short']}, {h['workload']}: {h['answer']}{': ' if what else ''}{what}{host}")
-    log.info(
-        "report %s: %d points, %d best under SLOs on the instance, %d local, %d on the frontier, "
-        "%d version deltas, %d retracted runs\n%s",
-        rid,
-        *(
-            len(tables[counted.TABLE.name])
-            for counted in (
-                registry.points,
-                registry.best_under_slo,
-                registry.local_results,
-                registry.frontier,
-                registry.version_deltas,
-                registry.retracted,
-            )
-        ),
-        "\n".join(lines),
-    )
-    log.info("report files: %s", ", ".join(sorted(written.values())))
-    log.info("HTML report: %s", written[HTML_NAME])
-    return {"report_id": rid, "html": written[HTML_NAME], "files": written} | {
-        name: len(rows) for name, rows in tables.items()
-    }
+    return cross_tier.cross_tier_report(params, catalog_engine).xcom()

@@ -1,0 +1,27 @@
+"""A `capacities` row in words, as a campaign's task logs say it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.core.search import UNITS, capacity_words
+from accelbench.report.labels import bracket_text
+
+
+def capacity_text(c: dict[str, Any]) -> str:
+    """A `capacities` row in words: the outcome, the capacity and its bracket, what limited it, the cost."""
+    unit, bracket = UNITS[c["variable"]], bracket_text(c["bracket_passing"], c["bracket_failing"]) or "[, ]"
+    cost = f"{c['probes']} probes, {c['server_s'] or 0:.0f} server-s"
+    why = f": {c['stopped_why']}" if c.get("stopped_why") else ""
+    if c["capacity"] is None:
+        where = f" at {c['stopped_at']:g} {unit}" if c.get("stopped_at") is not None else ""
+        return f"no capacity ({c['outcome']}{where}{why}; bracket {bracket}; {cost})"
+    limited = f", limited by {c['limiting_metric']}" if c.get("limiting_metric") else ""
+    value = capacity_words(
+        c["capacity"],
+        unit,
+        c.get("capacity_low"),
+        c.get("capacity_high"),
+        interval=c.get("capacity_method") is not None,
+    )
+    return f"capacity {value} (bracket {bracket}{limited}{why}; {cost})"
