@@ -77,8 +77,8 @@ POINTS = [
     _pt("c7g.xlarge", 8, 4.0, 2600, 30, on_demand_usd_per_hour=0.145),
 ]
 SLOS = {"ttft_p99_ms": 2000.0, "tpot_p99_ms": 50.0, "max_error_rate": 0.01}
-# Configurations a load search found the capacity of (`searched_capacity`, as the report's builder sets it), priced
-# high enough to rank below POINTS' configurations in the page test.
+# Configurations a load search found the capacity of (`searched_capacity`, as the report's builder sets it),
+# priced high enough to rank below POINTS' configurations in the page test.
 DEAR = {"on_demand_usd_per_hour": 2.00, "spot_usd_per_hour": None}
 SEARCHED = [
     _pt("m7g.large", 2, 1.5, 300, 20, **DEAR),

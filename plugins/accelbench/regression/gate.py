@@ -25,11 +25,11 @@ from accelbench.core.decisions import Decision, standing, unanswered
 from accelbench.core.model_origin import model_identity
 from accelbench.lake.store import Lake
 from accelbench.report.build import partition_filter
-from accelbench.report.cross_tier import cross_tier_report
 from accelbench.report.gate import GateVerdict, MatrixPoints, gate, gate_scope, gated_runs, measured_versions
 from accelbench.report.regressions import regression_keys
 from accelbench.report.retractions import Retraction
 from accelbench.report.samples import Samples, read_samples
+from accelbench.report.service import cross_tier_report
 from accelbench.report.sources import retractions
 from accelbench.runtime.discovery import mark
 from accelbench.runtime.version_rules import check_version

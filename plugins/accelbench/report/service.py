@@ -25,6 +25,7 @@ from accelbench.report.build import (
     report_id,
     write_report,
 )
+from accelbench.report.records import Record
 from accelbench.report.samples import read_samples
 from accelbench.report.sources import price_history, retractions
 
@@ -94,7 +95,7 @@ def cross_tier_report(
     return WrittenReport(rid, written[HTML_NAME], written, {name: len(rows) for name, rows in tables.items()})
 
 
-def _log_report(rid: str, tables: Mapping[str, list[dict[str, Any]]], written: Mapping[str, str]) -> None:
+def _log_report(rid: str, tables: Mapping[str, list[Record]], written: Mapping[str, str]) -> None:
     lines = []
     for h in tables[registry.headline.TABLE.name]:
         cost = h.get("on_demand_usd_per_1m_output_tokens")
