@@ -16,9 +16,10 @@ from accelbench.lake.ingest import Provenance, capacity_row, ingest
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.report.build import ReportFilter, gather
+from accelbench.report.capacity_planner import PlannerPoint
 from accelbench.report.records import records
 from accelbench.report.samples import Samples
-from accelbench.report.slos import PageRow, judge
+from accelbench.report.slos import judge
 
 from tests.support.specs import tiny_spec
 from tests.support.zero import zero_server
@@ -129,7 +130,9 @@ def test_fixed_levels_on_a_host_that_slowed_are_rechecked_and_their_points_undec
     points = records(gather(rows, [], [], flt, samples=samples).points)
     assert [(p["level_value"], p["repeats"]) for p in points] == [(1.0, 2), (2.0, 2)]
     for p in points:
-        assert judge(PageRow(p | {"host_drift": None}), flt.slos) == ("meets", []), p["p99_ttft_ms_high"]
+        assert judge(PlannerPoint.from_row(p | {"host_drift": None}), flt.slos) == ("meets", []), p[
+            "p99_ttft_ms_high"
+        ]
         assert p["slo_verdict"] == "undecided", p["slo_why"]
         low, high = p["p99_ttft_ms_low"], p["p99_ttft_ms_high"]
         assert p["slo_why"] == (

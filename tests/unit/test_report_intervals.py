@@ -16,12 +16,12 @@ from accelbench.core.intervals import pooled_quantile_interval, quantile_interva
 from accelbench.lake.ingest import request_table
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, gather, write_report
-from accelbench.report.capacity_planner import left_out, plan_capacity
+from accelbench.report.capacity_planner import PlannerPoint, left_out, plan_capacity
 from accelbench.report.html import render_html
 from accelbench.report.points import WITH_INTERVAL, level_points
 from accelbench.report.records import records
 from accelbench.report.samples import Samples, read_samples
-from accelbench.report.slos import LIMITS, PageRow, Slos, best_under_slos, judge, limit_verdict, to_decide
+from accelbench.report.slos import LIMITS, Slos, best_under_slos, judge, limit_verdict, to_decide
 from scipy import stats
 
 from tests.support.report_data import PRICES, run_row
@@ -143,9 +143,9 @@ def test_error_rate_is_pooled_with_the_exact_binomial_interval() -> None:
     )
 
 
-def _level(value: float, low: float | None, high: float | None, **kw) -> PageRow:
+def _level(value: float, low: float | None, high: float | None, **kw) -> PlannerPoint:
     """A level as the page holds it (its file row), judged as the page and the capacity planner judge it."""
-    return PageRow(
+    return PlannerPoint.from_row(
         {
             "p99_ttft_ms": value,
             "p99_ttft_ms_low": low,

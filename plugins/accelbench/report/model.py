@@ -10,9 +10,9 @@ Parquet, CSV and page have always had (an interval as `<name>`, `<name>_low`, `<
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any
 
-from accelbench.core.intervals import CONFIDENCE, Interval
+from accelbench.core.intervals import CONFIDENCE, Interval, SloVerdict
 
 __all__ = [
     "NO_INTERVAL",
@@ -22,10 +22,8 @@ __all__ = [
     "Interval",
     "Point",
     "QualityGrade",
-    "SloVerdict",
 ]
 
-SloVerdict = Literal["meets", "misses", "undecided"]
 NO_INTERVAL = Interval(None, None, None, CONFIDENCE, "")
 
 # How `accelbench.report.records.record` writes a field that is itself a dataclass: its fields beside the
@@ -241,12 +239,3 @@ class Point:
         """A figure's estimate, or a plain number's value ("startup_s")."""
         found = getattr(self, name)
         return found.estimate if isinstance(found, Interval) else found
-
-    def cost(self, column: str) -> Interval:
-        """A cost by its column's name: "on_demand_usd_per_1m_output_tokens" -> on_demand's output cost."""
-        for prefix in ("on_demand", "spot"):
-            if column.startswith(f"{prefix}_"):
-                found = getattr(getattr(self, prefix), column.removeprefix(f"{prefix}_"))
-                if isinstance(found, Interval):
-                    return found
-        raise KeyError(column)

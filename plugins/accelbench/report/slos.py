@@ -40,7 +40,6 @@ __all__ = [
     "BestPoint",
     "Judgeable",
     "Limit",
-    "PageRow",
     "Slos",
     "best_under_slos",
     "judge",
@@ -68,49 +67,6 @@ class Judgeable(Protocol):
     @property
     def repeats(self) -> int | None: ...
     def figure(self, name: str) -> Interval: ...
-
-
-@dataclass(frozen=True, slots=True)
-class PageRow:
-    """A point as the report's page holds it (its file row: `accelbench.report.records`), judged as the
-    page's JavaScript judges it: the capacity planner's rows."""
-
-    row: Mapping[str, object]
-
-    def _get(self, name: str) -> object:
-        return self.row.get(name)
-
-    @property
-    def host_drift(self) -> str | None:
-        return _text(self._get("host_drift"))
-
-    @property
-    def latency_interval_basis(self) -> str | None:
-        return _text(self._get("latency_interval_basis"))
-
-    @property
-    def latency_interval_n(self) -> int | None:
-        return _int(self._get("latency_interval_n"))
-
-    @property
-    def repeats(self) -> int | None:
-        return _int(self._get("repeats"))
-
-    def figure(self, name: str) -> Interval:
-        low, high = (_float(self._get(f"{name}_{side}")) for side in ("low", "high"))
-        return Interval(_float(self._get(name)), low, high, CONFIDENCE, "")
-
-
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-def _int(value: object) -> int | None:
-    return int(value) if isinstance(value, int | float) else None
-
-
-def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True, slots=True)
