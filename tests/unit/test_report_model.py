@@ -112,7 +112,9 @@ def test_version_deltas_test_each_change_and_leave_small_ones_alone() -> None:
         *_version_runs("0.10.0", (50, 50), 100, 10, "r8g.large"),
         *_version_runs("0.9.0", (40, 40), 100, 10, "r8g.large"),
     ]
-    deltas = {d["instance_type"]: d for d in version_deltas(level_points(runs, PRICES, "us-east-1"), runs)}
+    deltas = {
+        d["instance_type"]: d for d in records(version_deltas(level_points(runs, PRICES, "us-east-1"), runs))
+    }
     m8g = deltas["m8g.xlarge"]
     assert (m8g["from_version"], m8g["to_version"]) == ("0.31.0", "0.32.0")
     # Throughput 100, 104 -> 80, 82 (no request samples: the repeats alone, a t test on their logs): the
@@ -129,7 +131,7 @@ def test_version_deltas_test_each_change_and_leave_small_ones_alone() -> None:
     assert (r8g["from_version"], r8g["to_version"]) == ("0.9.0", "0.10.0")  # semantic, not string order
     assert r8g["output_throughput_verdict"] == "improvement"
     # Without the runs (their repeats' figures) nothing can be tested: undecided, never a made-up verdict.
-    blind = version_deltas(level_points(runs, PRICES, "us-east-1"))
+    blind = records(version_deltas(level_points(runs, PRICES, "us-east-1")))
     assert {d["output_throughput_verdict"] for d in blind} == {"undecided"}
 
 

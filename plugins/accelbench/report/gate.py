@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from accelbench.lake.schemas import LakeRow
 from accelbench.report.build import ReportFilter, gather
-from accelbench.report.regressions import describe, regressions_in, undecided_in
+from accelbench.report.regressions import Regression, describe, regressions_in, undecided_in
 from accelbench.report.retractions import Retraction
 from accelbench.report.samples import Samples
 from accelbench.report.tables.version_deltas import version_deltas
@@ -49,7 +49,7 @@ def gated_runs(runs: Iterable[LakeRow], matrix: MatrixPoints) -> list[LakeRow]:
 @dataclass(frozen=True)
 class GateVerdict:
     version: str
-    regressions: list[dict[str, Any]] = field(default_factory=list)
+    regressions: list[Regression] = field(default_factory=list)
     unplanned: dict[str, str] = field(default_factory=dict)  # measured versions the matrix does not plan at
     undecided: list[str] = field(
         default_factory=list

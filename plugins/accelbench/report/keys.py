@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -94,7 +95,7 @@ def key_value(run: LakeRow, key: str) -> Any:
 _ONLY_WHEN_SET = {"warmups_in_window", *TRACE_KEY}
 
 
-def short_id(fields: dict[str, Any]) -> str:
+def short_id(fields: Mapping[str, object]) -> str:
     """12 hex digits that name the key `fields` (a point's, a configuration's, a comparison's). The
     warm-up flag and a trace's fields count only where they are set, so the points measured the way
     warm-ups run today, and every point of another workload, keep the ids they had before those fields."""

@@ -10,7 +10,7 @@ Parquet, CSV and page have always had (an interval as `<name>`, `<name>_low`, `<
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Final
 
 from accelbench.core.intervals import CONFIDENCE, Interval, SloVerdict
 
@@ -20,6 +20,7 @@ __all__ = [
     "Configuration",
     "Cost",
     "Interval",
+    "MetricChange",
     "Point",
     "QualityGrade",
 ]
@@ -28,11 +29,7 @@ NO_INTERVAL = Interval(None, None, None, CONFIDENCE, "")
 
 # How `accelbench.report.records.record` writes a field that is itself a dataclass: its fields beside the
 # parent's ("inline"), or each under the parent's prefix ("prefix": "on_demand_" -> on_demand_usd_per_hour).
-INLINE: dict[str, Any] = {"inline": True}
-
-
-def _prefixed(prefix: str) -> dict[str, Any]:
-    return {"prefix": prefix}
+INLINE: Final = {"inline": True}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +65,7 @@ class Configuration:
     host: str | None
     warmups_in_window: bool | None
 
-    def key_fields(self) -> dict[str, Any]:
+    def key_fields(self) -> dict[str, object]:
         """The fields by the key's names (`keys.CONFIG_KEY`: the workload's name as `workload`), which the
         ids hash and the labels read."""
         found = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -145,6 +142,24 @@ class Capacity:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricChange:
+    """One metric's change between two points, tested (`accelbench.report.noise`): the relative change with
+    its interval, its q-value across the table's family, its verdict (regression / improvement / no change
+    / undecided) and the finding in words. Written under the metric's name: `<metric>_change`,
+    `<metric>_change_low`, ..., `<metric>_finding`."""
+
+    change: Interval = NO_INTERVAL
+    q: float | None = None
+    verdict: str | None = None
+    finding: str | None = None
+
+
+def prefixed(prefix: str) -> dict[str, str]:
+    """A part written under `prefix` (`accelbench.report.records`)."""
+    return {"prefix": prefix}
+
+
+@dataclass(frozen=True, slots=True)
 class Point:
     """One load level of one configuration: its figures over its measured repeats (from any campaign),
     each with its 95% interval, priced at the newest repeat's time when measured on the instance type
@@ -199,8 +214,8 @@ class Point:
     sample_warning: str | None
     output_throughput_per_accelerator: Interval
     server_memory_peak_gib: float | None
-    on_demand: Cost = field(default=Cost(), metadata=_prefixed("on_demand_"))
-    spot: Cost = field(default=Cost(), metadata=_prefixed("spot_"))
+    on_demand: Cost = field(default=Cost(), metadata=prefixed("on_demand_"))
+    spot: Cost = field(default=Cost(), metadata=prefixed("spot_"))
     searched_capacity: str | None = None
     quality: QualityGrade = field(default=QualityGrade(), metadata=INLINE)
     slo_verdict: SloVerdict | None = None

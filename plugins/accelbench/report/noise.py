@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from accelbench.core.changes import (
@@ -20,6 +20,9 @@ from accelbench.core.changes import (
     quantile_change,
     repeats_change,
 )
+from accelbench.core.intervals import Interval
+from accelbench.report.model import MetricChange
+from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 
 # The percentiles a change is tested on from request samples: metric -> (samples' metric, quantile).
@@ -70,37 +73,51 @@ def point_change(
     return change
 
 
-def judged(
-    compared: Sequence[tuple[dict[str, Any], Mapping[str, Change]]], fdr: float = FDR
-) -> list[dict[str, Any]]:
-    """Each row with its metrics' changes judged as one family (Benjamini-Hochberg across every row and
-    metric): `<metric>_change` (relative, the estimate), `_change_low` / `_change_high` (its interval),
-    `_q` (the q-value), `_verdict` ("regression", "improvement", "no change", "undecided") and `_finding`
-    (the change in words), and `change_method` (how each metric was tested). A row whose `host_drift` is
-    set (a side's host drifted under its run, `accelbench.core.drift`) is undecided on every metric, its
-    finding saying why. Every key is there, None when there is nothing to compare: tables take their
-    columns from row 1."""
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The changes of one row's metrics, judged as one family with every other row's (`judge_all`), and
+    how each metric was tested (`method`: "output tokens/s: t test ...; p99 TTFT: ...")."""
+
+    changes: dict[str, MetricChange]
+    method: str
+
+
+def judge_all(compared: Sequence[tuple[str | None, Mapping[str, Change]]], fdr: float = FDR) -> list[Judged]:
+    """Per row (the drift of a side's host, if any; its changes by metric), its metrics' changes judged as
+    one family (Benjamini-Hochberg across every row and metric): the change with its interval, the q-value,
+    the verdict ("regression", "improvement", "no change", "undecided") and the finding in words. A row
+    whose host drifted (a side's host drifted under its run, `accelbench.core.drift`) is undecided on every
+    metric, its finding saying why."""
     flat = [c for _, changes in compared for c in changes.values()]
     done = iter(judge(flat, fdr))
-    rows = []
-    for row, changes in compared:
+    out = []
+    for drift, changes in compared:
         methods: dict[str, list[str]] = {}
-        out = dict(row)
+        found: dict[str, MetricChange] = {}
         for metric in changes:
             c = next(done)
             methods.setdefault(c.method, []).append(NAMES.get(metric, metric))
             verdict, finding = c.verdict, c.words(NAMES.get(metric, metric))
-            if row.get("host_drift"):  # a side's host drifted under its run: its figures are not the server's
-                verdict, finding = "undecided", f"{finding}; undecided: {row['host_drift']}"
-            out |= {
-                f"{metric}_change": c.estimate,
-                f"{metric}_change_low": c.low,
-                f"{metric}_change_high": c.high,
-                f"{metric}_q": c.q,
-                f"{metric}_verdict": verdict,
-                f"{metric}_finding": finding,
-            }
-        out["change_method"] = "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items())
+            if drift:  # a side's host drifted under its run: its figures are not the server's
+                verdict, finding = "undecided", f"{finding}; undecided: {drift}"
+            change = Interval(c.estimate, c.low, c.high, CONFIDENCE, c.method)
+            found[metric] = MetricChange(change, c.q, verdict, finding)
+        out.append(Judged(found, "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items())))
+    return out
+
+
+def judged(compared: Sequence[tuple[Record, Mapping[str, Change]]], fdr: float = FDR) -> list[Record]:
+    """Each row (a table's not typed yet) with its metrics' changes as `judge_all` judges them, written as
+    the files hold them: `<metric>_change`, `_change_low`, `_change_high`, `_q`, `_verdict`, `_finding`,
+    and `change_method`. Every key is there, None when there is nothing to compare."""
+    rows = []
+    for (row, _), found in zip(
+        compared, judge_all([(r.get("host_drift"), c) for r, c in compared], fdr), strict=True
+    ):
+        out = dict(row)
+        for metric, change in found.changes.items():
+            out |= {f"{metric}_{k}": v for k, v in record(change).items()}
+        out["change_method"] = found.method
         rows.append(out)
     return rows
 
