@@ -58,7 +58,7 @@ def _runs(engine_args: str, p50s: tuple[float, ...], p99s: tuple[float, ...], **
 
 
 def _pairs(runs: list[dict], samples: Samples = Samples.EMPTY) -> list[dict]:
-    return prefix_caching(level_points(runs, PRICES, "us-east-1"), runs, samples)
+    return records(prefix_caching(level_points(runs, PRICES, "us-east-1"), runs, samples))
 
 
 def test_the_flag_is_read_as_vllm_reads_it() -> None:

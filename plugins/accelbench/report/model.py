@@ -22,6 +22,7 @@ __all__ = [
     "Interval",
     "MetricChange",
     "Point",
+    "PointKey",
     "QualityGrade",
 ]
 
@@ -70,6 +71,41 @@ class Configuration:
         ids hash and the labels read."""
         found = {f.name: getattr(self, f.name) for f in fields(self)}
         return {("workload" if k == "workload_profile" else k): v for k, v in found.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class PointKey:
+    """A point's key fields as the files show them (`keys.POINT_KEY`, in its order): its configuration's
+    with the workload in words, and the load level. What a table keys a row of points by."""
+
+    accelerator_type: str | None
+    instance_type: str | None
+    model: str | None
+    quantization: str | None
+    vllm_version: str | None
+    dtype: str | None
+    kv_cache_dtype: str | None
+    max_model_len: int | None
+    tensor_parallel_size: int | None
+    engine_args: str | None
+    workload: str
+    endpoint: str | None
+    prefix_len: int | None
+    dataset: str | None
+    input_len: int | None
+    output_len: int | None
+    range_ratio: float | None
+    trace_name: str | None
+    trace_sha256: str | None
+    trace_requests: int | None
+    trace_duration_s: float | None
+    trace_mean_rate: float | None
+    burstiness: float | None
+    execution_mode: str | None
+    host: str | None
+    warmups_in_window: bool | None
+    level_kind: str
+    level_value: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +278,40 @@ class Point:
     @property
     def host(self) -> str | None:
         return self.config.host
+
+    def key(self) -> PointKey:
+        """Its key fields as the files show them: the workload in words."""
+        c = self.config
+        return PointKey(
+            accelerator_type=c.accelerator_type,
+            instance_type=c.instance_type,
+            model=c.model,
+            quantization=c.quantization,
+            vllm_version=c.vllm_version,
+            dtype=c.dtype,
+            kv_cache_dtype=c.kv_cache_dtype,
+            max_model_len=c.max_model_len,
+            tensor_parallel_size=c.tensor_parallel_size,
+            engine_args=c.engine_args,
+            workload=self.workload,
+            endpoint=c.endpoint,
+            prefix_len=c.prefix_len,
+            dataset=c.dataset,
+            input_len=c.input_len,
+            output_len=c.output_len,
+            range_ratio=c.range_ratio,
+            trace_name=c.trace_name,
+            trace_sha256=c.trace_sha256,
+            trace_requests=c.trace_requests,
+            trace_duration_s=c.trace_duration_s,
+            trace_mean_rate=c.trace_mean_rate,
+            burstiness=c.burstiness,
+            execution_mode=c.execution_mode,
+            host=c.host,
+            warmups_in_window=c.warmups_in_window,
+            level_kind=self.level_kind,
+            level_value=self.level_value,
+        )
 
     def figure(self, name: str) -> Interval:
         """The figure called `name` (a column's name: "p99_ttft_ms", "error_rate", ...) with its interval."""

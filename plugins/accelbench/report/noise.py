@@ -22,7 +22,6 @@ from accelbench.core.changes import (
 )
 from accelbench.core.intervals import Interval
 from accelbench.report.model import MetricChange
-from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 
 # The percentiles a change is tested on from request samples: metric -> (samples' metric, quantile).
@@ -104,22 +103,6 @@ def judge_all(compared: Sequence[tuple[str | None, Mapping[str, Change]]], fdr: 
             found[metric] = MetricChange(change, c.q, verdict, finding)
         out.append(Judged(found, "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items())))
     return out
-
-
-def judged(compared: Sequence[tuple[Record, Mapping[str, Change]]], fdr: float = FDR) -> list[Record]:
-    """Each row (a table's not typed yet) with its metrics' changes as `judge_all` judges them, written as
-    the files hold them: `<metric>_change`, `_change_low`, `_change_high`, `_q`, `_verdict`, `_finding`,
-    and `change_method`. Every key is there, None when there is nothing to compare."""
-    rows = []
-    for (row, _), found in zip(
-        compared, judge_all([(r.get("host_drift"), c) for r, c in compared], fdr), strict=True
-    ):
-        out = dict(row)
-        for metric, change in found.changes.items():
-            out |= {f"{metric}_{k}": v for k, v in record(change).items()}
-        out["change_method"] = found.method
-        rows.append(out)
-    return rows
 
 
 def runs_by_id(runs: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:

@@ -4,16 +4,18 @@ arguments, with the TTFT the shared prefix saves, tested by the version deltas' 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accelbench.core.changes import Change
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
-from accelbench.report.model import Point
-from accelbench.report.noise import judged, noise_words, point_change, runs_by_id
-from accelbench.report.records import records
+from accelbench.report.model import INLINE, MetricChange, Point, PointKey, prefixed
+from accelbench.report.noise import Judged, judge_all, noise_words, point_change, runs_by_id
+from accelbench.report.records import record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -38,63 +40,90 @@ def prefix_caching_flag(engine_args: str | None) -> tuple[bool | None, str]:
     return state, " ".join(rest)
 
 
-def _pair(
-    on: dict[str, Any],
-    off: dict[str, Any],
-    rest: str,
-    runs: Mapping[str, Mapping[str, Any]],
-    samples: Samples,
-) -> tuple[dict[str, Any], dict[str, Change]]:
+@dataclass(frozen=True, slots=True)
+class PrefixCachingPair:
+    """A point with prefix caching on beside the same point with it off (`engine_args`: the arguments both
+    share), their p50 and p99 TTFT, and each TTFT's change from off to on (`MetricChange`)."""
+
+    key: PointKey = field(metadata=INLINE)
+    configuration: str
+    model_short: str
+    level: str
+    point_id_on: str
+    point_id_off: str
+    repeats_on: int
+    repeats_off: int
+    p50_ttft_ms_on: float | None
+    p50_ttft_ms_off: float | None
+    p99_ttft_ms_on: float | None
+    p99_ttft_ms_off: float | None
+    p50_ttft_ms: MetricChange = field(metadata=prefixed("p50_ttft_ms_"))
+    p99_ttft_ms: MetricChange = field(metadata=prefixed("p99_ttft_ms_"))
+    change_method: str = ""
+
+
+def _pair(on: Point, off: Point, rest: str, found: Judged) -> PrefixCachingPair:
     """One row: the point with caching on beside the same point with it off; `rest` the shared arguments;
     and the change of each TTFT from off to on (a lower TTFT with caching is better)."""
-    row: dict[str, Any] = {k: on[k] for k in POINT_KEY} | {
-        "engine_args": rest,  # the arguments both share (the flag aside)
-        "configuration": configuration_label(on | {"engine_args": rest}),
-        "model_short": on["model_short"],
-        "workload": on["workload"],
-        "level": on["level"],
-        "point_id_on": on["point_id"],
-        "point_id_off": off["point_id"],
-        "repeats_on": on["repeats"],
-        "repeats_off": off["repeats"],
-    }
-    for metric in PREFIX_CACHING_METRICS:
-        row[f"{metric}_on"], row[f"{metric}_off"] = on.get(metric), off.get(metric)
-    return row, {m: point_change(m, off, on, 1, runs, samples) for m in PREFIX_CACHING_METRICS}
+    key = replace(on.key(), engine_args=rest)  # the arguments both share (the flag aside)
+    return PrefixCachingPair(
+        key=key,
+        configuration=configuration_label(on.config.key_fields() | {"engine_args": rest}),
+        model_short=on.model_short,
+        level=on.level,
+        point_id_on=on.point_id,
+        point_id_off=off.point_id,
+        repeats_on=on.repeats,
+        repeats_off=off.repeats,
+        p50_ttft_ms_on=on.p50_ttft_ms.estimate,
+        p50_ttft_ms_off=off.p50_ttft_ms.estimate,
+        p99_ttft_ms_on=on.p99_ttft_ms.estimate,
+        p99_ttft_ms_off=off.p99_ttft_ms.estimate,
+        p50_ttft_ms=found.changes["p50_ttft_ms"],
+        p99_ttft_ms=found.changes["p99_ttft_ms"],
+        change_method=found.method,
+    )
 
 
 def prefix_caching(
-    points: Iterable[Point | Mapping[str, Any]],
+    points: Iterable[Point],
     runs: Iterable[Mapping[str, Any]] = (),
     samples: Samples = Samples.EMPTY,
-) -> list[dict[str, Any]]:
-    """Pairs of points identical in every field of the point's key but the prefix-caching flag among the
-    engine arguments (`--enable-prefix-caching` on, `--no-enable-prefix-caching` off), with their p50 and
-    p99 TTFT and the change from off to on, tested by the version deltas' rule (`judged`, from the
-    requests of the points' repeats, `run_ids`, else the repeats in `runs`) with the false discovery rate
-    controlled across the table: an "improvement" is a TTFT that caching lowers beyond the minimum
-    effect. A point with neither flag runs the engine's default and is not paired."""
-    sides: dict[tuple[Any, ...], dict[bool, list[dict[str, Any]]]] = defaultdict(
-        lambda: {True: [], False: []}
-    )
-    for p in records(points):  # the points' columns, as the files hold them (not typed yet)
-        state, rest = prefix_caching_flag(p.get("engine_args"))
+) -> list[PrefixCachingPair]:
+    """Pairs of points identical in everything but prefix caching among their engine arguments
+    (`--enable-prefix-caching` on, `--no-enable-prefix-caching` off), with their p50 and p99 TTFT and the
+    change from off to on, tested by the version deltas' rule (`judge_all`, from the requests of the
+    points' repeats, `run_ids`, else the repeats in `runs`) with the false discovery rate controlled across
+    the table: an "improvement" is a TTFT that caching lowers beyond the minimum effect. A point with
+    neither flag runs the engine's default and is not paired."""
+    sides: dict[tuple[Any, ...], dict[bool, list[Point]]] = defaultdict(lambda: {True: [], False: []})
+    for p in points:
+        state, rest = prefix_caching_flag(p.config.engine_args)
         if state is not None:
-            sides[tuple(rest if k == "engine_args" else p[k] for k in POINT_KEY)][state].append(p)
+            key = dataclasses.astuple(replace(p.key(), engine_args=rest))
+            sides[key][state].append(p)
     by_id = runs_by_id(runs)
-    compared = []
+    pairs: list[tuple[Point, Point, str]] = []
+    compared: list[tuple[str | None, dict[str, Change]]] = []
     for key in sorted(sides, key=lambda k: tuple(str(v) for v in k)):
         rest = key[POINT_KEY.index("engine_args")]
-        compared += [
-            _pair(on, off, rest, by_id, samples) for on in sides[key][True] for off in sides[key][False]
-        ]
+        for on in sides[key][True]:
+            for off in sides[key][False]:
+                pairs.append((on, off, rest))
+                before, after = record(off), record(on)
+                changes = {
+                    m: point_change(m, before, after, 1, by_id, samples) for m in PREFIX_CACHING_METRICS
+                }
+                compared.append((None, changes))
+    judged = judge_all(compared)
+    rows = [_pair(on, off, rest, found) for (on, off, rest), found in zip(pairs, judged, strict=True)]
     return sorted(
-        judged(compared),
-        key=lambda r: (r["model_short"], r["workload"], r["configuration"], r["host"], r["level_value"]),
+        rows,
+        key=lambda r: (r.model_short, r.key.workload, r.configuration, r.key.host or "", r.key.level_value),
     )
 
 
-def _rows(inputs: Inputs) -> list[dict[str, Any]]:
+def _rows(inputs: Inputs) -> list[PrefixCachingPair]:
     return prefix_caching(inputs.points, inputs.runs, inputs.samples)
 
 
@@ -104,6 +133,7 @@ def _flags_and_noise(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
 
 TABLE = Table(
     name="prefix_caching",
+    row=PrefixCachingPair,
     compute=_rows,
     columns=(
         "model_short",
