@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 ACCEPT = "Accept as known"  # the approval step's options, as the owner sees them
 REJECT = "Reject the version"
@@ -33,20 +33,6 @@ class Decision:
     decided_by: str | None
     decided_at: datetime
     dag_run_id: str
-
-    def row(self) -> dict[str, Any]:
-        """The report's row (`accelbench.report.tables.decisions`)."""
-        return {
-            "runtime": self.runtime,
-            "version": self.version,
-            "model": self.model,
-            "decision": self.decision,
-            "reason": self.reason,
-            "decided_by": self.decided_by,
-            "decided_at": self.decided_at,
-            "regressions": list(self.regressions),
-            "dag_run_id": self.dag_run_id,
-        }
 
     def text(self) -> str:
         who = f" by {self.decided_by}" if self.decided_by else ""

@@ -125,7 +125,7 @@ def gather(
     )
     best = best_under_slos(points, flt.slos)
     spent = [c for c in costs or [] if flt.keeps(c)]
-    answered = [d.row() for d in decisions if not flt.models or d.model in flt.models]
+    answered = [d for d in decisions if not flt.models or d.model in flt.models]
     return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent, answered)
 
 

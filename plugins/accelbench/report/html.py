@@ -18,7 +18,8 @@ from accelbench.report.capacity_planner import planner_context
 from accelbench.report.columns import label
 from accelbench.report.pages import environment
 from accelbench.report.plots import PLOTS
-from accelbench.report.table import Row, Table
+from accelbench.report.records import Record
+from accelbench.report.table import Table
 from accelbench.report.tables import TABLES
 from accelbench.report.tables import points as points_table
 from accelbench.report.tables import retracted as retracted_table
@@ -77,7 +78,7 @@ def _known(value: Any) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def _bounds(row: Row, column: str) -> str:
+def _bounds(row: Record, column: str) -> str:
     """The 95% interval of `column` in `row` (`<column>_low`, `<column>_high`) as the page shows it under
     the figure: "180\u2013390" (an en dash), "≥ 180" or "≤ 390" where one side is unbounded; "" without
     an interval."""
@@ -110,7 +111,7 @@ def _environment() -> Environment:
     return env
 
 
-def _section(env: Environment, t: Table, rows: list[Row], slos: Any) -> Markup:
+def _section(env: Environment, t: Table, rows: list[Record], slos: Any) -> Markup:
     """The table's section of the page; empty when it has no rows and is left out then."""
     section = t.section
     if section.omit_when_empty and not rows:
@@ -122,7 +123,7 @@ def _section(env: Environment, t: Table, rows: list[Row], slos: Any) -> Markup:
 
 def render_html(
     rid: str,
-    tables: dict[str, list[dict[str, Any]]],
+    tables: dict[str, list[Record]],
     report_filter: Any,
     runs_read: int,
     generated_at: datetime,

@@ -11,6 +11,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from accelbench.core.intervals import Interval
@@ -96,6 +97,8 @@ def _json_type(hint: Any) -> dict[str, Any]:
     known = {str: "string", bool: "boolean", int: "integer", float: "number"}
     if hint in known:
         return {"type": known[hint]}
+    if hint is datetime:
+        return {"type": "string", "format": "date-time"}
     raise TypeError(f"no JSON type for {hint!r}")
 
 

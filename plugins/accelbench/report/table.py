@@ -8,13 +8,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from accelbench.core.decisions import Decision
+from accelbench.lake.schemas import LakeRow
 from accelbench.report.model import Capacity, Point
+from accelbench.report.records import Record
 from accelbench.report.samples import Samples
 
 if TYPE_CHECKING:
     from accelbench.report.slos import BestPoint
-
-Row = dict[str, Any]  # a table's row not typed yet, or a lake row (runs, quality, costs) as read
 
 
 @dataclass(frozen=True)
@@ -32,18 +33,18 @@ class Inputs:
     `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.core.decisions`).
     """
 
-    runs: list[Row] = field(default_factory=list)
-    retracted: list[Row] = field(default_factory=list)
+    runs: list[LakeRow] = field(default_factory=list)
+    retracted: list[LakeRow] = field(default_factory=list)
     capacities: list[Capacity] = field(default_factory=list)
     points: list[Point] = field(default_factory=list)
     best: list[BestPoint] = field(default_factory=list)
     samples: Samples = Samples.EMPTY
-    quality: list[Row] = field(default_factory=list)
-    costs: list[Row] = field(default_factory=list)
-    decisions: list[Row] = field(default_factory=list)
+    quality: list[LakeRow] = field(default_factory=list)
+    costs: list[LakeRow] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
 
 
-def _no_variables(rows: Sequence[Row]) -> Mapping[str, Any]:
+def _no_variables(rows: Sequence[Record]) -> Mapping[str, Any]:
     return {}
 
 
@@ -67,7 +68,7 @@ class Section:
     scroll: bool = True  # False: the table fits the page's width, without a scroll box
     omit_when_empty: bool = False  # True: no rows, no section; False: the table says "No rows."
     body: str | None = None
-    variables: Callable[[Sequence[Row]], Mapping[str, Any]] = _no_variables
+    variables: Callable[[Sequence[Record]], Mapping[str, Any]] = _no_variables  # of the page's rows
     then: tuple[str, ...] = ()
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accelbench.report.columns import COSTS, LATENCIES, RATES, SIZE, WHAT
+from accelbench.report.records import Record
 from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
@@ -16,7 +17,7 @@ def _on_instance(inputs: Inputs) -> list[BestPoint]:
     return [b for b in inputs.best if b.point.measured_on_instance]
 
 
-def price_sources(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
+def price_sources(rows: Sequence[Record]) -> Mapping[str, Any]:
     """The section's `price_sources`: where the prices of its rows came from, each once."""
     found = {p[k] for p in rows for k in ("on_demand_price_source", "spot_price_source") if p.get(k)}
     return {"price_sources": sorted(found)}

@@ -22,6 +22,7 @@ from accelbench.report.columns import COSTS, LATENCIES
 from accelbench.report.keys import WORKLOAD_KEY
 from accelbench.report.model import INLINE, Point
 from accelbench.report.pricing import cost_order
+from accelbench.report.records import Record
 from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
@@ -122,7 +123,7 @@ def cross_tier(best: Sequence[BestPoint], points: Sequence[Point]) -> tuple[list
     return compared(best), not_compared(best, points)
 
 
-def comparison_groups(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
+def comparison_groups(rows: Sequence[Record]) -> Mapping[str, Any]:
     """The section's `groups`: the compared rows by comparison group, one HTML table each."""
     groups = []
     for cid, members in groupby(rows, itemgetter("comparison_id")):

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from accelbench.core.decisions import Decision
 from accelbench.report.table import Inputs, Section, Table
 
 COLUMNS = ("runtime", "version", "model", "decision", "reason", "decided_by", "decided_at", "regressions")
 
 
-def _decisions(inputs: Inputs) -> list[dict[str, Any]]:
+def _decisions(inputs: Inputs) -> list[Decision]:
     """Newest first: the first row of a version is the answer that stands."""
-    return sorted(inputs.decisions, key=lambda d: d["decided_at"], reverse=True)
+    return sorted(inputs.decisions, key=lambda d: d.decided_at, reverse=True)
 
 
 TABLE = Table(
     name="regression_decisions",
+    row=Decision,
     compute=_decisions,
     columns=COLUMNS,
     listed_as="Regression decisions",

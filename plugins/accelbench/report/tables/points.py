@@ -9,6 +9,7 @@ from typing import Any
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS
 from accelbench.report.columns import COSTS, WHAT
 from accelbench.report.model import Point
+from accelbench.report.records import Record
 from accelbench.report.table import Inputs, Section, Table
 
 
@@ -16,7 +17,7 @@ def _points(inputs: Inputs) -> list[Point]:
     return inputs.points
 
 
-def _sample_warning(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
+def _sample_warning(rows: Sequence[Record]) -> Mapping[str, Any]:
     return {"sample_warning_requests": SAMPLE_WARNING_REQUESTS}
 
 

@@ -15,7 +15,7 @@ from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
 from accelbench.report.model import INLINE, MetricChange, Point, PointKey, prefixed
 from accelbench.report.noise import Judged, judge_all, noise_words, point_change, runs_by_id
-from accelbench.report.records import record
+from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -127,7 +127,7 @@ def _rows(inputs: Inputs) -> list[PrefixCachingPair]:
     return prefix_caching(inputs.points, inputs.runs, inputs.samples)
 
 
-def _flags_and_noise(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
+def _flags_and_noise(rows: Sequence[Record]) -> Mapping[str, Any]:
     return {"caching_flags": {"on": PREFIX_CACHING_ON, "off": PREFIX_CACHING_OFF}} | noise_words()
 
 

@@ -16,7 +16,7 @@ from accelbench.core.changes import FDR, Change
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.model import MetricChange, Point, prefixed
 from accelbench.report.noise import Judged, judge_all, noise_words, point_change, runs_by_id
-from accelbench.report.records import record
+from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -185,7 +185,7 @@ def _rows(inputs: Inputs) -> list[VersionDelta]:
     return version_deltas(inputs.points, inputs.runs, inputs.samples)
 
 
-def _noise(rows: Sequence[dict[str, Any]]) -> Mapping[str, Any]:
+def _noise(rows: Sequence[Record]) -> Mapping[str, Any]:
     return noise_words()
 
 
