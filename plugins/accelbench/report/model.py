@@ -16,6 +16,7 @@ from accelbench.core.intervals import CONFIDENCE, Interval, SloVerdict
 
 __all__ = [
     "NO_INTERVAL",
+    "AtCapacity",
     "Capacity",
     "Configuration",
     "Cost",
@@ -136,6 +137,27 @@ class QualityGrade:
 
 
 @dataclass(frozen=True, slots=True)
+class AtCapacity:
+    """What the capacities table shows of a search's capacity probe: the estimates of the report's point made
+    from that probe's repeats (`accelbench.report.points`), so the cost per 1M tokens follows one rule."""
+
+    point_id: str | None = None
+    configuration_id: str | None = None
+    repeats: int | None = None
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    total_token_throughput: float | None = None
+    on_demand_usd_per_hour: float | None = None
+    spot_usd_per_hour: float | None = None
+    on_demand_price_source: str | None = None
+    spot_price_source: str | None = None
+    on_demand_usd_per_1m_output_tokens: float | None = None
+    on_demand_usd_per_1m_total_tokens: float | None = None
+    spot_usd_per_1m_output_tokens: float | None = None
+    spot_usd_per_1m_total_tokens: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Capacity:
     """A load search's result as the capacities table shows it (`accelbench.report.searches`): the capacity
     under the SLOs, its bracket and interval, what limited it, what the search cost, and at the capacity
@@ -161,20 +183,7 @@ class Capacity:
     capacity_high: float | None
     trace_sha256: str | None
     trace: str | None
-    point_id: str | None = None
-    configuration_id: str | None = None
-    repeats: int | None = None
-    request_throughput: float | None = None
-    output_throughput: float | None = None
-    total_token_throughput: float | None = None
-    on_demand_usd_per_hour: float | None = None
-    spot_usd_per_hour: float | None = None
-    on_demand_price_source: str | None = None
-    spot_price_source: str | None = None
-    on_demand_usd_per_1m_output_tokens: float | None = None
-    on_demand_usd_per_1m_total_tokens: float | None = None
-    spot_usd_per_1m_output_tokens: float | None = None
-    spot_usd_per_1m_total_tokens: float | None = None
+    at: AtCapacity = field(default=AtCapacity(), metadata=INLINE)
 
 
 @dataclass(frozen=True, slots=True)

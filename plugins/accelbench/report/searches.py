@@ -13,7 +13,7 @@ from accelbench.core.search import LEVEL_KINDS, UNITS
 from accelbench.lake.schemas import LakeRow
 from accelbench.report.hosts import host_label
 from accelbench.report.labels import bracket_text, level_label, short_model, slos_text, trace_label
-from accelbench.report.model import Capacity, Point
+from accelbench.report.model import AtCapacity, Capacity, Point
 from accelbench.report.points import level_points
 
 
@@ -57,27 +57,25 @@ def outcome_text(capacity: LakeRow) -> str | None:
     return f"{outcome} at {at:g} {unit}".strip() + (f": {why}" if why else "")
 
 
-def _at_capacity(p: Point | None) -> dict[str, Any]:
-    """What the capacities table shows of a search's capacity probe: the figures of the report's point made
-    from that probe's repeats, so the cost per 1M tokens follows one rule."""
+def _at_capacity(p: Point | None) -> AtCapacity:
     if p is None:
-        return {}
-    return {
-        "point_id": p.point_id,
-        "configuration_id": p.configuration_id,
-        "repeats": p.repeats,
-        "request_throughput": p.request_throughput.estimate,
-        "output_throughput": p.output_throughput.estimate,
-        "total_token_throughput": p.total_token_throughput.estimate,
-        "on_demand_usd_per_hour": p.on_demand.usd_per_hour,
-        "spot_usd_per_hour": p.spot.usd_per_hour,
-        "on_demand_price_source": p.on_demand.price_source,
-        "spot_price_source": p.spot.price_source,
-        "on_demand_usd_per_1m_output_tokens": p.on_demand.usd_per_1m_output_tokens.estimate,
-        "on_demand_usd_per_1m_total_tokens": p.on_demand.usd_per_1m_total_tokens.estimate,
-        "spot_usd_per_1m_output_tokens": p.spot.usd_per_1m_output_tokens.estimate,
-        "spot_usd_per_1m_total_tokens": p.spot.usd_per_1m_total_tokens.estimate,
-    }
+        return AtCapacity()
+    return AtCapacity(
+        point_id=p.point_id,
+        configuration_id=p.configuration_id,
+        repeats=p.repeats,
+        request_throughput=p.request_throughput.estimate,
+        output_throughput=p.output_throughput.estimate,
+        total_token_throughput=p.total_token_throughput.estimate,
+        on_demand_usd_per_hour=p.on_demand.usd_per_hour,
+        spot_usd_per_hour=p.spot.usd_per_hour,
+        on_demand_price_source=p.on_demand.price_source,
+        spot_price_source=p.spot.price_source,
+        on_demand_usd_per_1m_output_tokens=p.on_demand.usd_per_1m_output_tokens.estimate,
+        on_demand_usd_per_1m_total_tokens=p.on_demand.usd_per_1m_total_tokens.estimate,
+        spot_usd_per_1m_output_tokens=p.spot.usd_per_1m_output_tokens.estimate,
+        spot_usd_per_1m_total_tokens=p.spot.usd_per_1m_total_tokens.estimate,
+    )
 
 
 def capacity_rows(
@@ -119,7 +117,7 @@ def capacity_rows(
                 capacity_high=c.get("capacity_high"),
                 trace_sha256=c.get("trace_sha256"),
                 trace=trace_label(c),
-                **_at_capacity(at),
+                at=_at_capacity(at),
             )
         )
     return sorted(rows, key=lambda r: (r.model_short, -(r.capacity or 0), r.instance_type or ""))
@@ -137,8 +135,8 @@ def searched_labels(capacities: Iterable[Capacity]) -> dict[str, list[str]]:
     `searched_capacity`, which the capacity planner prefers."""
     labels: dict[str, list[str]] = defaultdict(list)
     for c in capacities:
-        if c.point_id and c.capacity is not None:
+        if c.at.point_id and c.capacity is not None:
             text = searched_label(c)
-            if text not in labels[c.point_id]:
-                labels[c.point_id].append(text)
+            if text not in labels[c.at.point_id]:
+                labels[c.at.point_id].append(text)
     return labels
