@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from accelbench.report.capacity_planner import HOURS_PER_MONTH
+from accelbench.report.records import record
 from accelbench.report.tables.headroom import headroom_rows
 from accelbench.report.tables.traces import BARS, replay_shape, sparkline
 
@@ -17,7 +18,7 @@ def test_a_burst_shows_as_a_tall_bar_under_a_tall_bar() -> None:
     # requests waited 900 ms for their first token where the others took 50 ms
     starts = np.concatenate([np.arange(0, 12_001, 1000.0), np.linspace(6100, 6900, 9)])
     ttfts = np.concatenate([np.full(13, 50.0), np.full(9, 900.0)])
-    shape = replay_shape(starts, ttfts, bins=4)
+    shape = record(replay_shape(starts, ttfts, bins=4))
     # arrivals per span (hand count: [0, 3) s: 0, 1, 2; [3, 6): 3, 4, 5; [6, 9): 6, 7, 8 and the burst;
     # [9, 12]: 9, 10, 11, 12), per second of a 3 s span
     assert shape["arrivals_by_time"] == sparkline(np.array([3, 3, 12, 4]) / 3.0)

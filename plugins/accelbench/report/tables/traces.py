@@ -5,16 +5,17 @@ busiest and the slowest bin, and the trace's length percentiles (from its identi
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from accelbench.lake.schemas import LakeRow
-from accelbench.report.records import records
+from accelbench.report.model import INLINE
 from accelbench.report.table import Inputs, Section, Table
 
 TIME_BINS = 24
 BARS = "▁▂▃▄▅▆▇█"
+NO_SAMPLES = "no request samples"  # a replay's shape without its requests' samples
 COLUMNS = (
     "workload",
     "configuration",
@@ -46,7 +47,34 @@ def _lengths(run: LakeRow) -> str:
     return ", ".join(parts)
 
 
-def replay_shape(starts_ms: np.ndarray, ttfts_ms: np.ndarray, bins: int = TIME_BINS) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ReplayShape:
+    """A replay's arrivals per second and slowest TTFT over its spans, as bars, and the busiest and the
+    slowest span in words."""
+
+    arrivals_by_time: str = NO_SAMPLES
+    ttft_by_time: str = NO_SAMPLES
+    busiest_bin: str = NO_SAMPLES
+    slowest_bin: str = NO_SAMPLES
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReplay:
+    """A trace replayed at a time-scale (one point): what the trace looked like and its shape over the
+    replay (`replay_shape`, from its repeats' request samples), beside the point's p99 TTFT."""
+
+    workload: str
+    configuration: str
+    level: str
+    p99_ttft_ms: float | None
+    point_id: str
+    trace_sha256: str
+    time_scale: float
+    trace_lengths: str
+    shape: ReplayShape = field(default=ReplayShape(), metadata=INLINE)
+
+
+def replay_shape(starts_ms: np.ndarray, ttfts_ms: np.ndarray, bins: int = TIME_BINS) -> ReplayShape:
     """Arrivals per second and the slowest TTFT in each of `bins` equal spans of the replay (from its first
     send to its last), with the busiest and the slowest span in words."""
     span = float(starts_ms.max()) if starts_ms.size else 0.0
@@ -61,38 +89,48 @@ def replay_shape(starts_ms: np.ndarray, ttfts_ms: np.ndarray, bins: int = TIME_B
     def at(i: int) -> str:
         return f"{edges[i] / 1000:.1f} to {edges[i + 1] / 1000:.1f} s"
 
-    return {
-        "arrivals_by_time": sparkline(arrivals),
-        "ttft_by_time": sparkline(slowest),
-        "busiest_bin": f"{at(busy)}: {arrivals[busy]:.2g} arrivals/s, slowest TTFT {slowest[busy]:.0f} ms",
-        "slowest_bin": f"{at(slow)}: slowest TTFT {slowest[slow]:.0f} ms, {arrivals[slow]:.2g} arrivals/s",
-    }
+    return ReplayShape(
+        arrivals_by_time=sparkline(arrivals),
+        ttft_by_time=sparkline(slowest),
+        busiest_bin=f"{at(busy)}: {arrivals[busy]:.2g} arrivals/s, slowest TTFT {slowest[busy]:.0f} ms",
+        slowest_bin=f"{at(slow)}: slowest TTFT {slowest[slow]:.0f} ms, {arrivals[slow]:.2g} arrivals/s",
+    )
 
 
-def _replays(inputs: Inputs) -> list[dict[str, Any]]:
+def _replays(inputs: Inputs) -> list[TraceReplay]:
     runs = {r["run_id"]: r for r in inputs.runs if r.get("run_id")}
     out = []
-    for p in records(inputs.points):  # the points' columns, as the files hold them (not typed yet)
-        if not p.get("trace_sha256"):
+    for p in inputs.points:
+        if not p.config.trace_sha256:
             continue
         starts, ttfts = [], []
-        for run_id in p.get("run_ids") or []:
+        for run_id in p.run_ids:
             got = inputs.samples.by_run.get(run_id, {})
             start, ttft = got.get("start"), got.get("ttft")
             if start is not None and ttft is not None and start.size == ttft.size:
                 starts.append(start - start.min())
                 ttfts.append(ttft)
-        first = runs.get((p.get("run_ids") or [None])[0] or "", {})
-        row = {k: p.get(k) for k in ("workload", "configuration", "level", "p99_ttft_ms", "point_id")}
-        row |= {"trace_sha256": p["trace_sha256"], "time_scale": p.get("level_value")}
-        row["trace_lengths"] = _lengths(first)
-        shape = replay_shape(np.concatenate(starts), np.concatenate(ttfts)) if starts else {}
-        out.append(row | dict.fromkeys(COLUMNS[4:8], "no request samples") | shape)
-    return sorted(out, key=lambda r: (r["workload"], r["configuration"], r["time_scale"] or 0))
+        first = runs.get(p.run_ids[0] if p.run_ids else "", {})
+        shape = replay_shape(np.concatenate(starts), np.concatenate(ttfts)) if starts else ReplayShape()
+        out.append(
+            TraceReplay(
+                workload=p.workload,
+                configuration=p.configuration,
+                level=p.level,
+                p99_ttft_ms=p.p99_ttft_ms.estimate,
+                point_id=p.point_id,
+                trace_sha256=p.config.trace_sha256,
+                time_scale=p.level_value,
+                trace_lengths=_lengths(first),
+                shape=shape,
+            )
+        )
+    return sorted(out, key=lambda r: (r.workload, r.configuration, r.time_scale or 0))
 
 
 TABLE = Table(
     name="trace_replays",
+    row=TraceReplay,
     compute=_replays,
     columns=COLUMNS,
     listed_as="Trace replays",
