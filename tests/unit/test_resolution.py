@@ -14,6 +14,7 @@ from accelbench.core.changes import (
     repeats_to_resolve,
     resolvable,
 )
+from accelbench.report.records import records
 from accelbench.report.tables.resolution import resolution
 from scipy import stats
 
@@ -90,9 +91,8 @@ def test_the_report_says_per_point_what_its_repeats_resolve_and_skips_a_point_me
         "level": "concurrency 4",
         "point_id": "p1",
     }
-    rows = resolution(
-        [point | {"run_ids": ["a0", "a1", "a2", "a3"]}, point | {"point_id": "p2", "run_ids": ["b0"]}], runs
-    )
+    points = [point | {"run_ids": ["a0", "a1", "a2", "a3"]}, point | {"point_id": "p2", "run_ids": ["b0"]}]
+    rows = records(resolution(points, runs))
     (row,) = rows
     logs = [np.log([200, 240]), np.log([400, 480])]
     sd = math.sqrt(sum(float(((g - g.mean()) ** 2).sum()) for g in logs) / 2)

@@ -89,7 +89,7 @@ class PointKey:
     max_model_len: int | None
     tensor_parallel_size: int | None
     engine_args: str | None
-    workload: str
+    workload: str | None
     endpoint: str | None
     prefix_len: int | None
     dataset: str | None
@@ -105,8 +105,8 @@ class PointKey:
     execution_mode: str | None
     host: str | None
     warmups_in_window: bool | None
-    level_kind: str
-    level_value: float
+    level_kind: str | None
+    level_value: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.changes import (
@@ -18,7 +19,7 @@ from accelbench.core.changes import (
 )
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
-from accelbench.report.model import Point
+from accelbench.report.model import INLINE, Point, PointKey, prefixed
 from accelbench.report.noise import NAMES, noise_words, runs_by_id
 from accelbench.report.records import records
 from accelbench.report.table import Inputs, Section, Table
@@ -27,30 +28,57 @@ RESOLUTION_METRICS = ("p99_ttft_ms", "output_throughput")
 TARGET = 0.10  # the change the "repeats for" column is for: +-10%
 
 
-def metric_columns(metric: str, spread: Spread | None, repeats: int, requests: int | None) -> dict[str, Any]:
-    """A metric's columns: its spread between repeats, what the point's repeats resolve, the repeats for
-    +-10%, and all of it in words (`resolution_words`)."""
+@dataclass(frozen=True, slots=True)
+class MetricResolution:
+    """A metric's spread between repeats, the smallest change the point's repeats resolve, the repeats
+    that would resolve +-10%, and all of it in words (`resolution_words`); None without a spread."""
+
+    spread: float | None = None
+    resolves: float | None = None
+    repeats_for_10pct: int | None = None
+    resolution: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """How much to measure at one point: how many campaigns and repeats measured it, and per metric what
+    they resolve (written under the metric's name)."""
+
+    key: PointKey = field(metadata=INLINE)
+    configuration: str
+    model_short: str | None
+    level: str | None
+    point_id: str | None
+    campaigns: int
+    repeats: int
+    requests: int | None
+    p99_ttft_ms: MetricResolution = field(metadata=prefixed("p99_ttft_ms_"))
+    output_throughput: MetricResolution = field(metadata=prefixed("output_throughput_"))
+
+
+def metric_resolution(
+    metric: str, spread: Spread | None, repeats: int, requests: int | None
+) -> MetricResolution:
+    """What `repeats` of `requests` resolve of `metric` on a host with this spread."""
     if spread is None:
-        return dict.fromkeys(
-            f"{metric}_{s}" for s in ("spread", "resolves", "repeats_for_10pct", "resolution")
-        )
-    return {
-        f"{metric}_spread": spread.relative,
-        f"{metric}_resolves": resolvable(spread, repeats),
-        f"{metric}_repeats_for_10pct": repeats_to_resolve(spread, TARGET),
-        f"{metric}_resolution": resolution_words(NAMES[metric], spread, repeats, requests, TARGET),
-    }
+        return MetricResolution()
+    return MetricResolution(
+        spread=spread.relative,
+        resolves=resolvable(spread, repeats),
+        repeats_for_10pct=repeats_to_resolve(spread, TARGET),
+        resolution=resolution_words(NAMES[metric], spread, repeats, requests, TARGET),
+    )
 
 
 def resolution(
     points: Sequence[Point | Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[Resolution]:
     """One row per point measured at least twice in one campaign: each metric's spread between repeats,
     pooled within campaigns (the spread the gate's test sees on each side; a host that changed between
     campaigns is the gate's finding, not noise), and what the point's own repeat count resolves."""
     by_id = runs_by_id(runs)
     rows = []
-    for p in records(points):  # the points' columns, as the files hold them (not typed yet)
+    for p in records(points):  # a point's columns as the files hold them: its tests give a few by hand
         mine = [by_id[r] for r in p.get("run_ids") or () if r in by_id]
         by_campaign: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
         for run in mine:
@@ -65,24 +93,27 @@ def resolution(
         repeats = max(len(group) for group in by_campaign.values())
         completed = [r["completed"] for r in mine if r.get("completed")]
         requests = min(completed) if completed else None
-        row: dict[str, Any] = {k: p.get(k) for k in POINT_KEY} | {
-            "configuration": configuration_label(dict(p)),
-            "model_short": p.get("model_short"),
-            "level": p.get("level"),
-            "point_id": p.get("point_id"),
-            "campaigns": len(by_campaign),
-            "repeats": repeats,
-            "requests": requests,
-        }
-        for metric in RESOLUTION_METRICS:
-            row |= metric_columns(metric, spreads[metric], repeats, requests)
-        rows.append(row)
+        found = {m: metric_resolution(m, spreads[m], repeats, requests) for m in RESOLUTION_METRICS}
+        rows.append(
+            Resolution(
+                key=PointKey(**{k: p.get(k) for k in POINT_KEY}),
+                configuration=configuration_label(p),
+                model_short=p.get("model_short"),
+                level=p.get("level"),
+                point_id=p.get("point_id"),
+                campaigns=len(by_campaign),
+                repeats=repeats,
+                requests=requests,
+                p99_ttft_ms=found["p99_ttft_ms"],
+                output_throughput=found["output_throughput"],
+            )
+        )
     return sorted(
-        rows, key=lambda r: (r["model_short"] or "", str(r["workload"]), r["configuration"], r["host"] or "")
+        rows, key=lambda r: (r.model_short or "", str(r.key.workload), r.configuration, r.key.host or "")
     )
 
 
-def _rows(inputs: Inputs) -> list[dict[str, Any]]:
+def _rows(inputs: Inputs) -> list[Resolution]:
     return resolution(inputs.points, inputs.runs)
 
 
@@ -92,6 +123,7 @@ def _words(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 TABLE = Table(
     name="resolution",
+    row=Resolution,
     compute=_rows,
     columns=(
         "model_short",
