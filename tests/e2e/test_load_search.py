@@ -337,7 +337,7 @@ def test_a_headroom_search_finds_the_time_scale_where_the_server_breaks_and_plan
     assert shown[0]["trace"] == trace.words() and shown[0]["capacity"] == result.capacity
     priced = [shown[0] | {"on_demand_usd_per_hour": 0.5, "spot_usd_per_hour": 0.2}]
     for traffic in (1.0, 10.0):
-        (planned,) = headroom_rows(priced, traffic)
+        (planned,) = records(headroom_rows(priced, traffic))
         replicas = math.ceil(traffic / result.capacity)  # e.g. 10x the trace at a headroom of 2.59: 4
         assert planned["replicas"] == replicas
         assert planned["on_demand_usd_per_month"] == pytest.approx(replicas * 0.5 * 730)

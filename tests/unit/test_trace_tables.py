@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from accelbench.report.capacity_planner import HOURS_PER_MONTH
-from accelbench.report.records import record
+from accelbench.report.records import record, records
 from accelbench.report.tables.headroom import headroom_rows
 from accelbench.report.tables.traces import BARS, replay_shape, sparkline
 
@@ -49,7 +49,7 @@ def test_headroom_becomes_replicas_and_a_month_per_tier_cheapest_first() -> None
         _capacity("gpu", "g6.xlarge", 12.0, 11.0, 0.805),
         {"search_variable": "concurrency", "capacity": 8},  # not a headroom search
     ]
-    planned = headroom_rows(rows)
+    planned = records(headroom_rows(rows))
     assert [(r["accelerator_type"], r["instance_type"]) for r in planned] == [
         ("cpu", "c8g.2xlarge"),  # 3 x 0.319 = 0.957 USD/h, below one c8g.8xlarge's 1.276
         ("cpu", "c8g.8xlarge"),
@@ -64,4 +64,4 @@ def test_headroom_becomes_replicas_and_a_month_per_tier_cheapest_first() -> None
     assert small["spot_usd_per_month"] == pytest.approx(3 * 0.319 / 3 * HOURS_PER_MONTH)
     assert planned[2]["on_demand_usd_per_month"] is None and planned[2]["replicas"] == 1
     # four times the recorded traffic: ceil(4 / headroom) replicas each
-    assert [r["replicas"] for r in headroom_rows(rows, traffic=4.0)] == [9, 3, 2, 1]
+    assert [r["replicas"] for r in records(headroom_rows(rows, traffic=4.0))] == [9, 3, 2, 1]

@@ -8,8 +8,11 @@ replicas at the interval's low end beside them, what a cautious buyer plans for.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from accelbench.core.intervals import CONFIDENCE, Interval
 from accelbench.report.capacity_planner import HOURS_PER_MONTH
 from accelbench.report.records import records
 from accelbench.report.table import Section, Table
@@ -43,47 +46,73 @@ def monthly(replicas: int | None, usd_per_hour: float | None) -> float | None:
     return replicas * usd_per_hour * HOURS_PER_MONTH
 
 
-def headroom_rows(capacities: list[dict[str, Any]], traffic: float = 1.0) -> list[dict[str, Any]]:
-    """The headroom searches' rows (capacity rows of `search_variable` time_scale) planned for `traffic`
-    times the recorded trace; per tier, cheapest on-demand first, unpriced last."""
+@dataclass(frozen=True, slots=True)
+class Headroom:
+    """A headroom search's configuration planned for some traffic: the times the trace it holds under the
+    SLOs (its capacity, with its interval), the replicas the traffic takes and what they cost a month."""
+
+    trace: str | None
+    trace_sha256: str | None
+    accelerator_type: str | None
+    instance_type: str | None
+    model_short: str | None
+    bracket: str | None
+    limiting_metric: str | None
+    host: str | None
+    spec_id: str | None
+    headroom: Interval
+    traffic: float
+    replicas: int | None
+    replicas_at_low: int | None
+    on_demand_usd_per_hour: float | None
+    spot_usd_per_hour: float | None
+    on_demand_usd_per_month: float | None
+    spot_usd_per_month: float | None
+
+
+def headroom_rows(capacities: Iterable[Mapping[str, Any]], traffic: float = 1.0) -> list[Headroom]:
+    """The headroom searches' rows (capacity rows of `search_variable` time_scale, as the capacities table's
+    files hold them) planned for `traffic` times the recorded trace; per tier, cheapest on-demand first,
+    unpriced last."""
     out = []
     for c in capacities:
         if c.get("search_variable") != "time_scale" or c.get("capacity") is None:
             continue
         replicas = replicas_for(c["capacity"], traffic)
-        row = {
-            k: c.get(k) for k in ("trace", "trace_sha256", "accelerator_type", "instance_type", "model_short")
-        }
-        row |= {k: c.get(k) for k in ("bracket", "limiting_metric", "host", "spec_id")}
-        row |= {
-            "headroom": c["capacity"],
-            "headroom_low": c.get("capacity_low"),
-            "headroom_high": c.get("capacity_high"),
-            "traffic": traffic,
-            "replicas": replicas,
-            "replicas_at_low": replicas_for(c.get("capacity_low"), traffic),
-            "on_demand_usd_per_hour": c.get("on_demand_usd_per_hour"),
-            "spot_usd_per_hour": c.get("spot_usd_per_hour"),
-            "on_demand_usd_per_month": monthly(replicas, c.get("on_demand_usd_per_hour")),
-            "spot_usd_per_month": monthly(replicas, c.get("spot_usd_per_hour")),
-        }
-        out.append(row)
-
-    def order(r: dict[str, Any]) -> tuple[Any, ...]:
-        cost = r["on_demand_usd_per_month"]
-        return (
-            r["trace"] or "",
-            r["accelerator_type"] or "",
-            cost is None,
-            cost or 0.0,
-            r["instance_type"] or "",
+        out.append(
+            Headroom(
+                trace=c.get("trace"),
+                trace_sha256=c.get("trace_sha256"),
+                accelerator_type=c.get("accelerator_type"),
+                instance_type=c.get("instance_type"),
+                model_short=c.get("model_short"),
+                bracket=c.get("bracket"),
+                limiting_metric=c.get("limiting_metric"),
+                host=c.get("host"),
+                spec_id=c.get("spec_id"),
+                headroom=Interval(
+                    c["capacity"], c.get("capacity_low"), c.get("capacity_high"), CONFIDENCE, ""
+                ),
+                traffic=traffic,
+                replicas=replicas,
+                replicas_at_low=replicas_for(c.get("capacity_low"), traffic),
+                on_demand_usd_per_hour=c.get("on_demand_usd_per_hour"),
+                spot_usd_per_hour=c.get("spot_usd_per_hour"),
+                on_demand_usd_per_month=monthly(replicas, c.get("on_demand_usd_per_hour")),
+                spot_usd_per_month=monthly(replicas, c.get("spot_usd_per_hour")),
+            )
         )
+
+    def order(r: Headroom) -> tuple[Any, ...]:
+        cost = r.on_demand_usd_per_month
+        return (r.trace or "", r.accelerator_type or "", cost is None, cost or 0.0, r.instance_type or "")
 
     return sorted(out, key=order)
 
 
 TABLE = Table(
     name="trace_headroom",
+    row=Headroom,
     compute=lambda inputs: headroom_rows(records(inputs.capacities)),
     columns=COLUMNS,
     listed_as="Trace headroom",
