@@ -6,80 +6,105 @@ configurations on the cost-quality Pareto front are marked (none cheaper at leas
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL
 from accelbench.report.labels import short_model
-from accelbench.report.model import QualityGrade
-from accelbench.report.records import record, records
+from accelbench.report.model import INLINE, NO_INTERVAL, Interval, Point, QualityGrade
+from accelbench.report.slos import BestPoint
 from accelbench.report.table import Inputs, Section, Table
 
-# A point's quality columns, as the files hold them.
-QUALITY_FIELDS = tuple(record(QualityGrade()))
 COST = "on_demand_usd_per_1m_output_tokens"
-FIELDS = (
-    "configuration",
-    "configuration_id",
-    "model",
-    "workload",
-    "instance_type",
-    "quantization",
-    "level",
-    "measured_where",
-    COST,
-    f"{COST}_low",
-    f"{COST}_high",
-    "output_throughput",
-)
 
 
-def pareto(rows: list[dict[str, Any]]) -> set[str]:
+@dataclass(frozen=True, slots=True)
+class QualityRow:
+    """A configuration with a quality row: its cost per 1M output tokens at its best level under the SLOs
+    (none: no level meets them), its quality against the reference and the gate, whether it is on the
+    cost-quality Pareto front of its model and workload."""
+
+    configuration: str
+    configuration_id: str
+    model: str | None
+    workload: str
+    instance_type: str | None
+    quantization: str | None
+    level: str | None
+    measured_where: str
+    on_demand_usd_per_1m_output_tokens: Interval
+    output_throughput: float | None
+    quality: QualityGrade = field(metadata=INLINE)
+    model_short: str = ""  # the model it answers for: the reference's
+    on_pareto_front: bool = False
+
+    @property
+    def cost(self) -> float | None:
+        return self.on_demand_usd_per_1m_output_tokens.estimate
+
+    @property
+    def ratio(self) -> float | None:
+        return self.quality.accuracy_ratio.estimate
+
+
+def pareto(rows: Sequence[QualityRow]) -> set[str]:
     """The configuration ids on the front of (lower cost, higher accuracy ratio): none other is at most as
     costly and at least as accurate, and better in one. Rows without both figures are not on it."""
-    known = [r for r in rows if r.get(COST) is not None and r.get("accuracy_ratio") is not None]
+    known = [
+        (r.configuration_id, r.cost, r.ratio) for r in rows if r.cost is not None and r.ratio is not None
+    ]
     front = set()
-    for r in known:
+    for cid, cost, ratio in known:
         beaten = any(
-            o is not r
-            and o[COST] <= r[COST]
-            and o["accuracy_ratio"] >= r["accuracy_ratio"]
-            and (o[COST] < r[COST] or o["accuracy_ratio"] > r["accuracy_ratio"])
-            for o in known
+            other != cid and c <= cost and q >= ratio and (c < cost or q > ratio) for other, c, q in known
         )
         if not beaten:
-            front.add(r["configuration_id"])
+            front.add(cid)
     return front
 
 
-def quality_rows(inputs: Inputs) -> list[dict[str, Any]]:
+def _row(p: Point, best: BestPoint | None) -> QualityRow:
+    at = best.point if best else None
+    return QualityRow(
+        configuration=p.configuration,
+        configuration_id=p.configuration_id,
+        model=p.model,
+        workload=p.workload,
+        instance_type=p.instance_type,
+        quantization=p.config.quantization,
+        level=at.level if at else None,
+        measured_where=p.measured_where,
+        on_demand_usd_per_1m_output_tokens=at.on_demand.usd_per_1m_output_tokens if at else NO_INTERVAL,
+        output_throughput=at.output_throughput.estimate if at else None,
+        quality=p.quality,
+        model_short=short_model(p.quality.quality_reference or p.model),
+    )
+
+
+def quality_rows(inputs: Inputs) -> list[QualityRow]:
     """One row per configuration with a quality row: its best level under the SLOs (cost), else none."""
-    # the points' columns, as the files hold them (not typed yet)
-    best = {b.point.configuration_id: record(b) for b in inputs.best}
-    configs: dict[str, dict[str, Any]] = {}
-    for p in records(inputs.points):
-        if p.get("quality_gate") is not None:
-            configs.setdefault(p["configuration_id"], p)
-    rows = []
+    best = {b.point.configuration_id: b for b in inputs.best}
+    configs: dict[str, Point] = {}
+    for p in inputs.points:
+        if p.quality.quality_gate is not None:
+            configs.setdefault(p.configuration_id, p)
+    groups: dict[tuple[Any, Any], list[QualityRow]] = defaultdict(list)
     for cid, p in configs.items():
-        at = best.get(cid, {})
-        row = {k: p.get(k) for k in FIELDS} | {k: p.get(k) for k in QUALITY_FIELDS}
-        row |= {k: at.get(k) for k in (COST, f"{COST}_low", f"{COST}_high", "level", "output_throughput")}
-        row["model_short"] = short_model(p.get("quality_reference") or p["model"])  # the model it answers for
-        rows.append(row)
-    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        groups[(row["quality_reference"], row["workload"])].append(row)
+        row = _row(p, best.get(cid))
+        groups[(row.quality.quality_reference, row.workload)].append(row)
+    rows = []
     for group in groups.values():
         front = pareto(group)
-        for row in group:
-            row["on_pareto_front"] = row["configuration_id"] in front
+        rows += [replace(r, on_pareto_front=r.configuration_id in front) for r in group]
     return sorted(
-        rows, key=lambda r: (r["quality_reference"], r["workload"], r.get(COST) is None, r.get(COST) or 0)
+        rows, key=lambda r: (r.quality.quality_reference or "", r.workload, r.cost is None, r.cost or 0)
     )
 
 
 TABLE = Table(
     name="quality",
+    row=QualityRow,
     compute=quality_rows,
     columns=(
         "model_short",
