@@ -116,7 +116,7 @@ class PlannerPoint:
     def from_row(cls, row: Mapping[str, Any]) -> PlannerPoint:
         """From a row of the `points` table (its files' columns: `accelbench.report.records`); NaN and
         infinities are None (not JSON: the page's JSON.parse would refuse the whole report's data)."""
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {}  # the fields by name, each read by the type's own column names
         for f in fields(cls):
             if f.name in _FIGURES:
                 low, high = (_json_safe(row.get(f"{f.name}_{side}")) for side in ("low", "high"))
@@ -136,7 +136,7 @@ _FIGURES = frozenset(limit.field for limit in LIMITS)
 PLANNER_FIELDS = columns(PlannerPoint)  # the JSON's keys, in order
 
 
-def planner_schema() -> dict[str, Any]:
+def planner_schema() -> dict[str, Any]:  # a JSON Schema document
     """The JSON Schema of a row of the page's planner data, from `PlannerPoint`."""
     return json_schema(PlannerPoint, "The capacity planner's point (accelbench.report.capacity_planner)")
 
@@ -192,7 +192,7 @@ def planner_context(
     tpot_p99_ms: float | None = None,
     e2el_p99_ms: float | None = None,
     max_error_rate: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # a JSON document: the page's script reads it
     """The `planner` variable of planner.html.j2: the rows, the month, the form's starting values and
     the limits table."""
     return {
@@ -289,7 +289,7 @@ def _ranked_row(
     target_rps: float,
     undecided: str | None,
     profile: Profile | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # a JSON row: the page's script makes the same rows, the tests compare them
     """The plan of one configuration on its level: the searched capacity that holds the limits, whatever
     else does, else `best`; unranked yet."""
     if searched is not None:

@@ -26,7 +26,7 @@ class NoSuchReport(LookupError):
 @dataclass(frozen=True)
 class ReportEntry:
     report_id: str
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # summary.json as written (`accelbench.report.build.write_report`)
 
     @property
     def filters(self) -> str:

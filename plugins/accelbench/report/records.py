@@ -83,7 +83,7 @@ def records(rows: Iterable[Any]) -> list[Record]:
     return [record(r) for r in rows]
 
 
-def _json_type(hint: Any) -> dict[str, Any]:
+def _json_type(hint: Any) -> dict[str, Any]:  # JSON Schema documents, here and below
     """The JSON Schema of one column's values, from its annotation."""
     args = typing.get_args(hint)
     if typing.get_origin(hint) in (types.UnionType, typing.Union):

@@ -41,7 +41,7 @@ class WrittenReport:
     files: dict[str, str]
     rows: dict[str, int]
 
-    def xcom(self) -> dict[str, Any]:
+    def xcom(self) -> dict[str, Any]:  # a JSON document: XCom
         """What the report task returns: id, page, files, then each table's row count."""
         return {"report_id": self.report_id, "html": self.html, "files": self.files} | self.rows
 
