@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE, Interval
-from accelbench.report.records import Record, columns, json_schema, record
+from accelbench.report.records import Record, columns, figure, json_schema, record
 from accelbench.report.slos import (
     JUDGED_ON_ESTIMATE,
     LIMITS,
@@ -119,8 +119,9 @@ class PlannerPoint:
         values: dict[str, Any] = {}  # the fields by name, each read by the type's own column names
         for f in fields(cls):
             if f.name in _FIGURES:
-                low, high = (_json_safe(row.get(f"{f.name}_{side}")) for side in ("low", "high"))
-                values[f.name] = Interval(_json_safe(row.get(f.name)), low, high, CONFIDENCE, "")
+                found = figure(row, f.name)
+                estimate, low, high = (_json_safe(v) for v in (found.estimate, found.low, found.high))
+                values[f.name] = Interval(estimate, low, high, CONFIDENCE, "")
             else:
                 values[f.name] = _json_safe(row.get(f.name))
         return cls(**values)

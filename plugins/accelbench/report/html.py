@@ -18,7 +18,7 @@ from accelbench.report.capacity_planner import planner_context
 from accelbench.report.columns import label
 from accelbench.report.pages import environment
 from accelbench.report.plots import PLOTS
-from accelbench.report.records import Record
+from accelbench.report.records import Record, figure
 from accelbench.report.table import Table
 from accelbench.report.tables import TABLES
 from accelbench.report.tables import points as points_table
@@ -82,7 +82,8 @@ def _bounds(row: Record, column: str) -> str:
     """The 95% interval of `column` in `row` (`<column>_low`, `<column>_high`) as the page shows it under
     the figure: "180\u2013390" (an en dash), "≥ 180" or "≤ 390" where one side is unbounded; "" without
     an interval."""
-    low, high = (_known(row.get(f"{column}_{side}")) for side in ("low", "high"))
+    found = figure(row, column)
+    low, high = _known(found.low), _known(found.high)
     if low is not None and high is not None:
         return f"{_bound(low, column)}\u2013{_bound(high, column)}"
     if high is not None:

@@ -33,7 +33,6 @@ NAMES = {
     "p50_ttft_ms": "p50 TTFT",
     "p99_tpot_ms": "p99 TPOT",
 }
-SUFFIXES = ("change", "change_low", "change_high", "q", "verdict", "finding")
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:

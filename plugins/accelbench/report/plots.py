@@ -30,7 +30,7 @@ from accelbench.core.quality import GATE_ACCURACY_RATIO
 from accelbench.lake.schemas import IMPORTED_MODE
 from accelbench.report.keys import CONFIG_KEY
 from accelbench.report.pricing import order_by_cost
-from accelbench.report.records import Record
+from accelbench.report.records import Record, figure
 from accelbench.report.table import Table
 from accelbench.report.tables import best_under_slo as best_table
 from accelbench.report.tables import points as points_table
@@ -150,7 +150,8 @@ def _errors(points: Sequence[Record], column: str) -> list[list[float]] | None:
     None when no point has a bound (matplotlib then draws no bars)."""
     below, above, any_bound = [], [], False
     for p in points:
-        value, low, high = p.get(column), p.get(f"{column}_low"), p.get(f"{column}_high")
+        found = figure(p, column)
+        value, low, high = found.estimate, found.low, found.high
         below.append(max(value - low, 0.0) if value is not None and low is not None else 0.0)
         above.append(max(high - value, 0.0) if value is not None and high is not None else 0.0)
         any_bound = any_bound or low is not None or high is not None

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from accelbench.core.intervals import Interval
+from accelbench.core.intervals import CONFIDENCE, Interval
 
 Record = dict[str, Any]  # a flat row as the files hold it: a column's name -> its value
 _Writer = Callable[[Any, Record], None]
@@ -81,6 +81,13 @@ def record(row: Any) -> Record:
 
 def records(rows: Iterable[Any]) -> list[Record]:
     return [record(r) for r in rows]
+
+
+def figure(row: Mapping[str, Any], column: str) -> Interval:
+    """The interval `record` wrote as `column`'s three columns, read back from a file's row (the page's
+    bounds, its plots' error bars, the capacity planner's data); no method: the files do not hold it."""
+    estimate, low, high = (row.get(name) for name in (column, f"{column}_low", f"{column}_high"))
+    return Interval(estimate, low, high, CONFIDENCE, "")
 
 
 def _json_type(hint: Any) -> dict[str, Any]:  # JSON Schema documents, here and below
