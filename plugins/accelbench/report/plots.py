@@ -454,7 +454,7 @@ def version_trend_figure(rows: Sequence[Record], slos: SloLimits) -> Plot | None
     for r, (ax, (workload, keys)) in enumerate(zip(axes, layout, strict=True)):
         _trend_lines(ax, plot, [lines[k] for k in keys], at, f"version-trend-{r}")
         top = max(  # the intervals in view too: a throughput's is a few percent, not a latency's tail
-            p.get("output_throughput_high") or p["output_throughput"] for k in keys for p in lines[k]
+            figure(p, "output_throughput").high or p["output_throughput"] for k in keys for p in lines[k]
         )
         ax.set_ylim(0, top * HEADROOM or 1)
         ax.set_xlim(-0.5, len(versions) - 0.5)

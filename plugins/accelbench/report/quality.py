@@ -10,6 +10,7 @@ from accelbench.core.intervals import CONFIDENCE, Interval
 from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL, Verdict, gate
 from accelbench.lake.schemas import LakeRow
 from accelbench.report.model import Point, QualityGrade
+from accelbench.report.records import figure
 
 
 def _interval(row: Mapping[str, Any], name: str, low: str, high: str, method: str) -> Interval | None:
@@ -99,16 +100,11 @@ def grade(point: Point, rows: Sequence[Mapping[str, Any]]) -> tuple[QualityGrade
         quality_reference=q["reference_model"],
         quality_gate=verdict,
         quality_why=why,
-        kl_mean=_figure(q, "kl_mean", "kl_mean_low", "kl_mean_high"),
+        kl_mean=figure(q, "kl_mean"),
         top1_agreement=q.get("top1_agreement"),
-        accuracy=_figure(q, "accuracy", "accuracy_low", "accuracy_high"),
-        accuracy_ratio=_figure(q, "accuracy_ratio", "accuracy_ratio_low", "accuracy_ratio_high"),
+        accuracy=figure(q, "accuracy"),
+        accuracy_ratio=figure(q, "accuracy_ratio"),
         server_quantization=q.get("server_quantization"),
     )
     reference = q["reference_model"]
     return graded, reference if reference and reference != point.model else None
-
-
-def _figure(row: Mapping[str, Any], name: str, low: str, high: str) -> Interval:
-    """A quality row's figure with its bounds as the point carries it (no method: the row keeps it)."""
-    return Interval(row.get(name), row.get(low), row.get(high), CONFIDENCE, "")
