@@ -3,6 +3,8 @@ code that build, the files, the summary and the page pick up without another edi
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from datetime import UTC, datetime
@@ -55,6 +57,23 @@ def test_a_typed_table_writes_its_row_types_columns_and_shows_some_of_them() -> 
         for row in tables[name]:
             assert tuple(row) == columns(t.row), name
     assert all(tables[name] for name in ("points", "headline", "best_under_slo", "frontier"))
+
+
+def test_an_empty_table_writes_its_row_types_columns(tmp_path) -> None:
+    """A table without rows still writes its columns (Parquet and CSV): a reader finds them before the
+    first row, and an empty version-delta table reads like a full one."""
+    from accelbench.report.records import columns
+
+    tables = build_report(_runs(), PRICES, [], FLT)
+    empty = [t for t in TABLES if not tables[t.name]]
+    assert {"version_deltas", "capacities", "retracted"} <= {t.name for t in empty}
+    written = write_report(Lake(str(tmp_path / "lake")), "rid", tables, FLT, len(RUNS), WHEN)
+    for t in empty:
+        assert t.row is not None
+        parquet = pq.read_table(io.BytesIO(Lake(str(tmp_path / "lake")).fs.cat_file(written[t.parquet])))
+        assert (parquet.num_rows, tuple(parquet.column_names)) == (0, columns(t.row)), t.name
+        text = Lake(str(tmp_path / "lake")).fs.cat_file(written[t.csv]).decode()
+        assert next(csv.reader(io.StringIO(text))) == [label(c) for c in columns(t.row)], t.name
 
 
 def test_build_and_page_follow_the_registry_order() -> None:

@@ -23,7 +23,7 @@ from accelbench.lake.schemas import LakeRow
 from accelbench.lake.store import Lake
 from accelbench.report.builder import build_points
 from accelbench.report.columns import label
-from accelbench.report.records import Record, records
+from accelbench.report.records import Record, arrow_schema, records
 from accelbench.report.retractions import Retraction, split_retracted
 from accelbench.report.samples import Samples
 from accelbench.report.searches import capacity_rows
@@ -163,6 +163,11 @@ def _flat(arrow: pa.Table) -> pa.Table:
     return arrow
 
 
+def _empty(t: Table) -> pa.Table:
+    """A table without rows, with its row type's columns (`accelbench.report.records.arrow_schema`)."""
+    return arrow_schema(t.row).empty_table() if t.row is not None else pa.table({})
+
+
 def write_report(
     lake: Lake,
     rid: str,
@@ -183,7 +188,7 @@ def write_report(
     written = {}
     for t in registry:
         rows = tables.get(t.name)
-        arrow = pa.Table.from_pylist(rows) if rows else pa.table({})
+        arrow = pa.Table.from_pylist(rows) if rows else _empty(t)
         parquet, csv = io.BytesIO(), io.BytesIO()
         pq.write_table(arrow, parquet, compression="zstd")
         pacsv.write_csv(_flat(arrow).rename_columns([label(c) for c in arrow.column_names]), csv)

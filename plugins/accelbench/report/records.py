@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
+
 from accelbench.core.intervals import CONFIDENCE, Interval
 
 Record = dict[str, Any]  # a flat row as the files hold it: a column's name -> its value
@@ -124,6 +126,25 @@ def _properties(cls: type, prefix: str) -> dict[str, Any]:
         else:
             out[name] = _json_type(hint)
     return out
+
+
+_ARROW = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
+
+
+def _arrow_type(schema: dict[str, Any]) -> pa.DataType:
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    kind = next(k for k in kinds if k != "null")
+    if kind == "array":
+        return pa.list_(_arrow_type(schema["items"]))
+    if schema.get("format") == "date-time":
+        return pa.timestamp("us", tz="UTC")
+    return _ARROW[kind]
+
+
+def arrow_schema(cls: type) -> pa.Schema:
+    """The Parquet schema of `record(row)` for a row of `cls` (every column nullable): what an empty table's
+    files hold, so that a reader finds its columns before the first row."""
+    return pa.schema([(name, _arrow_type(s)) for name, s in _properties(cls, "").items()])
 
 
 def columns(cls: type) -> tuple[str, ...]:
