@@ -70,6 +70,11 @@ class Recipe:
         """The client that lists this runtime's releases from its image repository (a mirror when set)."""
         raise ConfigError("runtime", self.runtime, "no release source: its versions are not discovered")
 
+    @property
+    def has_release_source(self) -> bool:
+        """Whether release discovery lists this runtime's releases (its recipe gives a `release_source`)."""
+        return type(self).release_source is not Recipe.release_source
+
     def image(self, version: str, recorded: str | None = None) -> str:
         """The image a server of `version` runs. CPU and GPU tags are the version's own spelling, so the
         image is computed (in the configured repository, which may be a mirror) and `recorded`, the
