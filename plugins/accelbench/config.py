@@ -13,7 +13,15 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, JsonValue, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    JsonValue,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -28,8 +36,6 @@ from accelbench.errors import ConfigError
 ENV_PREFIX = "ACCELBENCH_"
 S3_ENDPOINT_SETTINGS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")  # an S3-compatible lake, first wins
 DEFAULT_REGIONS = ("us-east-1",)
-TRUE = {"1", "true", "yes", "on"}
-FALSE = {"0", "false", "no", "off", ""}
 ExecutionMode = Literal["local", "kubernetes"]  # here, below core, so that Settings can check it
 
 # The groups of the reference page, in order.
@@ -54,13 +60,15 @@ def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
 
 
-def parse_bool(name: str, raw: str) -> bool:
-    low = raw.strip().lower()
-    if low in TRUE:
-        return True
-    if low in FALSE:
-        return False
-    raise ConfigError(name, raw, "expected one of 1/0, true/false, yes/no, on/off")
+# A path from the environment, `~` expanded (pydantic makes the Path).
+UserPath = Annotated[Path, AfterValidator(Path.expanduser)]
+# What a pydantic error type says in a ConfigError (pydantic converts the text; these are its words here).
+_WHY = {
+    "bool_parsing": "expected one of 1/0, true/false, yes/no, on/off",
+    "int_parsing": "not an integer",
+    "int_from_float": "not an integer",
+    "float_parsing": "not a number",
+}
 
 
 def _setting(
@@ -84,7 +92,7 @@ def _setting(
         extra["minimum"] = minimum
     if default_factory is not None:
         return Field(default_factory=default_factory, description=description, json_schema_extra=extra)
-    return Field(default, description=description, json_schema_extra=extra)
+    return Field(default, description=description, json_schema_extra=extra, ge=minimum)
 
 
 # The fields one from_env() call reads (None: all); a context variable, so that concurrent reads stay apart.
@@ -114,7 +122,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
 
     # ---- Library --------------------------------------------------------------------------------
-    home: Path = _setting(
+    home: UserPath = _setting(
         default_factory=_default_home,
         group=LIBRARY,
         shown_default="`~/.accelbench`",
@@ -134,13 +142,13 @@ class Settings(BaseSettings):
         "`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` when set); the load generator copies its evidence there "
         "only when it is set",
     )
-    seed_file: Path | None = _setting(
+    seed_file: UserPath | None = _setting(
         None,
         group=LIBRARY,
         shown_default="the shipped `instance_types.csv`",
         description="a seed file of your own (same columns), e.g. to override a NUMA count",
     )
-    import_roots: Annotated[tuple[Path, ...], NoDecode] = _setting(
+    import_roots: Annotated[tuple[UserPath, ...], NoDecode] = _setting(
         (),
         group=LIBRARY,
         shown_default="`$ACCELBENCH_HOME/import`",
@@ -398,7 +406,7 @@ class Settings(BaseSettings):
         group=LOADGEN,
         description=OPERATOR_SET + "the benchmark task's attempt id, set at run time, kept in the envelope",
     )
-    raw_dir: Path = _setting(
+    raw_dir: UserPath = _setting(
         Path("/tmp/accelbench-raw"),
         group=LOADGEN,
         description="where the load generator writes the raw evidence before the copy to the lake (`--out`)",
@@ -409,14 +417,14 @@ class Settings(BaseSettings):
         description="the `vllm` executable whose `vllm bench serve` drives the load (`--vllm`); the "
         "load-generator image sets it to its own fixed vLLM",
     )
-    lm_eval_python: Path | None = _setting(
+    lm_eval_python: UserPath | None = _setting(
         None,
         group=LOADGEN,
         shown_default="the quantization environment .venv-quant in local mode",
         description="the Python interpreter with lm-eval that measures a quantization matrix's accuracy "
         "against the server after its levels (`--lm-eval-python`); the load-generator image sets its own",
     )
-    bench_fork_server: Path | None = _setting(
+    bench_fork_server: UserPath | None = _setting(
         None,
         group=LOADGEN,
         shown_default="none: each bench runner imports vLLM itself",
@@ -440,40 +448,21 @@ class Settings(BaseSettings):
     @field_validator("*", mode="before")
     @classmethod
     def _from_text(cls, value: Any, info: ValidationInfo) -> Any:
-        """Environment text to the field's type, each failure a ConfigError naming the variable; empty
-        means the default (except for the regions, where it names no region)."""
+        """Empty environment text means the default (except for the regions, where it names no region); a
+        comma-separated list becomes its items. Every other conversion is pydantic's (`from_env` names the
+        variable in its errors)."""
         if not isinstance(value, str):
             return value
         name = str(info.field_name)
         field = cls.model_fields[name]
-        raw, var = value.strip(), env_name(name)
+        raw = value.strip()
         if raw == "" and name != "regions":
             return field.get_default(call_default_factory=True)
-        kind = _base_type(field.annotation)
-        if kind is bool:
-            return parse_bool(var, raw)
-        if kind is int:
-            try:
-                number = int(raw)
-            except ValueError:
-                raise ConfigError(var, raw, "not an integer") from None
-            minimum = _extra(field).get("minimum")
-            if isinstance(minimum, int) and number < minimum:
-                raise ConfigError(var, raw, f"must be at least {minimum}")
-            return number
-        if kind is Path:
-            return Path(raw).expanduser()
-        if kind is tuple:
+        if _base_type(field.annotation) is tuple:
             items = tuple(p.strip() for p in raw.split(",") if p.strip())
             if not items and name == "regions":
-                raise ConfigError(var, raw, "names no region")
-            if not items:
-                return field.get_default(call_default_factory=True)
-            if get_args(field.annotation)[0] is Path:
-                return tuple(Path(p).expanduser() for p in items)
-            return items
-        if get_origin(field.annotation) is Literal and raw not in get_args(field.annotation):
-            raise ConfigError(var, raw, f"one of {', '.join(get_args(field.annotation))}")
+                raise ConfigError(env_name(name), raw, "names no region")
+            return items or field.get_default(call_default_factory=True)
         return raw
 
     @field_validator("registry_url")
@@ -506,10 +495,8 @@ class Settings(BaseSettings):
                 return cls()
             finally:
                 _ONLY.reset(token)
-        except ValidationError as exc:  # what the text conversion above does not catch
-            error = exc.errors()[0]
-            field = str(error["loc"][0]) if error["loc"] else "?"
-            raise ConfigError(env_name(field), error.get("input"), error["msg"]) from None
+        except ValidationError as exc:
+            raise _named(exc) from None
 
     @property
     def lake_location(self) -> str:
@@ -530,6 +517,20 @@ def read_variable(variable: str) -> Any:
     return getattr(Settings.from_env(field), field)
 
 
+def _named(exc: ValidationError) -> ConfigError:
+    """pydantic's first error as a ConfigError naming the variable, in the words of the reference page."""
+    error = exc.errors()[0]
+    name = str(error["loc"][0]) if error["loc"] else "?"
+    field = Settings.model_fields.get(name)
+    ctx = error.get("ctx") or {}
+    why = _WHY.get(error["type"], error["msg"])
+    if error["type"] == "greater_than_equal":
+        why = f"must be at least {ctx['ge']}"
+    elif error["type"] == "literal_error" and field is not None:
+        why = f"one of {', '.join(str(v) for v in get_args(field.annotation))}"
+    return ConfigError(env_name(name) if field else name, error.get("input"), why)
+
+
 def _extra(field: FieldInfo) -> dict[str, Any]:
     """What _setting() stored for the reference page (group, shown default and type, minimum)."""
     extra = field.json_schema_extra
@@ -540,6 +541,8 @@ def _base_type(annotation: Any) -> Any:
     """int for `int | None`, tuple for `tuple[str, ...]`: what the text must become."""
     if get_origin(annotation) in (Union, types.UnionType):
         annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if get_origin(annotation) is Annotated:  # UserPath: a Path with its validator
+        annotation = get_args(annotation)[0]
     return get_origin(annotation) or annotation
 
 
@@ -551,7 +554,8 @@ def _type_text(field: FieldInfo) -> str:
     if get_origin(field.annotation) is Literal:
         return " \\| ".join(f"`{v}`" for v in get_args(field.annotation))
     if kind is tuple:
-        return "comma-separated paths" if get_args(field.annotation)[0] is Path else "comma-separated list"
+        paths = _base_type(get_args(field.annotation)[0]) is Path
+        return "comma-separated paths" if paths else "comma-separated list"
     return {bool: "boolean", int: "integer", Path: "path", str: "string"}.get(kind, str(kind))
 
 
