@@ -86,6 +86,8 @@ TierName = Annotated[
     str, AfterValidator(_registered_tier), WithJsonSchema({"enum": list(tier_names()), "type": "string"})
 ]
 VersionText = Annotated[str, Field(pattern=VERSION_PATTERN)]
+# The built-in tiers' older version fields (`Tier.version_field`), as the form's description names them.
+_OLDER_VERSION_FIELDS = ", ".join(f"`{t.version_field}`" for t in all_tiers() if t.version_field)
 SearchRule = Literal["interval", "point"]
 SEARCH_CAP_FACTOR = 4  # the interval rule's default cap: 4 x search_min_requests per repeat
 MAX_SEARCH_REQUESTS = 1_000_000
@@ -137,7 +139,7 @@ class CampaignRequest(BaseModel):
         default_factory=dict,
         description='The runtime version of each tier, by tier (e.g. {"cpu": "0.19.1"}: the vllm-cpu '
         "image); a tier left out runs the newest version the catalog knew at the run's date. The older "
-        "fields `version`, `gpu_version` and `neuron_version` are still accepted and mapped here",
+        f"fields {_OLDER_VERSION_FIELDS} are still accepted and mapped here",
     )
     dtype: str = Field(
         default="bfloat16",
@@ -377,7 +379,7 @@ class CampaignRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _older_version_fields(cls, data: Any) -> Any:
-        """A tier's older version field (`version`, `gpu_version`, ...: `Tier.version_field`), as old DAG-run
+        """A tier's older version field (`Tier.version_field`, e.g. `version`), as old DAG-run
         confs and the version campaign's matrices send it, mapped into `versions` (empty: left out). Both
         given and different, or not a version: refused, naming the older field."""
         if not isinstance(data, dict):
