@@ -55,7 +55,6 @@ CORES_PER_DEVICE = 4
 @dataclass(frozen=True)
 class VllmToy(Recipe):
     runtime: ClassVar[str] = "vllm-toy"
-    repository_field: ClassVar[str] = "vllm_gpu_image_repository"  # unread: image() is the toy's own
     default_version: ClassVar[str] = "0.1.0"
 
     def image(self, version: str, recorded: str | None = None) -> str:
