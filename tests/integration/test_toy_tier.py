@@ -360,3 +360,14 @@ def test_the_form_offers_versions_by_tier_and_older_fields_still_map_into_them(t
     assert request.versions == {"toy": "0.1.0", "cpu": "0.19.1"} and request.version == "0.19.1"
     with pytest.raises(ValueError, match="expected one of cpu, gpu, neuron, toy"):
         CampaignRequest(instance_types=["toy1.4xlarge"], model="m", versions={"tpu": "1.0.0"})
+
+
+def test_release_discovery_has_a_recording_task_for_the_toy_tier(toy: ToyTier, airflow_db) -> None:
+    """The releases DAG maps over the registry's tiers that have a release source (but the announced CPU
+    tier's): registered, the toy tier gets its own task, parsed from the unchanged DAG file."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags" / "accelbench_vllm_cpu_releases.py"))
+    assert bag.import_errors == {}
+    tasks = set(bag.get_dag("accelbench_vllm_cpu_releases").task_ids)
+    assert {"discover", "announce", "record_toy_releases"} <= tasks
