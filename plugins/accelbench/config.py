@@ -11,9 +11,17 @@ from __future__ import annotations
 import types
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
 
-from pydantic import Field, JsonValue, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    JsonValue,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -28,19 +36,38 @@ from accelbench.errors import ConfigError
 ENV_PREFIX = "ACCELBENCH_"
 S3_ENDPOINT_SETTINGS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")  # an S3-compatible lake, first wins
 DEFAULT_REGIONS = ("us-east-1",)
-TRUE = {"1", "true", "yes", "on"}
-FALSE = {"0", "false", "no", "off", ""}
 ExecutionMode = Literal["local", "kubernetes"]  # here, below core, so that Settings can check it
 
-# The groups of the reference page, in order.
-LIBRARY, AWS, RELEASES, AIRFLOW, KUBERNETES, LOCAL, LOADGEN = (
-    "Library: catalog, lake, models",
+# The groups of the reference page, one per class of settings below, in order.
+LIBRARY, CATALOG, LAKE, AWS, RELEASES, CPU_TIER, GPU_TIER, NEURON_TIER = (
+    "Library: home, models, execution mode",
+    "Catalog",
+    "Lake and imports",
     "AWS: prices and instance data",
     "Releases, version campaigns and regressions",
+    "CPU tier (vllm-cpu)",
+    "GPU tier (vllm-gpu)",
+    "Neuron tier (vllm-neuron)",
+)
+AIRFLOW, KUBERNETES, LOCAL, LOADGEN = (
     "Airflow",
     "Kubernetes mode",
-    "Local mode",
+    "Local server",
     "Load generator (`accelbench-loadgen`, the benchmark pod's main container)",
+)
+TITLES = (
+    LIBRARY,
+    CATALOG,
+    LAKE,
+    AWS,
+    RELEASES,
+    CPU_TIER,
+    GPU_TIER,
+    NEURON_TIER,
+    AIRFLOW,
+    KUBERNETES,
+    LOCAL,
+    LOADGEN,
 )
 # Set by the benchmark operator on the load-generator container; never set them yourself.
 OPERATOR_SET = "set by the benchmark operator in the pod: "
@@ -54,13 +81,15 @@ def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
 
 
-def parse_bool(name: str, raw: str) -> bool:
-    low = raw.strip().lower()
-    if low in TRUE:
-        return True
-    if low in FALSE:
-        return False
-    raise ConfigError(name, raw, "expected one of 1/0, true/false, yes/no, on/off")
+# A path from the environment, `~` expanded (pydantic makes the Path).
+UserPath = Annotated[Path, AfterValidator(Path.expanduser)]
+# What a pydantic error type says in a ConfigError (pydantic converts the text; these are its words here).
+_WHY = {
+    "bool_parsing": "expected one of 1/0, true/false, yes/no, on/off",
+    "int_parsing": "not an integer",
+    "int_from_float": "not an integer",
+    "float_parsing": "not a number",
+}
 
 
 def _setting(
@@ -84,9 +113,10 @@ def _setting(
         extra["minimum"] = minimum
     if default_factory is not None:
         return Field(default_factory=default_factory, description=description, json_schema_extra=extra)
-    return Field(default, description=description, json_schema_extra=extra)
+    return Field(default, description=description, json_schema_extra=extra, ge=minimum)
 
 
+G = TypeVar("G", bound="_Group")
 # The fields one from_env() call reads (None: all); a context variable, so that concurrent reads stay apart.
 _ONLY: ContextVar[frozenset[str] | None] = ContextVar("accelbench_settings_only", default=None)
 
@@ -104,49 +134,83 @@ def _default_home() -> Path:
     return Path.home() / ".accelbench"
 
 
-class Settings(BaseSettings):
-    """Every knob of the suite, with the embedded defaults (no AWS, SQLite and the lake under the home).
+class _Group(BaseSettings):
+    """What every group of settings shares: its variables are `ACCELBENCH_<FIELD>`, read afresh from the
+    environment by each `from_env()` (keyword arguments first; no .env or secrets file), empty values count
+    as unset, pydantic converts the text and a bad value fails with a ConfigError naming the variable.
 
-    Empty values count as unset. Fields whose value a domain parser checks (JSON, quantities, CPU lists,
-    image references) stay strings here, so that their error keeps the parser's detail.
+    Fields whose value a domain parser checks (JSON, quantities, CPU lists, image references) stay strings,
+    so that their error keeps the parser's detail.
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
 
-    # ---- Library --------------------------------------------------------------------------------
-    home: Path = _setting(
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then the environment: no .env or secrets file, which a task would not expect."""
+        return init_settings, _Environment(settings_cls)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        """Empty environment text means the default (except for the regions, where it names no region); a
+        comma-separated list becomes its items. Every other conversion is pydantic's (`from_env` names the
+        variable in its errors)."""
+        if not isinstance(value, str):
+            return value
+        name = str(info.field_name)
+        field = cls.model_fields[name]
+        raw = value.strip()
+        if raw == "" and name != "regions":
+            return field.get_default(call_default_factory=True)
+        if _base_type(field.annotation) is tuple:
+            items = tuple(p.strip() for p in raw.split(",") if p.strip())
+            if not items and name == "regions":
+                raise ConfigError(env_name(name), raw, "names no region")
+            return items or field.get_default(call_default_factory=True)
+        return raw
+
+    @classmethod
+    def from_env(cls, *only: str) -> Self:
+        """This group's settings (or all of them, `Settings`) in the environment now. With field names, only
+        those variables are read and checked (the others keep their defaults): a reader of one setting, e.g.
+        while a DAG file is parsed, is not failed by a bad value of another."""
+        try:
+            if not only:
+                return cls()
+            unknown = sorted(set(only) - set(cls.model_fields))
+            if unknown:
+                raise KeyError(f"not a setting: {', '.join(unknown)}")
+            token = _ONLY.set(frozenset(only))
+            try:
+                return cls()
+            finally:
+                _ONLY.reset(token)
+        except ValidationError as exc:
+            raise _named(exc) from None
+
+
+class HomeSettings(_Group):
+    """The home that the embedded defaults (SQLite catalog, lake, imports) live under."""
+
+    home: UserPath = _setting(
         default_factory=_default_home,
         group=LIBRARY,
         shown_default="`~/.accelbench`",
         description="home of the embedded default; the SQLite catalog is `$ACCELBENCH_HOME/catalog.db`",
     )
-    catalog_url: str = _setting(
-        "",
-        group=LIBRARY,
-        shown_default="SQLite under the home",
-        description="SQLAlchemy URL of the catalog; `postgresql://user:pw@host/db` uses psycopg 3",
-    )
-    lake_uri: str = _setting(
-        "",
-        group=LIBRARY,
-        shown_default="`$ACCELBENCH_HOME/lake`",
-        description="the Parquet lake: a directory or `s3://bucket/prefix` (S3 endpoint from "
-        "`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` when set); the load generator copies its evidence there "
-        "only when it is set",
-    )
-    seed_file: Path | None = _setting(
-        None,
-        group=LIBRARY,
-        shown_default="the shipped `instance_types.csv`",
-        description="a seed file of your own (same columns), e.g. to override a NUMA count",
-    )
-    import_roots: Annotated[tuple[Path, ...], NoDecode] = _setting(
-        (),
-        group=LIBRARY,
-        shown_default="`$ACCELBENCH_HOME/import`",
-        description="local directories `accelbench_import_results` may read (comma-separated); `s3://` "
-        "sources are always allowed",
-    )
+
+
+class LibrarySettings(HomeSettings):
+    """Which models planning reads and where benchmarks run."""
+
     model_store: str = _setting(
         "",
         group=LIBRARY,
@@ -164,7 +228,72 @@ class Settings(BaseSettings):
         "load generator records `standalone`)",
     )
 
-    # ---- AWS ------------------------------------------------------------------------------------
+
+class CatalogSettings(HomeSettings):
+    """The catalog: its database (an Airflow connection or a URL, SQLite under the home by default) and the
+    instance types it is seeded with."""
+
+    catalog_url: str = _setting(
+        "",
+        group=CATALOG,
+        shown_default="SQLite under the home",
+        description="SQLAlchemy URL of the catalog; `postgresql://user:pw@host/db` uses psycopg 3",
+    )
+    catalog_conn_id: str = _setting(
+        "",
+        group=CATALOG,
+        description="name of an Airflow connection (type `postgres` or `sqlite`) for the catalog; wins over "
+        "the URL",
+    )
+    seed_file: UserPath | None = _setting(
+        None,
+        group=CATALOG,
+        shown_default="the shipped `instance_types.csv`",
+        description="a seed file of your own (same columns), e.g. to override a NUMA count",
+    )
+
+    @model_validator(mode="after")
+    def _catalog_under_home(self) -> Self:
+        """The default that lives under the home: resolved here so that every caller gets the same."""
+        if not self.catalog_url:
+            object.__setattr__(self, "catalog_url", f"sqlite:///{self.home / 'catalog.db'}")
+        return self
+
+
+class LakeSettings(HomeSettings):
+    """The Parquet lake, and the local directories imports may read."""
+
+    lake_uri: str = _setting(
+        "",
+        group=LAKE,
+        shown_default="`$ACCELBENCH_HOME/lake`",
+        description="the Parquet lake: a directory or `s3://bucket/prefix` (S3 endpoint from "
+        "`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` when set); the load generator copies its evidence there "
+        "only when it is set",
+    )
+    import_roots: Annotated[tuple[UserPath, ...], NoDecode] = _setting(
+        (),
+        group=LAKE,
+        shown_default="`$ACCELBENCH_HOME/import`",
+        description="local directories `accelbench_import_results` may read (comma-separated); `s3://` "
+        "sources are always allowed",
+    )
+
+    @model_validator(mode="after")
+    def _imports_under_home(self) -> Self:
+        if not self.import_roots:
+            object.__setattr__(self, "import_roots", (self.home / "import",))
+        return self
+
+    @property
+    def lake_location(self) -> str:
+        """ACCELBENCH_LAKE_URI, else the lake under the home."""
+        return self.lake_uri or str(self.home / "lake")
+
+
+class AwsSettings(_Group):
+    """AWS: which regions are priced, how calls retry, whose credentials the DAGs use."""
+
     offline: bool = _setting(
         False, group=AWS, description="`true`: never call AWS (snapshot prices, no EC2 verification)"
     )
@@ -183,8 +312,17 @@ class Settings(BaseSettings):
         description="total attempts per AWS call (botocore adaptive retry mode: backoff and client-side rate "
         "limiting on throttling)",
     )
+    aws_conn_id: str = _setting(
+        "aws_default",
+        group=AWS,
+        description="Airflow AWS connection whose credentials the DAGs use; without credentials they work "
+        "offline",
+    )
 
-    # ---- Releases and versions ------------------------------------------------------------------
+
+class ReleaseSettings(_Group):
+    """Release discovery, version campaigns and the regression gate."""
+
     registry_url: str = _setting(
         "https://hub.docker.com",
         group=RELEASES,
@@ -193,29 +331,6 @@ class Settings(BaseSettings):
     )
     include_prereleases: bool = _setting(
         False, group=RELEASES, description="release discovery also keeps rc/dev tags (the form's default)"
-    )
-    vllm_cpu_image_repository: str = _setting(
-        "vllm/vllm-openai-cpu",
-        group=RELEASES,
-        description="repository of the vLLM CPU image (e.g. a mirror); the tag is always `v<version>-arm64`",
-    )
-    vllm_gpu_image_repository: str = _setting(
-        "vllm/vllm-openai",
-        group=RELEASES,
-        description="repository of the GPU tier's image (tag `v<version>`)",
-    )
-    vllm_neuron_image_repository: str = _setting(
-        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx",
-        group=RELEASES,
-        description="repository of the Neuron tier's image",
-    )
-    neuron_registry_url: str = _setting(
-        "",
-        group=RELEASES,
-        shown_default="`https://` + the registry host of `ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY`",
-        description="the OCI distribution API (`/v2/<name>/tags/list`, anonymous bearer token) that release "
-        "discovery lists the Neuron DLC's tags from, e.g. a mirror or a test server; the recorded image "
-        "keeps the repository's name",
     )
     version_matrix: str = _setting(
         "",
@@ -254,19 +369,69 @@ class Settings(BaseSettings):
         "version campaigns run one at a time, so an unanswered question holds the next ones queued)",
     )
 
-    # ---- Airflow --------------------------------------------------------------------------------
-    catalog_conn_id: str = _setting(
+    @field_validator("registry_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
+class CpuTierSettings(_Group):
+    """The CPU tier's image and local vLLM environment."""
+
+    vllm_cpu_image_repository: str = _setting(
+        "vllm/vllm-openai-cpu",
+        group=CPU_TIER,
+        description="repository of the vLLM CPU image (e.g. a mirror); the tag is always `v<version>-arm64`",
+    )
+    vllm_python: str = _setting(
         "",
-        group=AIRFLOW,
-        description="name of an Airflow connection (type `postgres` or `sqlite`) for the catalog; wins over "
-        "the URL",
+        group=CPU_TIER,
+        shown_type="path",
+        shown_default="`.venv-vllm/bin/python`",
+        description="interpreter of the vLLM CPU environment that local mode starts `vllm serve` with "
+        "(Airflow and vLLM live in separate environments)",
     )
-    aws_conn_id: str = _setting(
-        "aws_default",
-        group=AIRFLOW,
-        description="Airflow AWS connection whose credentials the DAGs use; without credentials they work "
-        "offline",
+
+
+class GpuTierSettings(_Group):
+    """The GPU tier's image and local CUDA vLLM environment."""
+
+    vllm_gpu_image_repository: str = _setting(
+        "vllm/vllm-openai",
+        group=GPU_TIER,
+        description="repository of the GPU tier's image (tag `v<version>`)",
     )
+    vllm_gpu_python: str = _setting(
+        "",
+        group=GPU_TIER,
+        shown_type="path",
+        shown_default="`.venv-vllm-gpu/bin/python`",
+        description="interpreter of the optional CUDA vLLM environment (`scripts/vllm-gpu-env.sh`) that "
+        "local mode serves GPU instance types with, on a worker with an NVIDIA GPU",
+    )
+
+
+class NeuronTierSettings(_Group):
+    """The Neuron tier's image and the registry its releases are listed from."""
+
+    vllm_neuron_image_repository: str = _setting(
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx",
+        group=NEURON_TIER,
+        description="repository of the Neuron tier's image",
+    )
+    neuron_registry_url: str = _setting(
+        "",
+        group=NEURON_TIER,
+        shown_default="`https://` + the registry host of `ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY`",
+        description="the OCI distribution API (`/v2/<name>/tags/list`, anonymous bearer token) that release "
+        "discovery lists the Neuron DLC's tags from, e.g. a mirror or a test server; the recorded image "
+        "keeps the repository's name",
+    )
+
+
+class AirflowSettings(_Group):
+    """The DAGs: the benchmark pool, the form's default model, the plan's estimates and the run's deadline."""
+
     benchmark_pool: str = _setting(
         "default_pool",
         group=AIRFLOW,
@@ -302,7 +467,10 @@ class Settings(BaseSettings):
         "is this many times the run's estimated duration after it was queued; 0: no deadline",
     )
 
-    # ---- Kubernetes mode ------------------------------------------------------------------------
+
+class KubernetesSettings(_Group):
+    """Kubernetes mode: the benchmark pod's load generator, secrets, scheduling and node budget."""
+
     loadgen_image: str = _setting(
         "",
         group=KUBERNETES,
@@ -335,23 +503,10 @@ class Settings(BaseSettings):
         "`cpu=200m,memory=256Mi`: the benchmark pods leave room for them",
     )
 
-    # ---- Local mode -----------------------------------------------------------------------------
-    vllm_python: str = _setting(
-        "",
-        group=LOCAL,
-        shown_type="path",
-        shown_default="`.venv-vllm/bin/python`",
-        description="interpreter of the vLLM CPU environment that local mode starts `vllm serve` with "
-        "(Airflow and vLLM live in separate environments)",
-    )
-    vllm_gpu_python: str = _setting(
-        "",
-        group=LOCAL,
-        shown_type="path",
-        shown_default="`.venv-vllm-gpu/bin/python`",
-        description="interpreter of the optional CUDA vLLM environment (`scripts/vllm-gpu-env.sh`) that "
-        "local mode serves GPU instance types with, on a worker with an NVIDIA GPU",
-    )
+
+class LocalServerSettings(_Group):
+    """Local mode's server: the CPUs of its processes."""
+
     local_server_cpus: str = _setting(
         "",
         group=LOCAL,
@@ -368,7 +523,10 @@ class Settings(BaseSettings):
         description="CPUs for the API server and the load generator (e.g. `0`)",
     )
 
-    # ---- Load generator -------------------------------------------------------------------------
+
+class LoadgenSettings(_Group):
+    """The load generator (the benchmark pod's main container, or a local run's)."""
+
     benchmark_spec: str = _setting(
         "",
         group=LOADGEN,
@@ -398,7 +556,7 @@ class Settings(BaseSettings):
         group=LOADGEN,
         description=OPERATOR_SET + "the benchmark task's attempt id, set at run time, kept in the envelope",
     )
-    raw_dir: Path = _setting(
+    raw_dir: UserPath = _setting(
         Path("/tmp/accelbench-raw"),
         group=LOADGEN,
         description="where the load generator writes the raw evidence before the copy to the lake (`--out`)",
@@ -409,14 +567,14 @@ class Settings(BaseSettings):
         description="the `vllm` executable whose `vllm bench serve` drives the load (`--vllm`); the "
         "load-generator image sets it to its own fixed vLLM",
     )
-    lm_eval_python: Path | None = _setting(
+    lm_eval_python: UserPath | None = _setting(
         None,
         group=LOADGEN,
         shown_default="the quantization environment .venv-quant in local mode",
         description="the Python interpreter with lm-eval that measures a quantization matrix's accuracy "
         "against the server after its levels (`--lm-eval-python`); the load-generator image sets its own",
     )
-    bench_fork_server: Path | None = _setting(
+    bench_fork_server: UserPath | None = _setting(
         None,
         group=LOADGEN,
         shown_default="none: each bench runner imports vLLM itself",
@@ -425,96 +583,45 @@ class Settings(BaseSettings):
         "already imported, instead of importing it (~9 CPU-s); the test suite runs one for all its lanes",
     )
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Keyword arguments, then the environment: no .env or secrets file, which a task would not expect."""
-        return init_settings, _Environment(settings_cls)
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _from_text(cls, value: Any, info: ValidationInfo) -> Any:
-        """Environment text to the field's type, each failure a ConfigError naming the variable; empty
-        means the default (except for the regions, where it names no region)."""
-        if not isinstance(value, str):
-            return value
-        name = str(info.field_name)
-        field = cls.model_fields[name]
-        raw, var = value.strip(), env_name(name)
-        if raw == "" and name != "regions":
-            return field.get_default(call_default_factory=True)
-        kind = _base_type(field.annotation)
-        if kind is bool:
-            return parse_bool(var, raw)
-        if kind is int:
-            try:
-                number = int(raw)
-            except ValueError:
-                raise ConfigError(var, raw, "not an integer") from None
-            minimum = _extra(field).get("minimum")
-            if isinstance(minimum, int) and number < minimum:
-                raise ConfigError(var, raw, f"must be at least {minimum}")
-            return number
-        if kind is Path:
-            return Path(raw).expanduser()
-        if kind is tuple:
-            items = tuple(p.strip() for p in raw.split(",") if p.strip())
-            if not items and name == "regions":
-                raise ConfigError(var, raw, "names no region")
-            if not items:
-                return field.get_default(call_default_factory=True)
-            if get_args(field.annotation)[0] is Path:
-                return tuple(Path(p).expanduser() for p in items)
-            return items
-        if get_origin(field.annotation) is Literal and raw not in get_args(field.annotation):
-            raise ConfigError(var, raw, f"one of {', '.join(get_args(field.annotation))}")
-        return raw
+# Every group, in the reference page's order.
+GROUPS: tuple[type[_Group], ...] = (
+    LibrarySettings,
+    CatalogSettings,
+    LakeSettings,
+    AwsSettings,
+    ReleaseSettings,
+    CpuTierSettings,
+    GpuTierSettings,
+    NeuronTierSettings,
+    AirflowSettings,
+    KubernetesSettings,
+    LocalServerSettings,
+    LoadgenSettings,
+)
 
-    @field_validator("registry_url")
-    @classmethod
-    def _no_trailing_slash(cls, value: str) -> str:
-        return value.rstrip("/")
 
-    @model_validator(mode="after")
-    def _derived_defaults(self) -> Settings:
-        """Defaults that live under the home: resolved here so that every caller gets the same."""
-        if not self.catalog_url:
-            object.__setattr__(self, "catalog_url", f"sqlite:///{self.home / 'catalog.db'}")
-        if not self.import_roots:
-            object.__setattr__(self, "import_roots", (self.home / "import",))
-        return self
+class Settings(
+    LibrarySettings,
+    CatalogSettings,
+    LakeSettings,
+    AwsSettings,
+    ReleaseSettings,
+    CpuTierSettings,
+    GpuTierSettings,
+    NeuronTierSettings,
+    AirflowSettings,
+    KubernetesSettings,
+    LocalServerSettings,
+    LoadgenSettings,
+):
+    """Every knob of the suite: the groups above together, with the embedded defaults (no AWS, SQLite and the
+    lake under the home). A reader of one concern may take its group alone (`CatalogSettings.from_env()`);
+    every variable keeps its name whichever class reads it."""
 
-    @classmethod
-    def from_env(cls, *only: str) -> Settings:
-        """The settings of the environment now. With field names, only those variables are read and checked
-        (the others keep their defaults): a reader of one setting, e.g. while a DAG file is parsed, is not
-        failed by a bad value of another."""
-        try:
-            if not only:
-                return cls()
-            unknown = sorted(set(only) - set(cls.model_fields))
-            if unknown:
-                raise KeyError(f"not a setting: {', '.join(unknown)}")
-            token = _ONLY.set(frozenset(only))
-            try:
-                return cls()
-            finally:
-                _ONLY.reset(token)
-        except ValidationError as exc:  # what the text conversion above does not catch
-            error = exc.errors()[0]
-            field = str(error["loc"][0]) if error["loc"] else "?"
-            raise ConfigError(env_name(field), error.get("input"), error["msg"]) from None
-
-    @property
-    def lake_location(self) -> str:
-        """ACCELBENCH_LAKE_URI, else the lake under the home."""
-        return self.lake_uri or str(self.home / "lake")
+    def group(self, kind: type[G]) -> G:
+        """This group's settings as `kind` holds them (e.g. `settings.group(KubernetesSettings)`)."""
+        return kind.model_construct(**{name: getattr(self, name) for name in kind.model_fields})
 
 
 # Names callers put in messages; each derives from its field, so a renamed field cannot leave a stale one.
@@ -530,6 +637,20 @@ def read_variable(variable: str) -> Any:
     return getattr(Settings.from_env(field), field)
 
 
+def _named(exc: ValidationError) -> ConfigError:
+    """pydantic's first error as a ConfigError naming the variable, in the words of the reference page."""
+    error = exc.errors()[0]
+    name = str(error["loc"][0]) if error["loc"] else "?"
+    field = Settings.model_fields.get(name)
+    ctx = error.get("ctx") or {}
+    why = _WHY.get(error["type"], error["msg"])
+    if error["type"] == "greater_than_equal":
+        why = f"must be at least {ctx['ge']}"
+    elif error["type"] == "literal_error" and field is not None:
+        why = f"one of {', '.join(str(v) for v in get_args(field.annotation))}"
+    return ConfigError(env_name(name) if field else name, error.get("input"), why)
+
+
 def _extra(field: FieldInfo) -> dict[str, Any]:
     """What _setting() stored for the reference page (group, shown default and type, minimum)."""
     extra = field.json_schema_extra
@@ -540,6 +661,8 @@ def _base_type(annotation: Any) -> Any:
     """int for `int | None`, tuple for `tuple[str, ...]`: what the text must become."""
     if get_origin(annotation) in (Union, types.UnionType):
         annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if get_origin(annotation) is Annotated:  # UserPath: a Path with its validator
+        annotation = get_args(annotation)[0]
     return get_origin(annotation) or annotation
 
 
@@ -551,7 +674,8 @@ def _type_text(field: FieldInfo) -> str:
     if get_origin(field.annotation) is Literal:
         return " \\| ".join(f"`{v}`" for v in get_args(field.annotation))
     if kind is tuple:
-        return "comma-separated paths" if get_args(field.annotation)[0] is Path else "comma-separated list"
+        paths = _base_type(get_args(field.annotation)[0]) is Path
+        return "comma-separated paths" if paths else "comma-separated list"
     return {bool: "boolean", int: "integer", Path: "path", str: "string"}.get(kind, str(kind))
 
 
@@ -576,7 +700,7 @@ def reference_markdown() -> str:
         row = f"| `{env_name(name)}` | {shown_type} | {shown_default} | {field.description} |"
         groups.setdefault(str(extra["group"]), []).append(row)
     parts = []
-    for group, rows in groups.items():
+    for group, rows in sorted(groups.items(), key=lambda item: TITLES.index(item[0])):
         parts += [
             f"## {group}",
             "",

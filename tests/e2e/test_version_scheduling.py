@@ -295,7 +295,7 @@ HOSTILE_CONF = [
     ("extra_engine_args", ["--served-model-name=x`id`"]),
     ("extra_engine_args", ["--enforce-eager --trust-remote-code"]),
     ("extra_engine_args", ["--chat-template={{ x }}"]),
-    ("version", "0.32.0 && id"),
+    ("versions", {"cpu": "0.32.0 && id"}),
     ("instance_types", ["m8g.xlarge'; DROP TABLE instance_types;--"]),
     ("concurrency", ["1; id"]),
     ("execution_mode", "kubernetes\nprivileged: true"),

@@ -135,7 +135,7 @@ def test_the_version_campaign_and_the_weekly_matrix_take_the_same_defaults(bag) 
         ("concurrency", [4, 4], [4, 8]),
         ("instance_types", [], ["m8g.xlarge"]),
         ("model", "org/model; reboot", "org/model-1.5"),
-        ("version", "latest", "0.19.1"),
+        ("versions", {"cpu": "latest"}, {"cpu": "0.19.1"}),
         ("slos", {"ttft_p99_ms": 0}, {"ttft_p99_ms": 500}),
         ("slos", {"ttft_p50_ms": 100}, {}),
         ("execution_mode", "cloud", "kubernetes"),

@@ -1,5 +1,7 @@
 """A tier is one registry entry: a toy tier, defined here and nowhere in the library, is registered for the
-test and planned, rendered as a benchmark pod and reported beside the CPU tier with no library edit.
+test, seeded into the catalog and its releases recorded by the real code, planned (its version pinned as
+`versions.toy` or the catalog's newest), rendered as a benchmark pod and reported beside the CPU tier with no
+library or DAG edit.
 
 References: kubernetes-validate's strict schemas for the pod, the allocatable model for the node budget; the
 report's figures are checked by hand against the toy price."""
@@ -18,8 +20,13 @@ import kubernetes_validate
 import pytest
 from accelbench import tiers
 from accelbench.campaign.plan import RuntimeBuild, plan_campaign
+from accelbench.campaign.prepare import ModeChecks, prepare_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.catalog.db import make_engine, migrate
+from accelbench.catalog.queries import instance_catalog
+from accelbench.catalog.seed import upsert_instance_types
+from accelbench.catalog.seed_file import InstanceSpec, default_seed_path
+from accelbench.config import Settings
 from accelbench.core.price import Price
 from accelbench.core.problems import PlanningError
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
@@ -29,6 +36,7 @@ from accelbench.lake import athena
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.runtime.recipes import Recipe
+from accelbench.runtime.registry import Release, TagListing
 from accelbench.sizing.daemonsets import DaemonSet
 from accelbench.sizing.fit import GIB, Fit, NodeBudget
 from accelbench.sizing.model_config import load_model_shape
@@ -47,7 +55,6 @@ CORES_PER_DEVICE = 4
 @dataclass(frozen=True)
 class VllmToy(Recipe):
     runtime: ClassVar[str] = "vllm-toy"
-    repository_field: ClassVar[str] = "vllm_gpu_image_repository"  # unread: image() is the toy's own
     default_version: ClassVar[str] = "0.1.0"
 
     def image(self, version: str, recorded: str | None = None) -> str:
@@ -55,6 +62,24 @@ class VllmToy(Recipe):
 
     def tier_env(self, spec: Any) -> dict[str, str]:
         return {"TOY_VISIBLE_CORES": "all"}
+
+    def release_source(self, settings: Settings) -> ToyReleases:
+        return ToyReleases()
+
+
+class ToyReleases:
+    """The toy image repository's tags, as release discovery's clients list a registry's."""
+
+    where = "registry.example.org/vllm-toy (this test)"
+
+    def releases(self, include_prereleases: bool = False) -> TagListing:
+        return TagListing(
+            [
+                Release(v, f"v{v}", f"registry.example.org/vllm-toy:v{v}", "sha256:" + c * 64, JULY)
+                for v, c in (("0.1.0", "1"), ("0.2.0", "2"))
+            ],
+            {"latest": "not a version"},
+        )
 
 
 @dataclass(frozen=True)
@@ -270,3 +295,79 @@ def test_a_toy_campaign_lands_and_is_reported_beside_the_cpu_tier(toy: ToyTier, 
     written = write_report(lake, "20261203T000000Z", tables, ReportFilter(), len(runs))
     html = lake.fs.cat_file(written["report.html"]).decode()
     assert "toy1.4xlarge" in html and "cpu, toy" in html
+
+
+SEED_HEADER = (
+    "instance_type,family,size,generation,architecture,vcpu,memory_gib,numa_nodes,max_pods,accelerator_type,"
+    "accelerator_name,accelerator_count,accelerator_memory_gib"
+)
+KUBERNETES = ModeChecks(local_vllm=lambda runtime: pytest.fail("not local"), kubernetes_problems=lambda m: [])
+
+
+def test_the_toy_tier_is_seeded_its_releases_recorded_and_planned_from_the_catalog(
+    toy: ToyTier, accelbench_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped seed file plus two toy rows, through the seed check and the catalog's upsert; the toy
+    image's tags through release discovery's recording task; then the campaign's planning entry point picks
+    the toy version from the catalog (the newest) or from the request's `versions`."""
+    from accelbench.airflow.tasks.releases import record_releases
+
+    monkeypatch.setenv("ACCELBENCH_MODEL_STORE", STORE)
+    seed = tmp_path / "instance_types.csv"
+    toy_rows = [
+        "toy1.4xlarge,toy1,4xlarge,toy-gen1,x86_64,16,64,1,58,toy,Toy T1,2,16",
+        "toy1.nano,toy1,nano,toy-gen1,x86_64,16,64,1,58,toy,Toy T1,1,0.01",
+    ]
+    seed.write_text(default_seed_path().read_text().rstrip("\n") + "\n" + "\n".join(toy_rows) + "\n")
+    assert default_seed_path().read_text().splitlines()[0] == SEED_HEADER
+    engine = make_engine(Settings.from_env().catalog_url)
+    try:
+        migrate(engine)
+        upsert_instance_types(engine, tiers.load_seed(seed))
+        catalog = instance_catalog(engine)
+        assert catalog["toy1.4xlarge"] == BIG and catalog["toy1.nano"] == SMALL
+
+        assert toy in tiers.recorded_only()  # release discovery has a task for it (record_toy_releases)
+        recorded = record_releases(toy.runtime)
+        assert recorded == {"runtime": "vllm-toy", "releases": 2, "new": ["0.1.0", "0.2.0"]}
+        assert record_releases(toy.runtime)["new"] == []  # a known version is never recorded twice
+
+        fields: dict[str, Any] = {
+            "model": "local/tiny-llama",
+            "concurrency": [2],
+            "execution_mode": "kubernetes",
+        }
+        request = CampaignRequest(instance_types=["toy1.4xlarge", "m8g.xlarge"], **fields)
+        toy_spec, cpu_spec = prepare_campaign(request, engine, "toy-catalog", KUBERNETES).specs
+        assert (toy_spec.server.accelerator_type, toy_spec.server.version) == ("toy", "0.2.0")
+        assert toy_spec.server.image == "registry.example.org/vllm-toy:v0.2.0"
+        assert toy_spec.server.image_digest == "sha256:" + "2" * 64  # as discovery recorded it
+        assert cpu_spec.server.accelerator_type == "cpu"
+
+        pinned = CampaignRequest(instance_types=["toy1.4xlarge"], versions={"toy": "0.1.0"}, **fields)
+        (spec,) = prepare_campaign(pinned, engine, "toy-pinned", KUBERNETES).specs
+        assert (spec.server.version, spec.server.image_digest) == ("0.1.0", "sha256:" + "1" * 64)
+    finally:
+        engine.dispose()
+
+
+def test_the_form_offers_versions_by_tier_and_older_fields_still_map_into_them(toy: ToyTier) -> None:
+    """`versions` is keyed by registered tier (a tier a test registers included); the older per-tier fields
+    that scheduled and backfill runs still send are accepted and mapped into it."""
+    request = CampaignRequest(
+        instance_types=["toy1.4xlarge"], model="m", versions={"toy": "0.1.0"}, version="0.19.1"
+    )
+    assert request.versions == {"toy": "0.1.0", "cpu": "0.19.1"} and request.version == "0.19.1"
+    with pytest.raises(ValueError, match="expected one of cpu, gpu, neuron, toy"):
+        CampaignRequest(instance_types=["toy1.4xlarge"], model="m", versions={"tpu": "1.0.0"})
+
+
+def test_release_discovery_has_a_recording_task_for_the_toy_tier(toy: ToyTier, airflow_db) -> None:
+    """The releases DAG maps over the registry's tiers that have a release source (but the announced CPU
+    tier's): registered, the toy tier gets its own task, parsed from the unchanged DAG file."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags" / "accelbench_vllm_cpu_releases.py"))
+    assert bag.import_errors == {}
+    tasks = set(bag.get_dag("accelbench_vllm_cpu_releases").task_ids)
+    assert {"discover", "announce", "record_toy_releases"} <= tasks

@@ -20,9 +20,7 @@ INSTANCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
 CAMPAIGN_FORM_FIELDS = (
     "instance_types",
     "model",
-    "version",
-    "gpu_version",
-    "neuron_version",
+    "versions",
     "dtype",
     "quantization",
     "quantized_models",
@@ -80,7 +78,7 @@ FORM_HIDDEN_FIELDS: dict[str, str] = {
 def campaign_defaults() -> dict[str, Any]:
     """The weekly campaign's matrix, and the base of a version campaign's: the campaign form's defaults
     (CampaignRequest's, the environment's applied in `form_defaults`) without the per-run fields."""
-    per_run = ("version", "gpu_version", "neuron_version", "execution_mode")
+    per_run = ("versions", "execution_mode")
     return form_defaults([name for name in CAMPAIGN_FORM_FIELDS if name not in per_run])
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench import tiers
 from accelbench.campaign.plan import parse_request, plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.seed_file import InstanceSpec
@@ -40,7 +41,9 @@ def matrix_at(
 ) -> CampaignRequest:
     """The matrix as one campaign's request at `version` (checked, one spelling: `v0.19.0` is 0.19.0)."""
     version = check_version(version, field)
-    return parse_request(dict(matrix) | {"version": version, "execution_mode": execution_mode})
+    given = matrix.get("versions")
+    versions = (dict(given) if isinstance(given, dict) else {}) | {tiers.CPU.name: version}
+    return parse_request(dict(matrix) | {"versions": versions, "execution_mode": execution_mode})
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,9 @@ def runtime_builds(
     unavailable: list[str] = []
     for runtime, names in campaign_runtimes(request, catalog).items():
         tier = tiers.of_runtime(runtime)
-        field_name = tier.version_field
-        version = getattr(request, field_name) if field_name else None
+        # An error names the field the user knows: the tier's older one where it has one (`version`).
+        field_name = tier.version_field or f"versions.{tier.name}"
+        version = request.version_of(tier.name)
         if local:
             try:
                 installed, where = checks.local_vllm(runtime)
@@ -149,7 +150,7 @@ def runtime_builds(
                 problems += [Problem(f"instance_types[{i}]", name, exc.why) for i, name in names]
                 unavailable.append(runtime)
                 continue
-            version = local_mode_version(version, installed, where, field_name or "runtime")
+            version = local_mode_version(version, installed, where, field_name)
             log.info("%s version %s (local mode: the vLLM environment's own, %s)", runtime, version, where)
             builds[runtime] = RuntimeBuild(version)  # a local server runs its own build, no image
             continue

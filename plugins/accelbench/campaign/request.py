@@ -26,6 +26,7 @@ from pydantic import (
     ValidationError,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
@@ -38,7 +39,8 @@ from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload, WorkloadName, 
 from accelbench.errors import ConfigError
 from accelbench.runtime.version_rules import VERSION_PATTERN
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
-from accelbench.tiers import runtimes
+from accelbench.tiers import all_tiers, runtimes
+from accelbench.tiers import names as tier_names
 
 Quantization = Literal["none", "int8", "int4"]
 DeploymentMode = Literal["single", "distributed", "disaggregated", "data-parallel"]
@@ -71,6 +73,21 @@ def _registered_runtime(runtime: str) -> str:
 RuntimeName = Annotated[
     str, AfterValidator(_registered_runtime), WithJsonSchema({"enum": list(runtimes()), "type": "string"})
 ]
+
+
+def _registered_tier(name: str) -> str:
+    if name not in tier_names():
+        raise ValueError(f"expected one of {', '.join(tier_names())}")
+    return name
+
+
+# A registered tier's name; the form offers the built-in tiers (one a test registers is checked all the same).
+TierName = Annotated[
+    str, AfterValidator(_registered_tier), WithJsonSchema({"enum": list(tier_names()), "type": "string"})
+]
+VersionText = Annotated[str, Field(pattern=VERSION_PATTERN)]
+# The built-in tiers' older version fields (`Tier.version_field`), as the form's description names them.
+_OLDER_VERSION_FIELDS = ", ".join(f"`{t.version_field}`" for t in all_tiers() if t.version_field)
 SearchRule = Literal["interval", "point"]
 SEARCH_CAP_FACTOR = 4  # the interval rule's default cap: 4 x search_min_requests per repeat
 MAX_SEARCH_REQUESTS = 1_000_000
@@ -118,23 +135,11 @@ class CampaignRequest(BaseModel):
         description="The server recipe; empty: each instance type's tier's (vllm-cpu, vllm-gpu, "
         "vllm-neuron). Set, every instance type must be of its tier",
     )
-    version: str | None = Field(
-        default=None,
-        pattern=VERSION_PATTERN,
-        description="vLLM CPU version (the vllm-cpu image); empty: the newest the catalog knew at the run's "
-        "date",
-    )
-    gpu_version: str | None = Field(
-        default=None,
-        pattern=VERSION_PATTERN,
-        description="vLLM version of the GPU types (the vLLM OpenAI image); empty: the catalog's newest "
-        "at the run's date",
-    )
-    neuron_version: str | None = Field(
-        default=None,
-        pattern=VERSION_PATTERN,
-        description="vLLM version of the Neuron types (the Neuron vLLM image); empty: the catalog's "
-        "newest at the run's date",
+    versions: dict[TierName, VersionText] = Field(
+        default_factory=dict,
+        description='The runtime version of each tier, by tier (e.g. {"cpu": "0.19.1"}: the vllm-cpu '
+        "image); a tier left out runs the newest version the catalog knew at the run's date. The older "
+        f"fields {_OLDER_VERSION_FIELDS} are still accepted and mapped here",
     )
     dtype: str = Field(
         default="bfloat16",
@@ -370,6 +375,46 @@ class CampaignRequest(BaseModel):
         "environment)",
         json_schema_extra={"default_env": MODE_SETTING},
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_version_fields(cls, data: Any) -> Any:
+        """A tier's older version field (`Tier.version_field`, e.g. `version`), as old DAG-run
+        confs and the version campaign's matrices send it, mapped into `versions` (empty: left out). Both
+        given and different, or not a version: refused, naming the older field."""
+        if not isinstance(data, dict):
+            return data
+        older = {t.version_field: t.name for t in all_tiers() if t.version_field and t.version_field in data}
+        if not older:
+            return data
+        data = dict(data)
+        given = data.get("versions")
+        versions = dict(given) if isinstance(given, dict) else {}
+        for field_name, tier_name in older.items():
+            value = data.pop(field_name)
+            if value is None or value == "":
+                continue
+            # A ConfigError, not a ValueError: it names the older field, which the user sent.
+            if not isinstance(value, str) or not re.fullmatch(VERSION_PATTERN, value):
+                raise ConfigError(field_name, value, f"not a version (e.g. 0.19.1); see versions.{tier_name}")
+            if versions.get(tier_name, value) != value:
+                raise ConfigError(
+                    field_name, value, f"versions.{tier_name} is {versions[tier_name]!r}: give one of them"
+                )
+            versions[tier_name] = value
+        if given is None or isinstance(given, dict):
+            data["versions"] = versions
+        return data
+
+    @property
+    def version(self) -> str | None:
+        """The version pinned for the tier whose older field was `version` (vLLM CPU: the version campaign's
+        partition), None when unset."""
+        return next((self.versions.get(t.name) for t in all_tiers() if t.version_field == "version"), None)
+
+    def version_of(self, tier_name: str) -> str | None:
+        """The version pinned for `tier_name` (None: the catalog's newest at the run's date)."""
+        return self.versions.get(tier_name)
 
     @field_validator(
         "instance_types", "concurrency", "request_rates", "workloads", "quantized_models", "time_scales"

@@ -45,23 +45,32 @@ class Recipe:
     and the tier-specific knobs."""
 
     runtime: ClassVar[str]
-    repository_field: ClassVar[str]  # the Settings field of the image repository (a mirror may replace it)
+    # The Settings field of the image repository (a mirror may replace it); None: the recipe's `image` names
+    # its image itself and reads no setting (a tier registered from outside the library, e.g. by a test).
+    repository_field: ClassVar[str | None] = None
     default_version: ClassVar[str]
 
     @property
     def repository_setting(self) -> str:
-        return env_name(self.repository_field)
+        return env_name(self._repository_field())
 
     @property
     def default_repository(self) -> str:
-        return str(Settings.model_fields[self.repository_field].default)
+        return str(Settings.model_fields[self._repository_field()].default)
 
     def repository(self) -> str:
-        return self.configured(Settings.from_env(self.repository_field))
+        return self.configured(Settings.from_env(self._repository_field()))
 
     def configured(self, settings: Settings) -> str:
         """The image repository `settings` give (a mirror may replace the default)."""
-        return str(getattr(settings, self.repository_field))
+        return str(getattr(settings, self._repository_field()))
+
+    def _repository_field(self) -> str:
+        if self.repository_field is None:
+            raise ConfigError(
+                "runtime", self.runtime, "no image repository setting: its recipe names its image"
+            )
+        return self.repository_field
 
     def tag(self, version: str) -> str:
         return f"v{version.removeprefix('v')}"
@@ -69,6 +78,11 @@ class Recipe:
     def release_source(self, settings: Settings) -> ReleaseSource:
         """The client that lists this runtime's releases from its image repository (a mirror when set)."""
         raise ConfigError("runtime", self.runtime, "no release source: its versions are not discovered")
+
+    @property
+    def has_release_source(self) -> bool:
+        """Whether release discovery lists this runtime's releases (its recipe gives a `release_source`)."""
+        return type(self).release_source is not Recipe.release_source
 
     def image(self, version: str, recorded: str | None = None) -> str:
         """The image a server of `version` runs. CPU and GPU tags are the version's own spelling, so the

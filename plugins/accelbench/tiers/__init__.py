@@ -69,6 +69,12 @@ def runtimes() -> tuple[str, ...]:
     return tuple(t.runtime for t in _TIERS.values())
 
 
+def recorded_only() -> tuple[Tier, ...]:
+    """The tiers whose releases discovery records in the catalog without announcing them: every tier whose
+    recipe has a release source, but the CPU tier's (its versions are announced, one campaign each)."""
+    return tuple(t for t in _TIERS.values() if t.recipe.has_release_source and t is not CPU)
+
+
 def tier(name: str, field: str = "accelerator_type") -> Tier:
     """The tier named `name` (a catalog row's or a spec's accelerator_type); an error names `field`."""
     try:
@@ -128,6 +134,7 @@ __all__ = [
     "names",
     "of_runtime",
     "recipe_for",
+    "recorded_only",
     "register",
     "registered",
     "runtimes",

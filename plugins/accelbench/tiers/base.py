@@ -130,8 +130,9 @@ class Tier:
     startup: Startup = Startup()
     security: ServerSecurity = ServerSecurity()
     local: LocalBuild | None = None  # None: local mode cannot serve it
-    # The request field that pins this tier's runtime version (empty: the catalog's newest at the run's
-    # date); None: always the newest.
+    # A request pins this tier's runtime version as `versions[name]` (unset: the catalog's newest at the run's
+    # date). `version_field`: the request's older field for it (`version`, ...), still accepted and mapped
+    # into `versions` (old DAG-run confs, scheduled and backfill runs); None: the tier never had one.
     version_field: str | None = None
     forced_dtype: str | None = None  # the dtype every server of the tier runs, whatever the request says
     # Seed-file rows of this tier must name their accelerator, its count and memory per device.

@@ -29,7 +29,7 @@ def _row(t: Tier) -> list[str]:
         t.title,
         _code(t.families),
         f"`{t.runtime}`",
-        f"`{t.version_field}`" if t.version_field else "the newest",
+        f"`versions.{t.name}`" + (f" (or `{t.version_field}`)" if t.version_field else ""),
         f"`{p.nodepool}` ({p.architecture})",
         taints,
         f"`{p.device_resource}`" if p.device_resource else "none",
