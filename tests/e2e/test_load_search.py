@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from accelbench.core.evidence import Envelope
-from accelbench.core.search import SearchPlan
+from accelbench.core.search_plan import SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.core.traces import TraceRequest, dumps, identify

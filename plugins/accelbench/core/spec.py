@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from accelbench.core.search import SearchPlan
+from accelbench.core.search_plan import SearchPlan
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
 
 GoodputMetric = Literal["ttft", "tpot", "e2el"]  # vllm bench serve --goodput names
@@ -82,7 +82,7 @@ class ServerSpec(_Frozen):
 
 class LoadPlan(_Frozen):
     """The load levels one server is driven through: the fixed levels (`concurrency`, `request_rates`),
-    or with `search` a load search (accelbench.core.search) that chooses them, each probe a level of
+    or with `search` a load search (accelbench.search) that chooses them, each probe a level of
     `prompts_per_level` requests, repeated `repeats` times (the search plan's repeats, the same number)."""
 
     input_len: int = Field(ge=1)

@@ -190,7 +190,7 @@ RUNS = pa.schema(
     ]
 )
 
-# One row per load search (core/search.py's SearchResult): the configuration, as its runs rows name it,
+# One row per load search (core/search_plan.py's SearchResult): the configuration, as its runs rows name it,
 # and what the search found. Partitioned like runs; the probes are runs rows with a search_step.
 CAPACITIES = pa.schema(
     [
