@@ -1,4 +1,4 @@
-"""Accuracy, its ratio to the reference's and the quality gate (accelbench.core.quality), against hand
+"""Accuracy, its ratio to the reference's and the quality gate (accelbench.quality.quality_gate), against hand
 computations and scipy; the exact-answer task is the same on every machine; quality rows pair each
 configuration with its reference (accelbench.lake.quality)."""
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from accelbench.core.quality import accuracy, accuracy_ratio, gate, verdict
-from accelbench.core.quality_task import FEWSHOT, KINDS, TASK, documents, questions, write_task
 from accelbench.lake.quality import quality_rows, quality_table
+from accelbench.quality.accuracy import accuracy, accuracy_ratio
+from accelbench.quality.exact_answer_task import FEWSHOT, KINDS, TASK, documents, questions, write_task
+from accelbench.quality.quality_gate import gate, verdict
 
 
 def test_accuracy_is_the_share_right_with_the_wilson_interval_computed_by_hand() -> None:

@@ -175,10 +175,10 @@ QUALITY_PROMPTS, QUALITY_QUESTIONS = 48, 200
 class QualityPlan(_Frozen):
     """After its load levels, a configuration's quality measured against its running server
     (accelbench.loadgen.quality): the top-k next-token distributions over the project's probe prompts
-    (accelbench.core.probe_prompts), and its accuracy on the project's exact-answer task through lm-eval
-    (accelbench.core.quality_task). `reference`: the model id of the configuration the others are compared
-    with (the bf16 checkpoint of a quantization matrix); it measures the same, and its two passes over the
-    prompts give the noise floor its divergence is read against."""
+    (accelbench.quality.probe_prompts), and its accuracy on the project's exact-answer task through lm-eval
+    (accelbench.quality.exact_answer_task). `reference`: the model id of the configuration the others are
+    compared with (the bf16 checkpoint of a quantization matrix); it measures the same, and its two passes
+    over the prompts give the noise floor its divergence is read against."""
 
     reference: str
     prompts: int = Field(default=QUALITY_PROMPTS, ge=1, le=512)

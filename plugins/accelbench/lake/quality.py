@@ -4,9 +4,9 @@ benchmark of the campaign has landed (the summary task), since a configuration n
 
 A configuration is paired with the reference configuration of the same campaign, instance type and workload
 (the spec whose model is the quality plan's reference). Its next-token distributions go through
-`accelbench.core.fidelity` against the reference's, its answers through `accelbench.core.quality` against
-the reference's answers to the same questions; the reference's own row holds its two passes over the prompts
-against each other (the noise floor, ~0)."""
+`accelbench.quality.fidelity` against the reference's, its answers through `accelbench.quality.accuracy`
+against the reference's answers to the same questions; the reference's own row holds its two passes over the
+prompts against each other (the noise floor, ~0)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from accelbench.core.fidelity import fidelity
-from accelbench.core.quality import accuracy, accuracy_ratio
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.schemas import QUALITY, SCHEMA_VERSION
 from accelbench.lake.store import Lake, safe_name
+from accelbench.quality.accuracy import accuracy, accuracy_ratio
+from accelbench.quality.fidelity import fidelity
 
 log = logging.getLogger(__name__)
 QUALITY_FILE = "quality.json"  # written by accelbench.loadgen.quality beside the envelope

@@ -1,5 +1,5 @@
-"""A `quality` row (accelbench.lake.quality) in words, and its quality gate (accelbench.core.quality): what
-the campaign's summary logs and the report shows beside each configuration's cost."""
+"""A `quality` row (accelbench.lake.quality) in words, and its quality gate (accelbench.quality.quality_gate):
+what the campaign's summary logs and the report shows beside each configuration's cost."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE, Interval
-from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL, Verdict, gate
 from accelbench.lake.schemas import LakeRow
+from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO, GATE_MEAN_KL, gate
+from accelbench.quality.quality_gate import QualityVerdict as Verdict
 from accelbench.report.model import Point, QualityGrade
 
 

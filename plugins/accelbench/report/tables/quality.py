@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL
+from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO, GATE_MEAN_KL
 from accelbench.report.labels import short_model
 from accelbench.report.model import QualityGrade
 from accelbench.report.records import record, records
