@@ -62,6 +62,6 @@ def describe(regression: dict[str, Any]) -> str:
 
 
 def regression_keys(regression: dict[str, Any]) -> list[str]:
-    """What an owner's acceptance names (`accelbench.core.decisions`): the point, the two versions compared
+    """What an owner's acceptance names (`accelbench.decisions`): the point, the two versions compared
     and each regressed metric, without the figures, which move from run to run."""
     return [f"{_where(regression)}: {metric}" for metric in regression["regressed"]]

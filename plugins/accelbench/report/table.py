@@ -29,7 +29,7 @@ class Inputs:
     `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
     `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points;
     `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`);
-    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.core.decisions`).
+    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.decisions`).
     """
 
     runs: list[Row] = field(default_factory=list)

@@ -1,5 +1,5 @@
 """The owners' answers to the regressions the gate found (the version campaign's approval step,
-`accelbench.core.decisions`): a version's regressions accepted as known, with why, or the version rejected."""
+`accelbench.decisions`): a version's regressions accepted as known, with why, or the version rejected."""
 
 from __future__ import annotations
 
