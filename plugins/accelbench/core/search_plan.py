@@ -26,8 +26,10 @@ from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
 # time_scale: a timed trace's pace (its headroom: how many times the recorded traffic a server holds)
 SearchVariable = Literal["concurrency", "request_rate", "time_scale"]
 Phase = Literal["bracket", "bisect", "recheck"]  # recheck: the first probe measured again at the end
-# undecided: a p99's interval still held its SLO's limit when the probe reached `max_requests`.
-Verdict = Literal["pass", "fail", "undecided", "client_limited", "untrusted", "probe_failed"]
+# A probe's verdict on its load: pass (every SLO meets, `core.intervals.SloVerdict`), fail (one misses),
+# undecided: a p99's interval still held its SLO's limit when the probe reached `max_requests`; or where it
+# stopped. Not the SLO words (a load passes or fails; the evidence's probes keep these values).
+ProbeVerdict = Literal["pass", "fail", "undecided", "client_limited", "untrusted", "probe_failed"]
 # capacity: bracketed within the precision; upper_bound: `upper` passed (the capacity is at least it);
 # below_lower: `lower` failed (no capacity in range); saturated: bracketing stopped at a passing probe past
 # the server's throughput (`accelbench.search.statistics.saturation`: the capacity is at least it);
@@ -267,7 +269,7 @@ class Probe(_Frozen):
     step: int  # 0 for the first probe of the search, then 1, 2, ...
     phase: Phase
     load: float
-    verdict: Verdict
+    verdict: ProbeVerdict
     misses: tuple[str, ...] = ()  # "repeat 2: p99 TTFT 2500 ms > 2000 ms", one per miss
     limiting: str | None = None  # the limit furthest over its bound in a failing probe ("p99 TTFT")
     why: str | None = None  # why a client_limited, untrusted, undecided or failed probe stopped
