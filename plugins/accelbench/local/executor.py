@@ -13,7 +13,7 @@ from accelbench.config import Settings
 from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.core.startup import STARTUP_FILE
+from accelbench.core.startup_phases import STARTUP_FILE
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import pooled
