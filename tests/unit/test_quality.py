@@ -155,11 +155,12 @@ def test_each_configuration_is_paired_with_the_reference_of_its_type_and_workloa
 
 
 def test_a_quality_step_that_cannot_run_records_why_and_one_without_a_plan_skips(tmp_path: Path) -> None:
-    """The driver's step (accelbench.loadgen.quality) never raises: a server it cannot reach and no lm-eval
-    interpreter are each recorded in quality.json, naming what to set; the levels' evidence lands anyway."""
+    """The driver's step (accelbench.loadgen.quality_step) never raises: a server it cannot reach and no
+    lm-eval interpreter are each recorded in quality.json, naming what to set; the levels' evidence lands
+    anyway."""
     from accelbench.core.spec import QualityPlan
     from accelbench.lake.quality import QUALITY_FILE
-    from accelbench.loadgen.quality import LM_EVAL_PYTHON_ENV, measure_quality
+    from accelbench.loadgen.quality_step import LM_EVAL_PYTHON_ENV, measure_quality
 
     from tests.support.specs import spec_for
 

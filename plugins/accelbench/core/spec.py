@@ -174,7 +174,7 @@ QUALITY_PROMPTS, QUALITY_QUESTIONS = 48, 200
 
 class QualityPlan(_Frozen):
     """After its load levels, a configuration's quality measured against its running server
-    (accelbench.loadgen.quality): the top-k next-token distributions over the project's probe prompts
+    (accelbench.loadgen.quality_step): the top-k next-token distributions over the project's probe prompts
     (accelbench.quality.probe_prompts), and its accuracy on the project's exact-answer task through lm-eval
     (accelbench.quality.exact_answer_task). `reference`: the model id of the configuration the others are
     compared with (the bf16 checkpoint of a quantization matrix); it measures the same, and its two passes

@@ -1,5 +1,5 @@
 """The `quality` table of a campaign: each configuration of a quantization matrix against its reference,
-from the raw evidence each benchmark kept (quality.json, accelbench.loadgen.quality), written when every
+from the raw evidence each benchmark kept (quality.json, accelbench.loadgen.quality_step), written when every
 benchmark of the campaign has landed (the summary task), since a configuration needs its reference's.
 
 A configuration is paired with the reference configuration of the same campaign, instance type and workload
@@ -23,7 +23,7 @@ from accelbench.quality.accuracy import accuracy, accuracy_ratio
 from accelbench.quality.fidelity import fidelity
 
 log = logging.getLogger(__name__)
-QUALITY_FILE = "quality.json"  # written by accelbench.loadgen.quality beside the envelope
+QUALITY_FILE = "quality.json"  # written by accelbench.loadgen.quality_step beside the envelope
 # The runs columns a quality row repeats (the configuration as the runs rows name it).
 FROM_RUNS = (
     "campaign_id",

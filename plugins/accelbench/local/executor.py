@@ -20,7 +20,7 @@ from accelbench.loadgen.bench_client import pooled
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
-from accelbench.loadgen.quality import measure_quality
+from accelbench.loadgen.quality_step import measure_quality
 from accelbench.local.quantized_model import QuantizationError, quant_python
 from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.tiers import tier
