@@ -1,4 +1,4 @@
-"""The adaptive load search (accelbench.core.search) against synthetic servers whose capacity is known."""
+"""The adaptive load search (accelbench.search) against synthetic servers whose capacity is known."""
 
 from __future__ import annotations
 
