@@ -38,21 +38,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accelbench.core.evidence import Envelope, LevelRecord
-from accelbench.core.search import (
-    LoadSearch,
-    Probe,
-    ProbeResult,
-    RepeatResult,
-    SearchPlan,
-    SearchResult,
-    run_search,
-)
+from accelbench.core.search_plan import Probe, ProbeResult, RepeatResult, SearchPlan, SearchResult
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.local.server import LocalServer, Pinning
 from accelbench.local.tiny_model import server_spec
+from accelbench.search.load_search import LoadSearch, run_search
 from zero_pipeline import CACHE, REPO, tiny_tokenizer
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"

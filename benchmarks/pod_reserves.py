@@ -45,12 +45,12 @@ any of them: a cgroup is charged for it too, but can reclaim it.
    embeddings and LM head 148 MiB), for what a real tokenizer adds to the server's processes.
 
 4. The quality step (part `quality`, not in the default parts: it needs .venv-quant). `accelbench-loadgen` as
-   the pod runs it, for a spec with a quality plan (accelbench.loadgen.quality: 48 probe prompts' logprobs,
-   then lm-eval's `run` over --questions questions of the project's task, from .venv-quant's interpreter as
-   the image's quality environment would run it) after one small level (16 prompts, 128/32, concurrency 4),
-   against a LocalServer of the tiny model. The tree's roles: the driver, the `vllm bench serve` runner, and
-   lm-eval (every process whose command line names lm_eval): lm-eval's peak is what the container needs
-   beyond its load-generator memory (`LOADGEN_QUALITY_MIB`).
+   the pod runs it, for a spec with a quality plan (accelbench.loadgen.quality_step: 48 probe prompts'
+   logprobs, then lm-eval's `run` over --questions questions of the project's task, from .venv-quant's
+   interpreter as the image's quality environment would run it) after one small level (16 prompts, 128/32,
+   concurrency 4), against a LocalServer of the tiny model. The tree's roles: the driver, the `vllm bench
+   serve` runner, and lm-eval (every process whose command line names lm_eval): lm-eval's peak is what the
+   container needs beyond its load-generator memory (`LOADGEN_QUALITY_MIB`).
 
 --runs N repeats every measurement and prints medians (default 1: memory varies little between runs).
 --quick: a smoke test (two grid points, the eager 1 GiB server).

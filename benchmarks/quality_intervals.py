@@ -1,5 +1,6 @@
-"""Coverage of the quality figures' 95% intervals (accelbench.core.quality, accelbench.lake.imported_quality)
-on simulated answers of known accuracy, and how often the quality gate decides.
+"""Coverage of the quality figures' 95% intervals (accelbench.quality.accuracy,
+accelbench.lake.imported_quality) on simulated answers of known accuracy, and how often the quality gate
+decides.
 
 Model: a question set of `--questions` questions; the reference answers each right with its own chance
 (questions differ: a beta(a, b) draw per question with mean `--reference` and concentration 4, so some are
@@ -26,8 +27,9 @@ import math
 import time
 
 import numpy as np
-from accelbench.core.quality import GATE_ACCURACY_RATIO, accuracy, accuracy_ratio, verdict
 from accelbench.lake.imported_quality import TaskResult, ratio_interval
+from accelbench.quality.accuracy import accuracy, accuracy_ratio
+from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO, verdict
 
 
 def simulate(

@@ -107,7 +107,8 @@ def main() -> None:
             )
             print(rows[-1], flush=True)
             up = server.startup
-            if up is not None:  # accelbench.core.startup: the start-up's phases, as the lake's startups row
+            # accelbench.core.startup_phases: the start-up's phases, as the lake's startups row
+            if up is not None:
                 cells = [
                     up.phases.get(k)
                     for k in ("process_start_s", "model_load_s", "engine_init_s", "api_start_s")
@@ -116,7 +117,7 @@ def main() -> None:
                 shown = " | ".join("-" if c is None else f"{c:.2f} s" for c in cells)
                 phases.append(f"| {name} | {up.ready_s:.2f} s | {shown} |")
     print("\n" + "\n".join(rows))
-    print("\nstart-up in phases (accelbench.core.startup):\n" + "\n".join(phases))
+    print("\nstart-up in phases (accelbench.core.startup_phases):\n" + "\n".join(phases))
     print(
         f"\nintervals: 95% Student t over {args.repeats} repeats; peaks over the repeats "
         f"(RSS counts the mmapped weights' page cache, anon RSS the server's own memory); "

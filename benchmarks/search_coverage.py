@@ -15,7 +15,7 @@ concurrency, plus this shared machine's own noise (stalls of the client and the 
           slowest requests, and a stall of the machine reaches that many), and the reference capacity,
           the largest load whose median p99 and every smaller load's are within --slo-ms.
   search  --searches times the interval rule's search (SearchPlan.max_requests; seeds 0, 1, ...): its
-          capacity, its 95% interval (core.search.fit_capacity) and its server-seconds.
+          capacity, its 95% interval (search.statistics.fit_capacity) and its server-seconds.
 
 Printed: each search's outcome, capacity [low, high] and server-seconds; how many intervals contain the
 reference capacity (an open end counts as open: "-" below is 0, above unbounded); each search's
@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from accelbench.core.search import SearchPlan, SearchResult
+from accelbench.core.search_plan import SearchPlan, SearchResult
 from accelbench.core.slos import Slos
 from accelbench.core.spec import LoadPlan
 from accelbench.loadgen.bench_client import BenchClient

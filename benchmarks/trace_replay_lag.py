@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.dataset as ds
 from accelbench.core.spec import LoadPlan
-from accelbench.core.traces import identify, parse, shipped
 from accelbench.core.workloads import traced
+from accelbench.traces.timed_trace import identify, parse, shipped
 from zero_pipeline import run_pipeline, spec, zero_server
 
 

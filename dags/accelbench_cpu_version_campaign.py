@@ -11,7 +11,7 @@ the task log, a new report, and the notifier of `ACCELBENCH_REGRESSION_NOTIFIER`
 answered yet wait in `approve_regressions` (Airflow's human-in-the-loop step; the UI's "Required
 actions", or REST) for an owner to accept them as known, with a reason, or reject the version; the answer
 goes to the catalog and the report, and the next campaigns of the version follow it
-(`accelbench.core.decisions`). With `ACCELBENCH_FAIL_ON_REGRESSION=true` the gate fails the run instead.
+(`accelbench.decisions`). With `ACCELBENCH_FAIL_ON_REGRESSION=true` the gate fails the run instead.
 """
 
 from __future__ import annotations

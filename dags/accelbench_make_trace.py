@@ -9,7 +9,7 @@ as `accelbench trace` on the command line (docs/guides/campaigns.md).
 from __future__ import annotations
 
 from accelbench.airflow.dag_defaults import dag_kwargs
-from accelbench.core.traces import NAME_PATTERN
+from accelbench.traces.timed_trace import NAME_PATTERN
 from airflow.sdk import Param, dag, task
 
 

@@ -166,7 +166,7 @@ fi
 # 31 requests, bursts, four shared system prompts) replayed at its recorded pace, on a server of its own.
 workloads=""
 if [ "$quantized" = 0 ]; then
-  workloads=$(printf ', "workloads": ["fixed", "trace"], "trace": "%s", "time_scales": [1]' "$repo/plugins/accelbench/core/data/generated-day.jsonl")
+  workloads=$(printf ', "workloads": ["fixed", "trace"], "trace": "%s", "time_scales": [1]' "$repo/plugins/accelbench/traces/data/generated-day.jsonl")
 fi
 # --enforce-eager: no graph compilation (the real model is ready in 1-1.5 min on 2 cores, not ~6). The planner
 # passes --max-model-len itself: the longest prompt + output + headroom of any workload (the trace's 624 + 61).

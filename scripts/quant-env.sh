@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv-quant: llmcompressor (PyPI), the field's tool for compressed-tensors checkpoints, which
 # accelbench.local.quantized_model runs to make W8A8 / W4A8 / W4A16 checkpoints of the real model; and lm-eval
-# (PyPI, EleutherAI's harness), which accelbench.loadgen.quality runs against a live server for its accuracy.
+# (PyPI, EleutherAI's harness), which accelbench.loadgen.quality_step runs against a live server for its accuracy.
 # Separate from .venv-vllm: llmcompressor pins a newer compressed-tensors and an older transformers than
 # vLLM 0.32 does; the checkpoint it writes is what vLLM reads, so nothing else needs to be shared.
 #   QUANT_ENV_DIR  where the environment goes (default .venv-quant in the repository)

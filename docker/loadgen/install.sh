@@ -6,7 +6,7 @@
 #   <prefix>/driver  accelbench-loadgen: this package without its Airflow dependencies, plus
 #                    docker/loadgen/requirements.txt, pinned by constraints.txt
 #   <prefix>/quality lm-eval (its api extra: no torch), which measures a quantization matrix's accuracy
-#                    against the server after its levels (accelbench.loadgen.quality), pinned by
+#                    against the server after its levels (accelbench.loadgen.quality_step), pinned by
 #                    constraints-quant.txt as in scripts/quant-env.sh's environment
 # With uv (the image installs the one requirements-uv.txt pins; scripts/uv.sh), with pip where there is none.
 # Usage: install.sh <prefix> <source: a checkout, or the image's copy of it>

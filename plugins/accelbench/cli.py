@@ -12,12 +12,12 @@ from accelbench import tiers
 from accelbench.catalog import queries
 from accelbench.catalog.db import make_engine, redact
 from accelbench.config import LAKE_SETTING, Settings
-from accelbench.core import traces
 from accelbench.errors import AccelbenchError
 from accelbench.lake import athena
 from accelbench.lake.imported_quality import QualityTarget, import_quality
 from accelbench.lake.store import Lake
 from accelbench.lake.traces import run_trace
+from accelbench.traces import builders, timed_trace
 
 
 def show(settings: Settings) -> None:
@@ -51,11 +51,11 @@ def print_ddl(lake_uri: str | None, database: str) -> None:
     print(athena.ddl(location, tiers.names(), athena.check_database(database)), end="")
 
 
-def write_trace(made: list[traces.TraceRequest], out: Path) -> None:
+def write_trace(made: list[timed_trace.TraceRequest], out: Path) -> None:
     """Write a trace and say what it is (its identity, as the lake will record it)."""
-    text = traces.dumps(made)
+    text = timed_trace.dumps(made)
     out.write_text(text)
-    found = traces.identity(text, made)
+    found = timed_trace.identity(text, made)
     print(
         f"wrote {out}: {found['trace_requests']} requests over {found['trace_duration_s']:.1f} s "
         f"({found['trace_mean_rate']:.2f} req/s), input p50/p99 {found['trace_input_p50']:.0f}/"
@@ -90,14 +90,14 @@ def _trace_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 def make_trace(args: argparse.Namespace) -> None:
     if args.source == "usage":
-        rows = traces.read_rows(args.log)  # a file here; the DAG reads S3 too (accelbench.lake.traces)
-        made = traces.from_usage(
+        rows = builders.read_rows(args.log)  # a file here; the DAG reads S3 too (accelbench.lake.traces)
+        made = builders.from_usage(
             rows, args.timestamp, args.prompt_tokens, args.completion_tokens, args.window_s
         )
     elif args.source == "lake":
         made = run_trace(Lake(args.lake) if args.lake else Lake.from_env(), args.run_id)
     else:
-        made = traces.generated_day(args.seed, args.minutes, args.rate)
+        made = builders.generated_day(args.seed, args.minutes, args.rate)
     write_trace(made, args.out)
 
 

@@ -11,7 +11,7 @@ import boto3
 import pendulum
 import pyarrow.parquet as pq
 import pytest
-from accelbench.core.startup import PHASES
+from accelbench.core.startup_phases import PHASES
 from accelbench.lake.store import Lake
 from accelbench.loadgen.host import host_facts
 from airflow.models.asset import AssetEvent
@@ -74,8 +74,8 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     assert {r["date"] for r in runs} == {"2026-11-30"} and runs[0]["pinning"] is not None
     starts = list((accelbench_env / "work").glob("*/server-starts.jsonl"))
     assert len(starts) == 1 and len(starts[0].read_text().splitlines()) == 1  # one server per spec
-    # Its start-up in phases (accelbench.core.startup: vLLM's log lines, stamped as they appeared), adding up
-    # to the start-up the server measured (execution.json), within a second.
+    # Its start-up in phases (accelbench.core.startup_phases: vLLM's log lines, stamped as they appeared),
+    # adding up to the start-up the server measured (execution.json), within a second.
     (startup,) = lake.read("startups").to_pylist()
     (execution,) = (accelbench_env / "lake" / "raw").rglob("execution.json")
     measured = json.loads(execution.read_text())["server_startup_s"]

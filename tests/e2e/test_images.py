@@ -18,12 +18,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from accelbench.core.quality_task import TASK
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, QualityPlan
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.quality import QUALITY_FILE
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
+from accelbench.quality.exact_answer_task import TASK
 
 from tests.support.checkov import CHECKOV
 from tests.support.loadgen import DATE, run_loadgen

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 from accelbench.core.evidence import Envelope
-from accelbench.core.search import SearchPlan
+from accelbench.core.search_plan import SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
-from accelbench.core.traces import TraceRequest, dumps, identify
 from accelbench.core.workloads import traced
 from accelbench.lake.ingest import Provenance, capacity_row, ingest, ingest_raw
 from accelbench.lake.raw import RawLocation, dir_reader, upload_raw
@@ -23,6 +22,7 @@ from accelbench.loadgen.driver import Driver
 from accelbench.report.records import records
 from accelbench.report.searches import capacity_rows
 from accelbench.report.tables.headroom import headroom_rows
+from accelbench.traces.timed_trace import TraceRequest, dumps, identify
 
 from tests.support.airflow_dags import run_dag, task_states
 from tests.support.specs import tiny_campaign_conf, tiny_spec

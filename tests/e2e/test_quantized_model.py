@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from accelbench.core.fidelity import fidelity
 from accelbench.core.model_origin import PROVENANCE_FILE
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
 from accelbench.loadgen.logprobs import TOP_K
 from accelbench.local import quantized_model as qm
 from accelbench.local import real_model as rm
+from accelbench.quality.fidelity import fidelity
 
 from tests.support.airflow_dags import dagbag, run_dag, task_states
 from tests.support.paths import REPO

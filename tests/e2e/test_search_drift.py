@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from accelbench.core.search import SearchPlan
+from accelbench.core.search_plan import SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.ingest import Provenance, capacity_row, ingest

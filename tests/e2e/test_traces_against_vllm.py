@@ -1,4 +1,4 @@
-"""The traces `accelbench.core.traces` writes, read by vLLM's own timed-trace reader (the installed vLLM's
+"""The traces `accelbench.traces` writes, read by vLLM's own timed-trace reader (the installed vLLM's
 `vllm.benchmarks.datasets.TimedTrace`, the class `vllm bench serve --dataset-name timed-trace` uses) with the
 tiny model's tokenizer: every request's prompt length, output length and send time as the trace says, and
 requests sharing hash ids sharing their prompts' leading tokens."""
@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from accelbench.core.traces import parse, shipped
+from accelbench.traces.timed_trace import parse, shipped
 
 pytestmark = pytest.mark.vllm
 

@@ -19,7 +19,6 @@ import pyarrow.dataset as ds
 import pytest
 from accelbench.campaign.plan import plan_campaign
 from accelbench.campaign.request import CampaignRequest
-from accelbench.core.traces import identify, parse, shipped
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
@@ -32,6 +31,7 @@ from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.html import render_html
 from accelbench.report.samples import read_samples
 from accelbench.report.tables.traces import TIME_BINS
+from accelbench.traces.timed_trace import identify, parse, shipped
 
 from tests.support.planning import CATALOG
 from tests.support.specs import tiny_campaign_conf

@@ -13,7 +13,7 @@ from accelbench.catalog.queries import store_prices
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.config import Settings
 from accelbench.core.price import Price
-from accelbench.core.startup import Startup
+from accelbench.core.startup_phases import Startup
 from accelbench.lake.rows import startups_table
 from accelbench.lake.schemas import RUNS, STARTUPS
 from accelbench.lake.store import Lake

@@ -12,9 +12,9 @@ from pathlib import Path
 import boto3
 import pytest
 from accelbench.core.levels import levels
-from accelbench.core.traces import TraceRequest, dumps, identify, shipped
 from accelbench.lake.store import Lake
 from accelbench.lake.traces import store_trace
+from accelbench.traces.timed_trace import TraceRequest, dumps, identify, shipped
 
 from tests.support.planning import plan, problems
 
@@ -64,7 +64,7 @@ def test_the_same_trace_read_from_another_place_is_the_same_matrix_point(tmp_pat
 def test_a_stored_trace_is_named_by_its_name_in_the_lake(tmp_path: Path, monkeypatch) -> None:
     lake = Lake(str(tmp_path / "lake"))
     monkeypatch.setenv("ACCELBENCH_LAKE_URI", lake.uri)
-    from accelbench.core.traces import parse
+    from accelbench.traces.timed_trace import parse
 
     stored = store_trace(lake, "busy-hour", parse(shipped().read_text()))
     replay = plan(instance_types=TYPES, workloads=["trace"], trace="busy-hour").specs[0]

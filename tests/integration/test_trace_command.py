@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from accelbench import cli
-from accelbench.core.traces import parse
 from accelbench.lake.schemas import REQUESTS
 from accelbench.lake.store import Lake
+from accelbench.traces.timed_trace import parse
 
 
 def _usage(path: Path, rows: list[str]) -> Path:
@@ -98,7 +98,7 @@ def test_the_lakes_requests_of_a_run_become_a_trace(
 
 
 def test_generate_writes_the_shipped_day(tmp_path: Path) -> None:
-    from accelbench.core.traces import shipped
+    from accelbench.traces.timed_trace import shipped
 
     out = tmp_path / "day.jsonl"
     assert cli.main(["trace", "generate", "--out", str(out)]) == 0
@@ -114,7 +114,7 @@ def test_the_trace_dag_stores_a_trace_from_an_s3_usage_log_and_from_a_run(
     import uuid
 
     import boto3
-    from accelbench.core.traces import identity
+    from accelbench.traces.timed_trace import identity
 
     from tests.support.airflow_dags import run_dag, task_states
 

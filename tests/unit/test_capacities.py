@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from accelbench.core.evidence import Envelope, LevelRecord
 from accelbench.core.price import Price
-from accelbench.core.search import ProbeResult, RepeatResult, SearchPlan, SearchResult, run_search
+from accelbench.core.search_plan import ProbeResult, RepeatResult, SearchPlan, SearchResult
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.ingest import Provenance, capacity_row, ingest, ingest_raw
@@ -26,6 +26,7 @@ from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.capacity_planner import plan_capacity
 from accelbench.report.html import render_html
+from accelbench.search.load_search import run_search
 
 from tests.support.specs import tiny_spec
 

@@ -1,4 +1,4 @@
-"""An owner's answer to a version's regressions (accelbench.core.decisions): what a standing answer asks
+"""An owner's answer to a version's regressions (accelbench.decisions): what a standing answer asks
 and does not ask again, and how the approval step's response becomes a decision."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import fields
 from datetime import UTC, datetime
 
 import pytest
-from accelbench.core.decisions import ACCEPT, REJECT, Decision, answer, standing, unanswered
+from accelbench.decisions import ACCEPT, REJECT, Decision, answer, standing, unanswered
 from accelbench.errors import ConfigError
 from accelbench.report.model import MetricChange
 from accelbench.report.regressions import Regression, regression_keys

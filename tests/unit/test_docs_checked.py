@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import yaml
 from accelbench.campaign.request import CampaignRequest
-from accelbench.core.traces import identify, shipped
 from accelbench.core.workloads import traced
 from accelbench.sizing import daemonsets, fit, karpenter
 from accelbench.sizing.accelerator import largest_tensor_parallel
 from accelbench.sizing.model_config import load_model_shape
 from accelbench.tiers import load_seed
+from accelbench.traces.timed_trace import identify, shipped
 
 from tests.support.allocatable import REFERENCE, reference
 from tests.support.paths import REPO

@@ -1,4 +1,4 @@
-"""KL divergence and top-1 agreement of next-token distributions (accelbench.core.fidelity), against hand
+"""KL divergence and top-1 agreement of next-token distributions (accelbench.quality.fidelity), against hand
 computations and scipy's own divergence."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from accelbench.core.fidelity import bucket_kl, fidelity, shared_mass, top1
+from accelbench.quality.fidelity import bucket_kl, fidelity, shared_mass, top1
 from scipy.special import rel_entr
 from scipy.stats import entropy
 

@@ -446,8 +446,8 @@ def test_every_start_up_phase_is_read_from_the_pods_conditions_events_and_node(
 ) -> None:
     """The stand-in plays a pod's start-up (kube_api.TIMELINE: node launched, scheduled, image pulled, server
     started, its startup probe passed) in the shapes Kubernetes writes, each served object strict-validated;
-    accelbench.k8s.startup reads every phase back through the real client."""
-    from accelbench.k8s.startup import pod_startup
+    accelbench.k8s.pod_startup reads every phase back through the real client."""
+    from accelbench.k8s.pod_startup import pod_startup
 
     name = cpu_pod["metadata"]["name"]
     api.create_namespaced_pod(NS, cpu_pod)

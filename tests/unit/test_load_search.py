@@ -1,4 +1,4 @@
-"""The adaptive load search (accelbench.core.search) against synthetic servers whose capacity is known."""
+"""The adaptive load search (accelbench.search) against synthetic servers whose capacity is known."""
 
 from __future__ import annotations
 
@@ -6,14 +6,9 @@ from collections.abc import Callable
 from itertools import pairwise
 
 import pytest
-from accelbench.core.search import (
-    LoadSearch,
-    ProbeResult,
-    RepeatResult,
-    SearchPlan,
-    run_search,
-)
+from accelbench.core.search_plan import ProbeResult, RepeatResult, SearchPlan
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
+from accelbench.search.load_search import LoadSearch, run_search
 from pydantic import ValidationError
 
 SLOS = Slos(ttft_p99_ms=500, e2el_p99_ms=5000)

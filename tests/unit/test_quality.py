@@ -1,4 +1,4 @@
-"""Accuracy, its ratio to the reference's and the quality gate (accelbench.core.quality), against hand
+"""Accuracy, its ratio to the reference's and the quality gate (accelbench.quality.quality_gate), against hand
 computations and scipy; the exact-answer task is the same on every machine; quality rows pair each
 configuration with its reference (accelbench.lake.quality)."""
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from accelbench.core.quality import accuracy, accuracy_ratio, gate, verdict
-from accelbench.core.quality_task import FEWSHOT, KINDS, TASK, documents, questions, write_task
 from accelbench.lake.quality import quality_rows, quality_table
+from accelbench.quality.accuracy import accuracy, accuracy_ratio
+from accelbench.quality.exact_answer_task import FEWSHOT, KINDS, TASK, documents, questions, write_task
+from accelbench.quality.quality_gate import gate, verdict
 
 
 def test_accuracy_is_the_share_right_with_the_wilson_interval_computed_by_hand() -> None:
@@ -154,11 +155,12 @@ def test_each_configuration_is_paired_with_the_reference_of_its_type_and_workloa
 
 
 def test_a_quality_step_that_cannot_run_records_why_and_one_without_a_plan_skips(tmp_path: Path) -> None:
-    """The driver's step (accelbench.loadgen.quality) never raises: a server it cannot reach and no lm-eval
-    interpreter are each recorded in quality.json, naming what to set; the levels' evidence lands anyway."""
+    """The driver's step (accelbench.loadgen.quality_step) never raises: a server it cannot reach and no
+    lm-eval interpreter are each recorded in quality.json, naming what to set; the levels' evidence lands
+    anyway."""
     from accelbench.core.spec import QualityPlan
     from accelbench.lake.quality import QUALITY_FILE
-    from accelbench.loadgen.quality import LM_EVAL_PYTHON_ENV, measure_quality
+    from accelbench.loadgen.quality_step import LM_EVAL_PYTHON_ENV, measure_quality
 
     from tests.support.specs import spec_for
 

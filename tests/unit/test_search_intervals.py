@@ -13,17 +13,12 @@ import numpy as np
 import pytest
 from accelbench.core.evidence import LevelRecord
 from accelbench.core.levels import Level
-from accelbench.core.search import (
-    LoadSearch,
-    ProbeResult,
-    RepeatResult,
-    SearchPlan,
-    fit_capacity,
-    run_search,
-)
+from accelbench.core.search_plan import ProbeResult, RepeatResult, SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.loadgen.driver import Driver
+from accelbench.search.load_search import LoadSearch, run_search
+from accelbench.search.statistics import fit_capacity
 from pydantic import ValidationError
 
 from tests.support.specs import tiny_spec

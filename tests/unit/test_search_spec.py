@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from accelbench.core.evidence import Envelope, LevelRecord
 from accelbench.core.levels import Level, levels
-from accelbench.core.search import SearchPlan
+from accelbench.core.search_plan import SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.measured import measured_specs

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from accelbench.core.evidence import Envelope, LevelRecord
 from accelbench.core.levels import Level
-from accelbench.core.search import LoadSearch, ProbeResult, RepeatResult, SearchPlan
+from accelbench.core.search_plan import ProbeResult, RepeatResult, SearchPlan
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.ingest import Provenance, capacity_row
@@ -19,6 +19,7 @@ from accelbench.lake.store import Lake
 from accelbench.loadgen.driver import Driver, in_flight_kept
 from accelbench.report.records import records
 from accelbench.report.searches import capacity_rows
+from accelbench.search.load_search import LoadSearch
 
 from tests.support.lake_rows import land_search
 from tests.support.search_records import level_record

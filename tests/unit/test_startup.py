@@ -1,5 +1,5 @@
-"""A local server's start-up in phases (accelbench.core.startup): the boundaries are vLLM 0.32's own log
-lines (copied from a real server's log here, and the compiled-mode line as vLLM's v1/engine/core.py prints
+"""A local server's start-up in phases (accelbench.core.startup_phases): the boundaries are vLLM 0.32's own
+log lines (copied from a real server's log here, and the compiled-mode line as vLLM's v1/engine/core.py prints
 it), stamped when the growing log showed them; the phases add up to the whole."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from accelbench.core.startup import PHASES, LogStamps, local_startup, vllm_figures
+from accelbench.core.startup_phases import PHASES, LogStamps, local_startup, vllm_figures
 
 LINES = [
     "(APIServer pid=23833) INFO 12-04 00:50:21 [model.py:733] Resolved architecture: LlamaForCausalLM\n",

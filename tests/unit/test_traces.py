@@ -1,4 +1,4 @@
-"""Timed traces (accelbench.core.traces): vLLM's timed-trace shape, every bad line or row refused with its
+"""Timed traces (accelbench.traces): vLLM's timed-trace shape, every bad line or row refused with its
 number and field, a trace's identity, and traces made from a usage log and from the lake's requests."""
 
 from __future__ import annotations
@@ -9,18 +9,9 @@ import json
 
 import numpy as np
 import pytest
-from accelbench.core.traces import (
-    CHUNK,
-    busiest,
-    dumps,
-    from_requests,
-    from_usage,
-    generated_day,
-    identity,
-    parse,
-    shipped,
-)
 from accelbench.errors import ConfigError
+from accelbench.traces.builders import from_requests, from_usage, generated_day
+from accelbench.traces.timed_trace import CHUNK, busiest, dumps, identity, parse, shipped
 
 
 def _line(ts: object, inp: object = 32, out: object = 8, ids: object = (1, 2)) -> str:

@@ -87,9 +87,9 @@ def test_a_custom_workload_reads_the_user_s_jsonl_in_order() -> None:
 def test_a_trace_level_replays_the_trace_at_its_time_scale_from_the_load_generator_s_copy() -> None:
     """vLLM's timed_trace dataset (its own option names and defaults: FACTS.md section 4): the file the load
     generator fetched beside its results, each request's time x 1/scale, open loop up to the in-flight cap."""
-    from accelbench.core.traces import identify, shipped
     from accelbench.core.workloads import traced
     from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
+    from accelbench.traces.timed_trace import identify, shipped
 
     trace = traced(identify(shipped().read_text(), "generated-day", "s3://lake/traces/generated-day.jsonl"))
     load = LoadPlan(

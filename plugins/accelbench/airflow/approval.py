@@ -16,7 +16,7 @@ from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import Param, task
 
 from accelbench.config import Settings
-from accelbench.core.decisions import OPTIONS
+from accelbench.decisions import OPTIONS
 
 if TYPE_CHECKING:
     from airflow.sdk.types import DagRunProtocol, RuntimeTaskInstanceProtocol

@@ -24,11 +24,11 @@ from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.server_log import LOG_HEAD_BYTES, reported_quantization
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.core.startup import STARTUP_FILE, Startup
+from accelbench.core.startup_phases import STARTUP_FILE, Startup
 from accelbench.errors import AccelbenchError, ConfigError, PodNotScheduled
 from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
-from accelbench.k8s.startup import pod_startup
+from accelbench.k8s.pod_startup import pod_startup
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
@@ -216,8 +216,8 @@ class BenchmarkPod(KubernetesPodOperator):
         super().cleanup(pod, remote_pod, xcom_result, context)
 
     def _startup(self, remote_pod: k8s.V1Pod) -> Startup | None:
-        """The pod's start-up in phases (accelbench.k8s.startup) from its latest status, its events and its
-        node; None when the API cannot say. Best effort: read before the pod (and its events) goes."""
+        """The pod's start-up in phases (accelbench.k8s.pod_startup) from its latest status, its events and
+        its node; None when the API cannot say. Best effort: read before the pod (and its events) goes."""
         try:
             pod = self.pod_manager.read_pod(remote_pod)
         except Exception as exc:

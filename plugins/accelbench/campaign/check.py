@@ -18,7 +18,7 @@ from accelbench.core.families import refuse_graviton2
 from accelbench.core.model_origin import model_identity
 from accelbench.core.modes import default_mode
 from accelbench.core.problems import Problem
-from accelbench.core.search import SearchPlan
+from accelbench.core.search_plan import SearchPlan
 from accelbench.core.workloads import DEFAULT_WORKLOAD, TraceIdentity, Workload, traced
 from accelbench.errors import ConfigError
 from accelbench.sizing.model_config import ModelShape

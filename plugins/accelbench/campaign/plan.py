@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from accelbench.campaign.check import check_request
 from accelbench.campaign.load import build_load_plan
-from accelbench.campaign.quality import configurations, matrix_problems, renamed, with_quality
+from accelbench.campaign.quantization import configurations, matrix_problems, renamed, with_quality
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.size import RuntimeBuild, size_instances
 from accelbench.campaign.specs import make_specs
@@ -62,8 +62,8 @@ def plan_campaign(
     build of it and said why in `preflight`). `preflight`: problems of the execution environment found by
     the caller (kubernetes mode's lake, image, connection), reported with the campaign's own.
 
-    A quantization matrix (`quantized_models`) plans each checkpoint as the request with that model, and
-    gives every spec the quality plan that names `model` as the reference (accelbench.campaign.quality)."""
+    A quantization matrix (`quantized_models`) plans each checkpoint as the request with that model, and gives
+    every spec the quality plan that names `model` as the reference (accelbench.campaign.quantization)."""
 
     def one(request: CampaignRequest, found: Sequence[Problem]) -> Plan:
         return _plan_one(

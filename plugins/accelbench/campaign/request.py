@@ -30,13 +30,13 @@ from pydantic import (
 )
 
 from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
-from accelbench.core import quality_task
 from accelbench.core.modes import ExecutionMode
-from accelbench.core.search import MIN_P99_REQUESTS, SearchPlan, SearchVariable
+from accelbench.core.search_plan import MIN_P99_REQUESTS, SearchPlan, SearchVariable
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
 from accelbench.core.spec import POISSON, QUALITY_PROMPTS, QUALITY_QUESTIONS
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload, WorkloadName, profile
 from accelbench.errors import ConfigError
+from accelbench.quality import exact_answer_task as quality_task
 from accelbench.runtime.version_rules import VERSION_PATTERN
 from accelbench.sizing.fit import LOADGEN_MAX_IN_FLIGHT
 from accelbench.tiers import all_tiers, runtimes

@@ -23,11 +23,11 @@ from accelbench.campaign.request import CampaignRequest
 from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.decisions import decisions
 from accelbench.config import Settings
-from accelbench.core.decisions import Decision, standing
 from accelbench.core.modes import check_mode, default_mode
 from accelbench.core.price import Price
 from accelbench.core.problems import PlanningError
 from accelbench.core.spec import BenchmarkSpec
+from accelbench.decisions import Decision, standing
 from accelbench.errors import AccelbenchError
 from accelbench.lake.spreads import resolution_lines
 from accelbench.lake.store import Lake

@@ -1,4 +1,4 @@
-"""The owners' answers to regressions (`accelbench.core.decisions`), one catalog row each: the approval
+"""The owners' answers to regressions (`accelbench.decisions`), one catalog row each: the approval
 step writes them, the version campaign and the report read them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from sqlalchemy import Engine, select
 
 from accelbench.catalog.db import session_scope
 from accelbench.catalog.models import RegressionDecision
-from accelbench.core.decisions import Decision
+from accelbench.decisions import Decision
 
 
 def record(engine: Engine, decision: Decision) -> None:

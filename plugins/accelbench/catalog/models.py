@@ -25,7 +25,7 @@ RUNTIME_STATUSES = ("discovered", "announced", "benchmarked", "failed", "skipped
 DECISIONS = (
     "accepted",
     "rejected",
-)  # an owner's answer to a version's regressions (accelbench.core.decisions)
+)  # an owner's answer to a version's regressions (accelbench.decisions)
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",

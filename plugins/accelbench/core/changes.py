@@ -36,7 +36,7 @@ CONFIDENCE = 0.95
 MIN_EFFECT = 0.05  # the smallest relative change that is an alarm
 FDR = 0.05  # the false discovery rate a gate allows across all its comparisons
 
-Verdict = Literal["regression", "improvement", "no change", "undecided"]
+ChangeVerdict = Literal["regression", "improvement", "no change", "undecided"]  # a change between two points
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Change:
     min_effect: float = MIN_EFFECT
     confidence: float = CONFIDENCE
     q: float | None = None
-    verdict: Verdict | None = None
+    verdict: ChangeVerdict | None = None
 
     @property
     def resolves(self) -> float | None:
@@ -198,7 +198,7 @@ def judge(changes: Sequence[Change], fdr: float = FDR) -> list[Change]:
 def _verdict(change: Change, fdr: float) -> Change:
     c = change
     if c.estimate is None or c.q is None:
-        verdict: Verdict = "undecided"
+        verdict: ChangeVerdict = "undecided"
     elif c.q <= fdr:
         verdict = "regression" if c.estimate * c.worse_when > 0 else "improvement"
     elif c.resolves is not None and c.resolves <= c.min_effect:

@@ -2,7 +2,7 @@
 
 A within-run interval knows only its own requests, not how one host's runs differ (the README demo's two
 repeats of one level: 1.71x in p50 TTFT), so the two measurements drift only when their intervals lie
-more than DRIFT_FACTOR apart. The load search rechecks its first probe (`accelbench.core.search`), a
+more than DRIFT_FACTOR apart. The load search rechecks its first probe (`accelbench.search`), a
 campaign of fixed levels its first level (`accelbench.loadgen.driver`); a drifted run's figures are
 published as undecided, never as the server's."""
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.dataclasses import dataclass
 
-from accelbench.core.search import Phase, SearchResult
+from accelbench.core.search_plan import Phase, SearchResult
 from accelbench.core.spec import BenchmarkSpec
 
 LevelStatus = Literal["running", "ok", "errors", "failed"]  # "running" only until the level's verdict

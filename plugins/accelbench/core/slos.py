@@ -1,6 +1,6 @@
 """The SLOs a load level must hold to count, and how each is judged: one rule for the report's tables,
 the capacity planner (whose page gets LIMITS to run the same rule in JavaScript) and the load search
-(`accelbench.core.search`, which judges each probe's repeats by it).
+(`accelbench.search`, which judges each probe's repeats by it).
 
 Standard library only: DAG files import the default from here at parse time.
 """

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from accelbench.core.search import SearchPlan
+from accelbench.core.search_plan import SearchPlan
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload
 
 GoodputMetric = Literal["ttft", "tpot", "e2el"]  # vllm bench serve --goodput names
@@ -82,7 +82,7 @@ class ServerSpec(_Frozen):
 
 class LoadPlan(_Frozen):
     """The load levels one server is driven through: the fixed levels (`concurrency`, `request_rates`),
-    or with `search` a load search (accelbench.core.search) that chooses them, each probe a level of
+    or with `search` a load search (accelbench.search) that chooses them, each probe a level of
     `prompts_per_level` requests, repeated `repeats` times (the search plan's repeats, the same number)."""
 
     input_len: int = Field(ge=1)
@@ -174,11 +174,11 @@ QUALITY_PROMPTS, QUALITY_QUESTIONS = 48, 200
 
 class QualityPlan(_Frozen):
     """After its load levels, a configuration's quality measured against its running server
-    (accelbench.loadgen.quality): the top-k next-token distributions over the project's probe prompts
-    (accelbench.core.probe_prompts), and its accuracy on the project's exact-answer task through lm-eval
-    (accelbench.core.quality_task). `reference`: the model id of the configuration the others are compared
-    with (the bf16 checkpoint of a quantization matrix); it measures the same, and its two passes over the
-    prompts give the noise floor its divergence is read against."""
+    (accelbench.loadgen.quality_step): the top-k next-token distributions over the project's probe prompts
+    (accelbench.quality.probe_prompts), and its accuracy on the project's exact-answer task through lm-eval
+    (accelbench.quality.exact_answer_task). `reference`: the model id of the configuration the others are
+    compared with (the bf16 checkpoint of a quantization matrix); it measures the same, and its two passes
+    over the prompts give the noise floor its divergence is read against."""
 
     reference: str
     prompts: int = Field(default=QUALITY_PROMPTS, ge=1, le=512)

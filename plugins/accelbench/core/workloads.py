@@ -16,7 +16,7 @@ Profiles (`PROFILES`), chosen from what the peers offer (vLLM's `random` with le
 - `decode-heavy`: 64 in, 512 out;
 - `custom`: the user's own prompts, a JSONL file of {"prompt": ...} lines (`custom_prompts`), with the
   request's output length;
-- `trace`: the user's own traffic, a timed trace (`accelbench.core.traces`) replayed with its arrival times,
+- `trace`: the user's own traffic, a timed trace (`accelbench.traces`) replayed with its arrival times,
   lengths and shared prefixes (vLLM's `timed_trace` dataset); its levels are time-scales of the trace, and
   its identity (`TraceIdentity`, read when the campaign is planned) goes with every spec and run row.
 
@@ -36,12 +36,12 @@ Endpoint = Literal["completions", "chat"]
 DEFAULT_WORKLOAD: WorkloadName = "fixed"
 ENDPOINTS = {"completions": ("openai", "/v1/completions"), "chat": ("openai-chat", "/v1/chat/completions")}
 TRACE_FILE = "trace.jsonl"  # where the load generator puts a trace workload's file, beside its results
-TRACE_CHUNK = 16  # tokens per hash id (`accelbench.core.traces.CHUNK`, vLLM's default)
+TRACE_CHUNK = 16  # tokens per hash id (`accelbench.traces.timed_trace.CHUNK`, vLLM's default)
 
 
 class TraceIdentity(BaseModel):
-    """What a timed trace is (`accelbench.core.traces.identity`): the lake records it on every run row, and a
-    report never pools two traces. `name`: its file's stem; `uri`: where the campaign read it."""
+    """What a timed trace is (`accelbench.traces.timed_trace.identity`): the lake records it on every run row,
+    and a report never pools two traces. `name`: its file's stem; `uri`: where the campaign read it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

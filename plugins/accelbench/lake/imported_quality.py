@@ -23,11 +23,11 @@ import numpy as np
 import pyarrow as pa
 
 from accelbench.core.intervals import CONFIDENCE, Interval
-from accelbench.core.quality import BOOTSTRAP_RESAMPLES, accuracy
 from accelbench.errors import AccelbenchError
 from accelbench.lake.quality import quality_table
 from accelbench.lake.schemas import SCHEMA_VERSION
 from accelbench.lake.store import Lake
+from accelbench.quality.accuracy import BOOTSTRAP_RESAMPLES, accuracy
 
 IMPORT_CAMPAIGN = "imported"
 SHARE_TOLERANCE = 1e-6  # a share of n questions times n is a whole number, up to float rounding

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.dataset as ds
 
 from accelbench.core.levels import levels
-from accelbench.core.search import SETTLED_OUTCOMES
+from accelbench.core.search_plan import SETTLED_OUTCOMES
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.lake.store import Lake

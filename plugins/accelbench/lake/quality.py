@@ -1,12 +1,12 @@
 """The `quality` table of a campaign: each configuration of a quantization matrix against its reference,
-from the raw evidence each benchmark kept (quality.json, accelbench.loadgen.quality), written when every
+from the raw evidence each benchmark kept (quality.json, accelbench.loadgen.quality_step), written when every
 benchmark of the campaign has landed (the summary task), since a configuration needs its reference's.
 
 A configuration is paired with the reference configuration of the same campaign, instance type and workload
 (the spec whose model is the quality plan's reference). Its next-token distributions go through
-`accelbench.core.fidelity` against the reference's, its answers through `accelbench.core.quality` against
-the reference's answers to the same questions; the reference's own row holds its two passes over the prompts
-against each other (the noise floor, ~0)."""
+`accelbench.quality.fidelity` against the reference's, its answers through `accelbench.quality.accuracy`
+against the reference's answers to the same questions; the reference's own row holds its two passes over the
+prompts against each other (the noise floor, ~0)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from accelbench.core.fidelity import fidelity
-from accelbench.core.quality import accuracy, accuracy_ratio
 from accelbench.lake.raw import RawLocation
 from accelbench.lake.schemas import QUALITY, SCHEMA_VERSION
 from accelbench.lake.store import Lake, safe_name
+from accelbench.quality.accuracy import accuracy, accuracy_ratio
+from accelbench.quality.fidelity import fidelity
 
 log = logging.getLogger(__name__)
-QUALITY_FILE = "quality.json"  # written by accelbench.loadgen.quality beside the envelope
+QUALITY_FILE = "quality.json"  # written by accelbench.loadgen.quality_step beside the envelope
 # The runs columns a quality row repeats (the configuration as the runs rows name it).
 FROM_RUNS = (
     "campaign_id",

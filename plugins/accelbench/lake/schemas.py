@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from accelbench.core.startup import FIGURES, PHASES
+from accelbench.core.startup_phases import FIGURES, PHASES
 
 # 2: runs.source_uri, runs.matrix_key; 3: the engine settings of a point, where it ran (host_*,
 # measured_on_instance, server_image_id) and why the server died (server_exit_code, server_log_tail);
@@ -190,7 +190,7 @@ RUNS = pa.schema(
     ]
 )
 
-# One row per load search (core/search.py's SearchResult): the configuration, as its runs rows name it,
+# One row per load search (core/search_plan.py's SearchResult): the configuration, as its runs rows name it,
 # and what the search found. Partitioned like runs; the probes are runs rows with a search_step.
 CAPACITIES = pa.schema(
     [
@@ -304,9 +304,9 @@ QUALITY = pa.schema(
     ]
 )
 
-# One row per server that became ready (accelbench.core.startup): its start-up in phases, each ending where
-# the next begins (null: a boundary not seen, its time in the next), vLLM's own durations beside them, and how
-# long the first level waited after ready. Partitioned like runs.
+# One row per server that became ready (accelbench.core.startup_phases): its start-up in phases, each ending
+# where the next begins (null: a boundary not seen, its time in the next), vLLM's own durations beside them,
+# and how long the first level waited after ready. Partitioned like runs.
 STARTUPS = pa.schema(
     [
         ("schema_version", pa.int16()),

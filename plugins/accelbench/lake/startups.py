@@ -1,5 +1,5 @@
-"""The `startups` row of a server: its start-up in phases (accelbench.core.startup's startup.json, beside
-the envelope in the raw area), with the configuration as its `runs` rows name it."""
+"""The `startups` row of a server: its start-up in phases (accelbench.core.startup_phases's startup.json,
+beside the envelope in the raw area), with the configuration as its `runs` rows name it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from accelbench.core.evidence import Envelope
-from accelbench.core.startup import FIGURES, PHASES, STARTUP_FILE, Startup
+from accelbench.core.startup_phases import FIGURES, PHASES, STARTUP_FILE, Startup
 from accelbench.lake.raw import RawEvidenceError, Reader
 from accelbench.lake.rows import startups_table
 from accelbench.lake.schemas import SCHEMA_VERSION, STARTUPS

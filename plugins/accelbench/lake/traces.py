@@ -1,4 +1,4 @@
-"""Timed traces and the lake: a trace from the lake's own `requests` table (`accelbench.core.traces.
+"""Timed traces and the lake: a trace from the lake's own `requests` table (`accelbench.traces.builders.
 from_requests`: one run's requests, one level's repeat, as they were sent), a usage log read wherever it
 lies (a worker path or S3), and traces stored under the lake's `traces/`, where a benchmark pod reads
 them."""
@@ -17,20 +17,11 @@ import pyarrow.dataset as ds
 from botocore.exceptions import BotoCoreError, ClientError
 from fsspec.core import url_to_fs
 
-from accelbench.core.traces import (
-    NAME_PATTERN,
-    TraceRequest,
-    dumps,
-    from_requests,
-    from_usage,
-    generated_day,
-    identify,
-    identity,
-    rows_of,
-)
 from accelbench.core.workloads import TraceIdentity
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, storage_options
+from accelbench.traces.builders import from_requests, from_usage, generated_day, rows_of
+from accelbench.traces.timed_trace import NAME_PATTERN, TraceRequest, dumps, identify, identity
 
 log = logging.getLogger(__name__)
 NAME = re.compile(NAME_PATTERN)
@@ -60,7 +51,7 @@ def read_text(uri: str, field: str) -> str:
 
 
 def usage_rows(uri: str) -> list[dict[str, object]]:
-    """A usage log's rows from a worker path or an s3:// URI (`accelbench.core.traces.rows_of`)."""
+    """A usage log's rows from a worker path or an s3:// URI (`accelbench.traces.builders.rows_of`)."""
     return rows_of(read_text(uri, "usage_log"), uri)
 
 

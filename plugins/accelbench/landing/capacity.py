@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelbench.core.search import UNITS, capacity_words
+from accelbench.core.search_plan import UNITS, capacity_words
 from accelbench.report.labels import bracket_text
 
 

@@ -1,9 +1,9 @@
 """`accelbench-loadgen`: the benchmark pod's main container (and a stand-alone driver).
 
-Drives the server through every level of the spec (then, for a spec with a quality plan, measures its
-quality against the same server: accelbench.loadgen.quality), writes the raw evidence to --out, copies it to
-the lake's raw/ area when a lake is configured (the pod's case), and prints a compact summary, also
-to /airflow/xcom/return.json when that directory exists.
+Drives the server through every level of the spec (then, for a spec with a quality plan, measures its quality
+against the same server: accelbench.loadgen.quality_step), writes the raw evidence to --out, copies it to the
+lake's raw/ area when a lake is configured (the pod's case), and prints a compact summary, also to
+/airflow/xcom/return.json when that directory exists.
 
 Exit codes: 0 every level measured (status ok, or errors: some requests failed, the server stayed up);
 1 a level failed (the levels before it are kept); 2 bad usage;
@@ -26,7 +26,7 @@ from accelbench.loadgen.contract import LAKE_DATE_ENV, LOADGEN_SETTINGS, SPEC_EN
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
-from accelbench.loadgen.quality import LM_EVAL_PYTHON_ENV, measure_quality
+from accelbench.loadgen.quality_step import LM_EVAL_PYTHON_ENV, measure_quality
 from accelbench.loadgen.sampling import find_server_pid
 
 XCOM_RETURN = Path("/airflow/xcom/return.json")

@@ -5,7 +5,7 @@ bench_client) while sampling the server's memory and gauges, scrape again, then 
 token totals against the server's counters and the achieved load against the requested one. Raw
 outputs and an envelope land in `out_dir`.
 
-With a load search (`LoadPlan.search`) the levels are the search's probes (accelbench.core.search): each
+With a load search (`LoadPlan.search`) the levels are the search's probes (accelbench.search): each
 probe is a level at the load the search asks for, its repeats the level's repeats, each record marked with
 the probe's step and phase, and the search's result goes into the envelope. A failed level stops a search
 as it stops fixed levels: its probes are kept, and the search's result says "probe_failed" with the
@@ -45,15 +45,13 @@ from accelbench.core.evidence import Envelope, LevelRecord, LevelStatus, RunSumm
 from accelbench.core.levels import Level, levels
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
 from accelbench.core.model_origin import model_origin
-from accelbench.core.search import (
+from accelbench.core.search_plan import (
     TAIL_LIMITS,
-    LoadSearch,
     Phase,
     ProbeResult,
     RepeatResult,
     SearchPlan,
     SearchResult,
-    repeats_drift,
 )
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.core.workloads import TRACE_FILE
@@ -65,6 +63,8 @@ from accelbench.loadgen import server_metrics
 from accelbench.loadgen.bench_client import BenchClient, BenchProcessError
 from accelbench.loadgen.bench_command import bench_args, repeat_seed
 from accelbench.loadgen.sampling import Sampler, memory_probe
+from accelbench.search.load_search import LoadSearch
+from accelbench.search.statistics import repeats_drift
 
 log = logging.getLogger(__name__)
 REQUIRED_RESULT_KEYS = (
@@ -411,7 +411,7 @@ class Driver:
 
     def _recheck(self, planned: list[Level]) -> tuple[str | None, str | None]:
         """With more than one level, the first one measured once more at the end (its repeats numbered
-        on), and compared with its first repeat (`accelbench.core.search.repeats_drift` on every latency
+        on), and compared with its first repeat (`accelbench.search.statistics.repeats_drift` on every latency
         limit's metric): (failure, "the host drifted: ..." or None). The figures of a run whose host
         drifted are not the server's; the report shows them undecided."""
         if len(planned) < 2:

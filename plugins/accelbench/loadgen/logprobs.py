@@ -1,6 +1,6 @@
 """The next-token distributions a running server gives for a prompt set: vLLM's `prompt_logprobs` on
 /v1/completions (the top k of each prompt position, k at most the server's `--max-logprobs`, 20 by
-default). What `accelbench.core.fidelity` compares between a configuration and its reference.
+default). What `accelbench.quality.fidelity` compares between a configuration and its reference.
 
 The prompts go in batches of BATCH, in the set's order, so every configuration sees the same batches. A
 batch's make-up moves vLLM CPU's numbers a little (measured on the real model: the same 24 prompts in reverse

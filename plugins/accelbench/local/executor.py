@@ -13,14 +13,14 @@ from accelbench.config import Settings
 from accelbench.core.evidence import RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.spec import BenchmarkSpec
-from accelbench.core.startup import STARTUP_FILE
+from accelbench.core.startup_phases import STARTUP_FILE
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import pooled
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
-from accelbench.loadgen.quality import measure_quality
+from accelbench.loadgen.quality_step import measure_quality
 from accelbench.local.quantized_model import QuantizationError, quant_python
 from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.tiers import tier

@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 from accelbench.config import Settings, env_name
 from accelbench.core.server_log import LOG_HEAD_BYTES, reported_quantization
 from accelbench.core.spec import ServerSpec
-from accelbench.core.startup import POLL_S, LogStamps, Startup, local_startup
+from accelbench.core.startup_phases import POLL_S, LogStamps, Startup, local_startup
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent, watch_group
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
@@ -162,7 +162,7 @@ class LocalServer:
     journal: Path | None = None  # a JSON-lines file that gets one line per launch
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     startup_s: float | None = field(default=None, init=False)
-    startup: Startup | None = field(default=None, init=False)  # its phases (accelbench.core.startup)
+    startup: Startup | None = field(default=None, init=False)  # its phases (accelbench.core.startup_phases)
     tmpdir: Path | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False)
     _watchdog: subprocess.Popen[bytes] | None = field(default=None, init=False)

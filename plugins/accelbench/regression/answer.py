@@ -10,7 +10,7 @@ from typing import Any
 
 from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.decisions import record
-from accelbench.core.decisions import Decision, answer
+from accelbench.decisions import Decision, answer
 from accelbench.tiers import CPU
 
 log = logging.getLogger(__name__)

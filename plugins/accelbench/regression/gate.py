@@ -21,8 +21,8 @@ from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.decisions import decisions
 from accelbench.catalog.queries import instance_catalog
 from accelbench.core.changes import FDR, MIN_EFFECT
-from accelbench.core.decisions import Decision, standing, unanswered
 from accelbench.core.model_origin import model_identity
+from accelbench.decisions import Decision, standing, unanswered
 from accelbench.lake.store import Lake
 from accelbench.report.build import partition_filter
 from accelbench.report.gate import GateVerdict, MatrixPoints, gate, gate_scope, gated_runs, measured_versions

@@ -17,8 +17,8 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from accelbench.core.decisions import Decision
 from accelbench.core.price import Price
+from accelbench.decisions import Decision
 from accelbench.lake.schemas import LakeRow
 from accelbench.lake.store import Lake
 from accelbench.report.builder import build_points

@@ -26,8 +26,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from accelbench.core.quality import GATE_ACCURACY_RATIO
 from accelbench.lake.schemas import IMPORTED_MODE
+from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO
 from accelbench.report.keys import CONFIG_KEY
 from accelbench.report.pricing import order_by_cost
 from accelbench.report.records import Record, figure

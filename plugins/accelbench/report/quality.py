@@ -1,5 +1,5 @@
-"""A `quality` row (accelbench.lake.quality) in words, and its quality gate (accelbench.core.quality): what
-the campaign's summary logs and the report shows beside each configuration's cost."""
+"""A `quality` row (accelbench.lake.quality) in words, and its quality gate (accelbench.quality.quality_gate):
+what the campaign's summary logs and the report shows beside each configuration's cost."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE, Interval
-from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL, Verdict, gate
 from accelbench.lake.schemas import LakeRow
+from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO, GATE_MEAN_KL, gate
+from accelbench.quality.quality_gate import QualityVerdict
 from accelbench.report.model import Point, QualityGrade
 from accelbench.report.records import figure
 
@@ -21,7 +22,7 @@ def _interval(row: Mapping[str, Any], name: str, low: str, high: str, method: st
 
 def quality_gate(
     row: Mapping[str, Any], min_ratio: float = GATE_ACCURACY_RATIO, max_kl: float = GATE_MEAN_KL
-) -> tuple[Verdict, str]:
+) -> tuple[QualityVerdict, str]:
     """The row's verdict against the gate, and why."""
     ratio = _interval(
         row, "accuracy_ratio", "accuracy_ratio_low", "accuracy_ratio_high", "accuracy_ratio_method"

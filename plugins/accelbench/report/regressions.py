@@ -73,6 +73,6 @@ def describe(regression: Regression) -> str:
 
 
 def regression_keys(regression: Regression) -> list[str]:
-    """What an owner's acceptance names (`accelbench.core.decisions`): the point, the two versions compared
+    """What an owner's acceptance names (`accelbench.decisions`): the point, the two versions compared
     and each regressed metric, without the figures, which move from run to run."""
     return [f"{_where(regression.delta)}: {metric}" for metric in regression.regressed]

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from accelbench.core.price import Price
-from accelbench.core.search import LEVEL_KINDS, UNITS
+from accelbench.core.search_plan import LEVEL_KINDS, UNITS
 from accelbench.lake.schemas import LakeRow
 from accelbench.report.hosts import host_label
 from accelbench.report.labels import bracket_text, level_label, short_model, slos_text, trace_label
@@ -38,7 +38,7 @@ def capacity_point(
 
 def bracket_with_interval(capacity: LakeRow) -> str | None:
     """ "[26, 27]; 95%: [24, 28]": the bracket, and the capacity's interval from the monotone fit of every
-    probe (`core.search.fit_capacity`; "-" for an open end) where the search had one (schema 8 on)."""
+    probe (`search.statistics.fit_capacity`; "-" for an open end) where the search had one (schema 8 on)."""
     bracket = bracket_text(capacity.get("bracket_passing"), capacity.get("bracket_failing"))
     if capacity.get("capacity_method") is None:
         return bracket

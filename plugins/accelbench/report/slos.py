@@ -1,5 +1,5 @@
 """The SLOs the report judges levels by: they live in `accelbench.core.slos` (the load search in
-`accelbench.core.search` judges its probes by the same rule) and are re-exported here for the report's
+`accelbench.search` judges its probes by the same rule) and are re-exported here for the report's
 modules and the DAG files that import them at parse time; the three-valued verdict of a level against
 them, what more measurement would decide an undecided one, and the best level under them.
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from accelbench.core.decisions import Decision
+from accelbench.decisions import Decision
 from accelbench.lake.schemas import LakeRow
 from accelbench.report.model import Capacity, Point
 from accelbench.report.records import Record
@@ -30,7 +30,7 @@ class Inputs:
     `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
     `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points;
     `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`);
-    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.core.decisions`).
+    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.decisions`).
     """
 
     runs: list[LakeRow] = field(default_factory=list)

@@ -38,7 +38,7 @@ LOADGEN_MAX_IN_FLIGHT = 1024
 LOADGEN_BASE_MIB = 1280
 LOADGEN_BYTES_PER_INPUT_TOKEN = 8
 LOADGEN_BYTES_PER_OUTPUT_TOKEN = 128
-# lm-eval's `run` beside the driver (the quality step after the levels, accelbench.loadgen.quality), from
+# lm-eval's `run` beside the driver (the quality step after the levels, accelbench.loadgen.quality_step), from
 # benchmarks/pod_reserves.py --parts quality (RESULTS.md, "Pod reserves"): lm-eval's processes peaked at
 # 464 MiB charged (200 questions); added to the container's memory, rounded up with margin.
 LOADGEN_QUALITY_MIB = 512

@@ -1,9 +1,9 @@
 """The owners' answers to the regressions the gate found (the version campaign's approval step,
-`accelbench.core.decisions`): a version's regressions accepted as known, with why, or the version rejected."""
+`accelbench.decisions`): a version's regressions accepted as known, with why, or the version rejected."""
 
 from __future__ import annotations
 
-from accelbench.core.decisions import Decision
+from accelbench.decisions import Decision
 from accelbench.report.table import Inputs, Section, Table
 
 COLUMNS = ("runtime", "version", "model", "decision", "reason", "decided_by", "decided_at", "regressions")

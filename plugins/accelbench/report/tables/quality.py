@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from accelbench.core.quality import GATE_ACCURACY_RATIO, GATE_MEAN_KL
+from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO, GATE_MEAN_KL
 from accelbench.report.labels import short_model
 from accelbench.report.model import INLINE, NO_INTERVAL, Interval, Point, QualityGrade
 from accelbench.report.slos import BestPoint

@@ -1,5 +1,5 @@
-"""An owner's answer to the regressions the gate found in a version: the approval step's two options, and
-what a standing answer means for the next campaign of that version.
+"""An owner's answer to the regressions the regression gate found in a version: the approval step's two
+options, and what a standing answer means for the next campaign of that version.
 
 Accepted: the regressions it names (each a point, the two versions compared and a metric:
 `accelbench.report.regressions.regression_keys`) are known; a gate that finds only those does not ask again.

@@ -2,8 +2,8 @@
 that model, and the quality plan every spec of the campaign gets, naming `model` as the reference.
 
 The reference is the unquantized checkpoint (bf16 on CPU): each configuration's next-token distributions and
-accuracy are compared with its after the load levels (accelbench.loadgen.quality), so the reference must be
-unquantized, each other checkpoint quantized, and all of them the same network (architecture and shape)."""
+accuracy are compared with its after the load levels (accelbench.loadgen.quality_step), so the reference must
+be unquantized, each other checkpoint quantized, and all of them the same network (architecture and shape)."""
 
 from __future__ import annotations
 

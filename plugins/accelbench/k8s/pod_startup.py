@@ -1,9 +1,10 @@
-"""A benchmark pod's start-up in phases, from what the Kubernetes API keeps of it (accelbench.core.startup's
-kubernetes phases): the pod's creation and PodScheduled condition, its node's creation (Karpenter launched
-it for this pod when the node is younger than the pod), the server container's start (after its image was
-pulled), and the load generator's start, which the kubelet allows only once the server's startup probe
-passed (the server is a native sidecar). Timestamps are the API's, to the second; the kubelet's own pull
-time is read from its Pulled event. Read before the pod is deleted (accelbench.airflow.benchmark_pod)."""
+"""A benchmark pod's start-up in phases, from what the Kubernetes API keeps of it
+(accelbench.core.startup_phases's kubernetes phases): the pod's creation and PodScheduled condition, its
+node's creation (Karpenter launched it for this pod when the node is younger than the pod), the server
+container's start (after its image was pulled), and the load generator's start, which the kubelet allows only
+once the server's startup probe passed (the server is a native sidecar). Timestamps are the API's, to the
+second; the kubelet's own pull time is read from its Pulled event. Read before the pod is deleted
+(accelbench.airflow.benchmark_pod)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from kubernetes.client import CoreV1Event, V1Node, V1Pod
 
-from accelbench.core.startup import KUBERNETES_BOUNDARIES, KUBERNETES_METHOD, Startup
+from accelbench.core.startup_phases import KUBERNETES_BOUNDARIES, KUBERNETES_METHOD, Startup
 
 # The kubelet's Pulled event: 'Successfully pulled image "x" in 23.4s (23.4s including waiting). ...'
 PULLED = re.compile(r"Successfully pulled image .* in ([0-9.]+)(ms|s)\b")

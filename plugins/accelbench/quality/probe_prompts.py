@@ -1,5 +1,5 @@
 """A fixed prompt set the project generates itself, to compare configurations' next-token distributions
-(`accelbench.core.fidelity`): no copied text, the same prompts on every host and every run (a seeded
+(`accelbench.quality.fidelity`): no copied text, the same prompts on every host and every run (a seeded
 numpy generator over word lists written here), short plain English a 135M instruct model continues
 sensibly: arithmetic sentences, counting, and templated sentences about everyday things."""
 

@@ -5,7 +5,7 @@ the campaign's summary compares with the reference's (accelbench.lake.quality).
 - Next-token distributions: the top-k logprobs of every position of the project's probe prompts, twice (in
   the set's order, then reversed): the first pass is what the reference is compared with, the two passes
   against each other are this configuration's own noise floor.
-- Accuracy: the project's exact-answer task (accelbench.core.quality_task) through lm-eval's
+- Accuracy: the project's exact-answer task (accelbench.quality.exact_answer_task) through lm-eval's
   `local-completions` model against the server's /v1/completions, run by the interpreter that has lm-eval
   (the load-generator image's own environment; .venv-quant in local mode), offline; its results JSON is kept
   as lm-eval wrote it, with each question's outcome from its samples.
@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.config import env_name
-from accelbench.core.fidelity import fidelity
 from accelbench.core.offline import OFFLINE
-from accelbench.core.probe_prompts import probe_prompts
-from accelbench.core.quality_task import METRIC, TASK, write_task
 from accelbench.core.spec import BenchmarkSpec, QualityPlan
 from accelbench.errors import AccelbenchError
 from accelbench.lake.quality import QUALITY_FILE
 from accelbench.lifetime import die_with_parent
 from accelbench.loadgen.logprobs import TOP_K, prompt_logprobs
+from accelbench.quality.exact_answer_task import METRIC, TASK, write_task
+from accelbench.quality.fidelity import fidelity
+from accelbench.quality.probe_prompts import probe_prompts
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # of quality.json

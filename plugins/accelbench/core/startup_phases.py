@@ -10,7 +10,7 @@ the time in the next phase, so the sum still holds.
   monotonic clock when the server's log showed them (read at every health poll, `POLL_S`): process launched
   -> engine core started -> weights loaded -> engine initialised (memory profile, KV cache, warm-up,
   torch.compile) -> /health answered. vLLM's own durations of the same steps are kept beside them.
-- Kubernetes mode (accelbench.k8s.startup): the API's timestamps (to the second): pod created -> scheduled
+- Kubernetes mode (accelbench.k8s.pod_startup): the API's timestamps (to the second): pod created -> scheduled
   (a node found, or launched for it) -> the server container started (its image pulled) -> the load
   generator started (the server's startup probe passed). The node's launch and the kubelet's pull time are
   kept beside them.

@@ -1,0 +1,368 @@
+"""The load search's plan and results: what a spec carries (`SearchPlan`) and what a search found
+(`SearchResult`, its `Probe`s, each repeat's `RepeatResult`), with the words a capacity is said in.
+
+In `core` because the spec and the evidence carry them (every stage reads them); the search itself, its
+statistics and its state machine are in `accelbench.search`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+from accelbench.core.intervals import Interval, SloVerdict, slo_verdict
+from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
+
+# time_scale: a timed trace's pace (its headroom: how many times the recorded traffic a server holds)
+SearchVariable = Literal["concurrency", "request_rate", "time_scale"]
+Phase = Literal["bracket", "bisect", "recheck"]  # recheck: the first probe measured again at the end
+# A probe's verdict on its load: pass (every SLO meets, `core.intervals.SloVerdict`), fail (one misses),
+# undecided: a p99's interval still held its SLO's limit when the probe reached `max_requests`; or where it
+# stopped. Not the SLO words (a load passes or fails; the evidence's probes keep these values).
+ProbeVerdict = Literal["pass", "fail", "undecided", "client_limited", "untrusted", "probe_failed"]
+# capacity: bracketed within the precision; upper_bound: `upper` passed (the capacity is at least it);
+# below_lower: `lower` failed (no capacity in range); saturated: bracketing stopped at a passing probe past
+# the server's throughput (`accelbench.search.statistics.saturation`: the capacity is at least it);
+# client_limited / untrusted / probe_failed: stopped at a probe (probe_failed: its level failed, no usable
+# result: the bracket found before it is kept); drifted: the first probe measured again at the end disagreed
+# with itself beyond both intervals (no capacity).
+Outcome = Literal[
+    "capacity",
+    "upper_bound",
+    "below_lower",
+    "saturated",
+    "client_limited",
+    "untrusted",
+    "probe_failed",
+    "drifted",
+]
+ANSWERED_OUTCOMES: tuple[Outcome, ...] = ("capacity", "upper_bound", "below_lower", "saturated")
+# What the same spec measured again would most likely find again (lake/measured.py does not re-run it): an
+# answer, and the stops that come from the spec or its instance type (the client's CPU is the instance's,
+# a repeat's count of requests is the spec's). A failed probe (a crashed or lost server) or a host that
+# drifted under the search may not recur.
+SETTLED_OUTCOMES: tuple[Outcome, ...] = (*ANSWERED_OUTCOMES, "client_limited", "untrusted")
+MIN_P99_REQUESTS = 100  # below this a "p99" is the slowest request or close to it, never a tail estimate
+TAIL_LIMITS = tuple(limit for limit in LIMITS if limit.field.startswith("p99_"))  # need min_requests
+LEVEL_KINDS: dict[str, Literal["concurrency", "rate", "scale"]] = {
+    "concurrency": "concurrency",
+    "request_rate": "rate",
+    "time_scale": "scale",
+}
+UNITS = {
+    "concurrency": "concurrent",
+    "request_rate": "req/s",
+    "time_scale": "x the trace",
+}  # a load of each variable, as said
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SearchPlan(_Frozen):
+    """What to search: the load variable, its bounds, the precision to stop at, the repeats per probe
+    and the SLOs every repeat must hold. Without a precision: one step for a concurrency, 10% for a
+    request rate."""
+
+    variable: SearchVariable
+    lower: float = Field(gt=0)
+    upper: float = Field(gt=0)
+    relative: float | None = Field(default=None, gt=0, lt=1)  # stop when fail - pass <= relative x pass
+    step: float | None = Field(default=None, gt=0)  # stop when fail - pass <= step
+    growth: float = Field(default=2.0, gt=1)  # the bracket's factor from one probe to the next
+    repeats: int = Field(default=1, ge=1)
+    min_requests: int = Field(default=SAMPLE_WARNING_REQUESTS, ge=MIN_P99_REQUESTS)
+    slos: Slos = Slos()
+    # None: each probe is judged on its repeats' p99s (the rule before intervals). A number: on the 95%
+    # interval of each p99 over its repeats' requests; a probe whose interval holds a limit is measured
+    # again at the same load (its repeats made longer) until it is decided or a repeat reaches this many.
+    max_requests: int | None = Field(default=None, ge=MIN_P99_REQUESTS)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_fields(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
+        """A plan without the fields added since issue 29 dumps as before them: its spec's id stays."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("max_requests") is None:
+            data.pop("max_requests", None)
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_precision(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("relative") is None and data.get("step") is None:
+            data = dict(data)
+            if data.get("variable") == "concurrency":
+                data["step"] = 1
+            else:
+                data["relative"] = 0.1
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SearchPlan:
+        problems = []
+        if self.upper < self.lower:
+            problems.append(f"upper={self.upper:g}: below lower={self.lower:g}")
+        if self.relative is not None and self.step is not None:
+            problems.append(f"step={self.step:g}: give a relative precision or a step, not both")
+        if self.variable == "concurrency":
+            for name in ("lower", "upper", "step"):
+                value = getattr(self, name)
+                if value is not None and value != int(value):
+                    problems.append(f"{name}={value:g}: a concurrency is a whole number")
+        if self.max_requests is not None and self.max_requests < self.min_requests:
+            problems.append(f"max_requests={self.max_requests}: below min_requests={self.min_requests}")
+        if all(getattr(self.slos, limit.param) is None for limit in LIMITS):
+            problems.append("slos=none: a search needs at least one SLO to hold")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def level_kind(self) -> Literal["concurrency", "rate", "scale"]:
+        """The variable as a load level's kind (`evidence.LevelKind`: `Level.kind`, the lake's
+        `level_kind`; spelt out, as the spec and the evidence import this module)."""
+        return LEVEL_KINDS[self.variable]
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.variable]
+
+    @property
+    def trusted_requests(self) -> int:
+        """The fewest completed requests a repeat's p99 counts from: `min_requests` less the failures the
+        error-rate limit allows. A failed request is judged by the error rate; under its limit it leaves the
+        p99 resting on (1 - limit) x as many requests beyond it (9.9 instead of 10 at 1%), a change below
+        what the choice of `min_requests` itself means. Without an error-rate limit: `min_requests`."""
+        allowed = self.slos.max_error_rate or 0.0
+        return max(1, math.ceil(self.min_requests * (1 - allowed) - 1e-9))
+
+    def precise(self, passing: float, failing: float) -> bool:
+        """Whether the bracket [passing, failing] is as narrow as the plan asks (one concurrency step is
+        always the finest there is)."""
+        gap = failing - passing
+        if self.variable == "concurrency" and gap <= 1:
+            return True
+        if self.step is not None:
+            return gap <= self.step * (1 + 1e-9)
+        assert self.relative is not None  # one of the two, by _default_precision
+        return gap <= self.relative * passing * (1 + 1e-9)
+
+    def normalise(self, load: float) -> float:
+        """A load as it is probed: a whole concurrency, a rate to 4 significant digits."""
+        return float(math.floor(load + 0.5)) if self.variable == "concurrency" else float(f"{load:.4g}")
+
+    def grid(self) -> list[float]:
+        """The fixed grid that reaches the same precision over [lower, upper]: every step, or every
+        factor (1 + relative), with upper last. What the search is compared with."""
+        loads, load = [], self.normalise(self.lower)
+        while load < self.upper:
+            loads.append(load)
+            following = load + self.step if self.step is not None else load * (1 + (self.relative or 0))
+            # Never wider than the precision: a concurrency rounds down (one step is always precise).
+            load = (
+                max(float(math.floor(following)), load + 1) if self.variable == "concurrency" else following
+            )
+        return [*loads, self.upper]
+
+
+class RepeatResult(_Frozen):
+    """One repeat of a probe, as the load generator measured it: its counts, p99s and, for the interval
+    rule (`SearchPlan.max_requests`), each completed request's latencies (empty: not given)."""
+
+    completed: int = Field(ge=0)
+    failed: int = Field(default=0, ge=0)
+    p99_ttft_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    p99_e2el_ms: float | None = None
+    client_limited: bool | None = None  # None: not known
+    duration_s: float = Field(default=0.0, ge=0)  # seconds the server was under this repeat's load
+    ttft_ms: tuple[float, ...] = ()
+    tpot_ms: tuple[float, ...] = ()  # requests of one output token have none
+    e2el_ms: tuple[float, ...] = ()
+
+    def samples(self, limit: Limit) -> tuple[float, ...]:
+        """The requests' values of a tail limit's metric ("p99_ttft_ms" -> ttft_ms)."""
+        values: tuple[float, ...] = getattr(self, limit.field.removeprefix("p99_"))
+        return values
+
+    def longer(self, more: RepeatResult) -> RepeatResult:
+        """This repeat made longer by `more` at the same load: counts and requests together, the p99s
+        of the requests together (None where either has no requests)."""
+        fields: dict[str, Any] = {
+            "completed": self.completed + more.completed,
+            "failed": self.failed + more.failed,
+            "client_limited": bool(self.client_limited or more.client_limited),
+            "duration_s": self.duration_s + more.duration_s,
+        }
+        for limit in TAIL_LIMITS:
+            name = limit.field.removeprefix("p99_")
+            values = self.samples(limit) + more.samples(limit)
+            fields[name] = values
+            fields[limit.field] = float(np.percentile(values, 99)) if values else None
+        return RepeatResult(**fields)
+
+    @property
+    def error_rate(self) -> float | None:
+        sent = self.completed + self.failed
+        return self.failed / sent if sent else None
+
+    def point(self) -> dict[str, float | None]:
+        """The repeat as the point `Slos.misses` and `Limit.fails` read."""
+        return {limit.field: getattr(self, limit.field, None) for limit in TAIL_LIMITS} | {
+            "error_rate": self.error_rate
+        }
+
+
+class ProbeResult(_Frozen):
+    """What a probe measured: its load and every repeat."""
+
+    load: float
+    repeats: tuple[RepeatResult, ...] = Field(min_length=1)
+
+
+class SloBound(_Frozen):
+    """One tail SLO of a probe under the interval rule: the p99's 95% interval over the probe's requests
+    (`accelbench.core.intervals.pooled_quantile_interval`) and what it says of the limit."""
+
+    metric: str  # "p99 TTFT"
+    limit: float
+    estimate: float | None
+    low: float | None
+    high: float | None
+    verdict: SloVerdict
+    method: str
+
+    @classmethod
+    def of(cls, limit: Limit, bound: float, interval: Interval) -> SloBound:
+        verdict = slo_verdict(interval, bound) or "undecided"
+        return cls(
+            metric=limit.label,
+            limit=bound,
+            estimate=interval.estimate,
+            low=interval.low,
+            high=interval.high,
+            verdict=verdict,
+            method=interval.method,
+        )
+
+    def text(self) -> str:
+        """ "p99 TTFT 480 ms [430, 560] vs 500 ms" """
+        ends = ", ".join("?" if v is None else f"{v:.0f}" for v in (self.low, self.high))
+        value = "not measured" if self.estimate is None else f"{self.estimate:.0f} ms [{ends}]"
+        return f"{self.metric} {value} vs {self.limit:g} ms"
+
+
+class Probe(_Frozen):
+    """One probe as the search judged it."""
+
+    step: int  # 0 for the first probe of the search, then 1, 2, ...
+    phase: Phase
+    load: float
+    verdict: ProbeVerdict
+    misses: tuple[str, ...] = ()  # "repeat 2: p99 TTFT 2500 ms > 2000 ms", one per miss
+    limiting: str | None = None  # the limit furthest over its bound in a failing probe ("p99 TTFT")
+    why: str | None = None  # why a client_limited, untrusted, undecided or failed probe stopped
+    server_s: float = 0.0
+    requests: int = 0  # completed requests judged, over every repeat (and its extensions)
+    extensions: int = 0  # how many times the probe was measured again to decide it
+    bounds: tuple[SloBound, ...] = ()  # the interval rule's p99 intervals (empty under the point rule)
+
+
+class SearchResult(_Frozen):
+    """The searched capacity and how it was found: the bracket [passing, failing] it lies in (None where
+    no probe passed, or none failed), the limiting metric (the failing end's: the SLO that breaks first
+    as the load grows), where the search stopped without a capacity, the probes and their cost."""
+
+    plan: SearchPlan
+    outcome: Outcome
+    capacity: float | None
+    passing: float | None
+    failing: float | None
+    limiting: str | None
+    stopped_at: float | None = None  # the client-limited, untrusted or failed probe's load
+    stopped_why: str | None = None  # why the search stopped there
+    probes: tuple[Probe, ...]
+    probes_used: int
+    server_s: float  # seconds under load over every repeat of every probe
+    # The interval rule's capacity interval (`fit_capacity`); None under the point rule.
+    capacity_low: float | None = None
+    capacity_high: float | None = None
+    capacity_method: str | None = None
+
+    def capacity_text(self) -> str:
+        """ "26 concurrent [24, 28] at 95%" (an open end: "-"), or "26 concurrent" without an interval."""
+        assert self.capacity is not None
+        return capacity_words(
+            self.capacity,
+            self.plan.unit,
+            self.capacity_low,
+            self.capacity_high,
+            interval=self.capacity_method is not None,
+        )
+
+    def summary(self) -> str:
+        unit, cost = self.plan.unit, f"{self.probes_used} probes, {self.server_s:.0f} server-s"
+        if self.outcome in ("client_limited", "untrusted"):
+            why = self.stopped_why
+            return f"{self.outcome.replace('_', '-')} at {self.stopped_at:g} {unit}: {why} ({cost})"
+        if self.outcome == "saturated":
+            return f"capacity at least {self.capacity_text()}: {self.stopped_why} ({cost})"
+        if self.outcome == "drifted":
+            return f"no capacity: {self.stopped_why} ({cost})"
+        if self.outcome == "probe_failed":
+            so_far = (
+                f"; bracket so far [{bound_text(self.passing)}, {bound_text(self.failing)}]"
+                if self.passing is not None or self.failing is not None
+                else ""
+            )
+            return f"probe failed at {self.stopped_at:g} {unit}: {self.stopped_why}{so_far} ({cost})"
+        if self.outcome == "below_lower":  # the lower bound missed, or stayed undecided at the cap
+            lowest = [p for p in self.probes if p.load == self.failing and p.phase != "recheck"]
+            how = "is undecided at the cap on" if lowest and lowest[-1].verdict == "undecided" else "misses"
+            return f"no capacity: {self.failing:g} {unit} (the lower bound) {how} {self.limiting} ({cost})"
+        if self.outcome == "upper_bound":
+            return f"capacity at least {self.capacity_text()}: the upper bound passed ({cost})"
+        return (
+            f"capacity {self.capacity_text()} (bracket [{self.passing:g}, {self.failing:g}], "
+            f"limited by {self.limiting}; {cost})"
+        )
+
+
+class CapacityFit(_Frozen):
+    """The capacity from every probe together (the interval rule): per tail SLO, the probes' p99
+    estimates, low and high bounds each fitted monotone in the load (`scipy.optimize.isotonic_regression`,
+    weighted by requests: latency does not fall as load grows, so a non-monotone wiggle is noise). The
+    estimate is where the fitted estimate crosses the limit (linear between probes); the interval runs
+    from the largest load whose fitted high bound is within the limit (it meets at 95%) to the smallest
+    whose fitted low bound is over it (it misses at 95%). Over several SLOs, the smallest of each. A
+    None end: no probe was sure (low: not even the lowest load; high: none missed)."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    method: str
+
+
+def bound_text(load: float | None) -> str:
+    return "-" if load is None else f"{load:g}"
+
+
+def capacity_words(
+    capacity: float, unit: str, low: float | None = None, high: float | None = None, *, interval: bool = True
+) -> str:
+    """ "26 concurrent [24, 28] at 95%" (an open end: "-"); "26 concurrent" for a search without an
+    interval (the point rule: `interval` false). One wording for the search's log, the campaign's and the
+    lake's rows."""
+    text = f"{capacity:g} {unit}"
+    return f"{text} [{bound_text(low)}, {bound_text(high)}] at 95%" if interval else text
