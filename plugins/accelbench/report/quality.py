@@ -8,8 +8,7 @@ from typing import Any
 
 from accelbench.core.intervals import CONFIDENCE, Interval
 from accelbench.lake.schemas import LakeRow
-from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO, GATE_MEAN_KL, gate
-from accelbench.quality.quality_gate import QualityVerdict
+from accelbench.quality.quality_gate import GATE_ACCURACY_RATIO, GATE_MEAN_KL, QualityVerdict, gate
 from accelbench.report.model import Point, QualityGrade
 from accelbench.report.records import figure
 
