@@ -326,7 +326,7 @@ def _ranked_row(
     }
 
 
-def _order(row: dict[str, Any]) -> tuple[Any, ...]:
+def _order(row: dict[str, Any]) -> tuple[Any, ...]:  # a plan's JSON row (_ranked_row)
     """On-demand monthly cost, unpriced last; then spot, unpriced last; then the label."""
     od, spot = row["on_demand_usd_per_month"], row["spot_usd_per_month"]
     return (od is None, od or 0.0, spot is None, spot or 0.0, row["configuration"], row["configuration_id"])
@@ -347,7 +347,7 @@ def _plan(
     limits: Mapping[str, float | None],
     require_quality: bool = REQUIRE_QUALITY,
     profile: Profile | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # JSON rows, as the page's script makes them
     """(ranked rows, left-out configurations with why), the rule of the module docstring."""
     _check_target(target_rps)
     if profile is not None:
@@ -398,7 +398,7 @@ def plan_capacity(
     max_error_rate: float | None = None,
     require_quality: bool = REQUIRE_QUALITY,
     profile: Profile | None = None,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, Any]]:  # JSON rows, as the page's script makes them
     """Per configuration that can meet the limits, the level used, replicas and monthly costs, ranked
     (see the module docstring). `max_error_rate` is a fraction (0.01 = 1%); `profile`: a day of traffic
     whose peak is `target_rps` (None: `target_rps` all day)."""
@@ -411,7 +411,7 @@ def left_out(
     target_rps: float,
     require_quality: bool = REQUIRE_QUALITY,
     **limits: float | None,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, Any]]:  # JSON rows, as the page's script makes them
     """The configurations `plan_capacity` does not rank, each with the reason, in input order; the
     limits are plan_capacity's, by name."""
     unknown = set(limits) - {limit.param for limit in LIMITS}

@@ -111,9 +111,9 @@ def _json_type(hint: Any) -> dict[str, Any]:  # JSON Schema documents, here and 
     raise TypeError(f"no JSON type for {hint!r}")
 
 
-def _properties(cls: type, prefix: str) -> dict[str, Any]:
+def _properties(cls: type, prefix: str) -> dict[str, Any]:  # column -> its JSON Schema
     hints = typing.get_type_hints(cls)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {}  # column -> its JSON Schema
     for f in dataclasses.fields(cls):
         hint, name = hints[f.name], prefix + f.name
         if f.metadata.get("inline"):
@@ -131,7 +131,7 @@ def _properties(cls: type, prefix: str) -> dict[str, Any]:
 _ARROW = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
 
 
-def _arrow_type(schema: dict[str, Any]) -> pa.DataType:
+def _arrow_type(schema: dict[str, Any]) -> pa.DataType:  # a column's JSON Schema
     kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     kind = next(k for k in kinds if k != "null")
     if kind == "array":
@@ -152,7 +152,7 @@ def columns(cls: type) -> tuple[str, ...]:
     return tuple(_properties(cls, ""))
 
 
-def json_schema(cls: type, title: str) -> dict[str, Any]:
+def json_schema(cls: type, title: str) -> dict[str, Any]:  # a JSON Schema document
     """The JSON Schema (draft 2020-12) of `record(row)` for a row of `cls`: what a page's JavaScript gets when
     the row is written as JSON, generated from the type that makes it."""
     properties = _properties(cls, "")
