@@ -2,8 +2,8 @@
 options, and what a standing answer means for the next campaign of that version.
 
 Accepted: the regressions it names (each a point, the two versions compared and a metric:
-`accelbench.report.regressions.regression_keys`) are known; a gate that finds only those does not ask again.
-A regression it does not name (another point, metric or baseline version) is asked about. Rejected: the
+`accelbench.regression.regressions.regression_keys`) are known; a gate that finds only those does not ask
+again. A regression it does not name (another point, metric or baseline version) is asked about. Rejected: the
 version is not measured again (unless forced) and its gate does not ask again. The newest answer for a
 model and version stands: clearing the approval task in Airflow asks again, and its answer replaces the old.
 """

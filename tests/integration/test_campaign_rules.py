@@ -18,7 +18,7 @@ from accelbench.catalog.seed import upsert_instance_types
 from accelbench.core.problems import PlanningError, Problem
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake
-from accelbench.report.gate import gate, gate_scope, measured_versions
+from accelbench.regression.rule import gate, gate_scope, measured_versions
 from accelbench.runtime.version_rules import check_version, local_mode_version
 from accelbench.tiers import load_seed
 

@@ -14,10 +14,10 @@ from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.lake.schemas import RUNS
 from accelbench.lake.store import Lake
+from accelbench.regression.regressions import Regression, describe, regressions_of, undecided_in
+from accelbench.regression.rule import gate, gate_scope, measured_versions
 from accelbench.report.build import ReportFilter, gather
-from accelbench.report.gate import gate, gate_scope, measured_versions
 from accelbench.report.records import records
-from accelbench.report.regressions import Regression, describe, regressions_of, undecided_in
 from accelbench.report.tables.version_deltas import version_deltas
 from accelbench.tiers import load_seed
 

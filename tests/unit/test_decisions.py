@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from accelbench.decisions import ACCEPT, REJECT, Decision, answer, standing, unanswered
 from accelbench.errors import ConfigError
+from accelbench.regression.regressions import Regression, regression_keys
 from accelbench.report.model import MetricChange
-from accelbench.report.regressions import Regression, regression_keys
 from accelbench.report.tables.version_deltas import VersionDelta
 
 MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"

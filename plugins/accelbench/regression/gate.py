@@ -24,9 +24,16 @@ from accelbench.core.changes import FDR, MIN_EFFECT
 from accelbench.core.model_origin import model_identity
 from accelbench.decisions import Decision, standing, unanswered
 from accelbench.lake.store import Lake
+from accelbench.regression.regressions import regression_keys
+from accelbench.regression.rule import (
+    GateVerdict,
+    MatrixPoints,
+    gate,
+    gate_scope,
+    gated_runs,
+    measured_versions,
+)
 from accelbench.report.build import partition_filter
-from accelbench.report.gate import GateVerdict, MatrixPoints, gate, gate_scope, gated_runs, measured_versions
-from accelbench.report.regressions import regression_keys
 from accelbench.report.retractions import Retraction
 from accelbench.report.samples import Samples, read_samples
 from accelbench.report.service import cross_tier_report

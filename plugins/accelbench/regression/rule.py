@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from accelbench.lake.schemas import LakeRow
+from accelbench.regression.regressions import Regression, describe, regressions_in, undecided_in
 from accelbench.report.build import ReportFilter, gather
-from accelbench.report.regressions import Regression, describe, regressions_in, undecided_in
 from accelbench.report.retractions import Retraction
 from accelbench.report.samples import Samples
 from accelbench.report.tables.version_deltas import version_deltas
