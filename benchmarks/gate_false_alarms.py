@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from accelbench.core.changes import Change, _within_variance, judge, quantile_change, repeats_change
+from accelbench.core.changes import Change, _within_variance, fdr_verdicts, quantile_change, repeats_change
 from scipy import stats
 
 
@@ -87,12 +87,12 @@ def main() -> None:
                     )
                     found: dict[tuple[str, str], bool] = {}
                     for name, q in (("p99", 0.99), ("p50", 0.5)):
-                        c = judge([quantile_change(ga, gb, q, min_effect=0.0)])[0]
+                        c = fdr_verdicts([quantile_change(ga, gb, q, min_effect=0.0)])[0]
                         found[name, "gate: t"] = flagged(c)
                         found[name, "t, floored"] = floored_alarm(ga, gb, q)
                         if sim < args.boot_sims:
                             found[name, "bootstrap"] = bootstrap_alarm(rng, ga, gb, q)
-                    cu = judge([repeats_change(ta, tb, worse_when=-1, min_effect=0.0)])[0]
+                    cu = fdr_verdicts([repeats_change(ta, tb, worse_when=-1, min_effect=0.0)])[0]
                     found["throughput", "gate: t"] = flagged(cu)
                     for key, hit in found.items():
                         rates.setdefault(key, [0, 0])[k] += hit
@@ -120,7 +120,7 @@ def main() -> None:
                         quantile_change(ga, gb, 0.5),
                         repeats_change(ta, tb, worse_when=-1),
                     ]
-                any_flag += any(flagged(c) for c in judge(changes))
+                any_flag += any(flagged(c) for c in fdr_verdicts(changes))
             print(f"| {repeats} | {host_sd:.0%} | {any_flag / args.matrices:.1%} ({args.matrices}) |")
 
 

@@ -19,7 +19,7 @@ from accelbench.report.build import ReportFilter, gather
 from accelbench.report.capacity_planner import PlannerPoint
 from accelbench.report.records import records
 from accelbench.report.samples import Samples
-from accelbench.report.slos import judge
+from accelbench.report.slos import slo_judgement
 
 from tests.support.specs import tiny_spec
 from tests.support.zero import zero_server
@@ -130,7 +130,7 @@ def test_fixed_levels_on_a_host_that_slowed_are_rechecked_and_their_points_undec
     points = records(gather(rows, [], [], flt, samples=samples).points)
     assert [(p["level_value"], p["repeats"]) for p in points] == [(1.0, 2), (2.0, 2)]
     for p in points:
-        assert judge(PlannerPoint.from_row(p | {"host_drift": None}), flt.slos) == ("meets", []), p[
+        assert slo_judgement(PlannerPoint.from_row(p | {"host_drift": None}), flt.slos) == ("meets", []), p[
             "p99_ttft_ms_high"
         ]
         assert p["slo_verdict"] == "undecided", p["slo_why"]

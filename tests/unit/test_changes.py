@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from accelbench.core.changes import FDR, Change, judge, quantile_change, repeats_change
+from accelbench.core.changes import FDR, Change, fdr_verdicts, quantile_change, repeats_change
 from scipy import stats
 
 
@@ -39,7 +39,7 @@ def test_a_a_false_alarms_of_one_comparison_are_at_most_the_nominal_rate(
             ("p50", quantile_change(ga, gb, 0.5, min_effect=0.0)),
             ("throughput", repeats_change(ta, tb, worse_when=-1, min_effect=0.0)),
         ):
-            alarms[name] += _flagged(judge([change])[0])
+            alarms[name] += _flagged(fdr_verdicts([change])[0])
     slack = 2 * np.sqrt(0.05 * 0.95 / sims)
     assert all(a / sims <= 0.05 + slack for a in alarms.values()), alarms
 
@@ -58,7 +58,7 @@ def test_a_a_matrices_gated_together_flag_nothing_at_the_default_fdr() -> None:
                 quantile_change(ga, gb, 0.5),
                 repeats_change(ta, tb, worse_when=-1),
             ]
-        any_flag += any(_flagged(c) for c in judge(changes))
+        any_flag += any(_flagged(c) for c in fdr_verdicts(changes))
     assert any_flag / matrices <= FDR, any_flag
 
 
@@ -69,7 +69,7 @@ def test_an_a_b_slowdown_of_20_percent_is_found_with_its_interval() -> None:
     sims, found, held = 50, {"p99": 0, "p50": 0, "throughput": 0}, 0
     for _ in range(sims):
         (ga, ta), (gb, tb) = _point(rng, 3, 1000, 0.02, 0.25), _point(rng, 3, 1000, 0.02, 0.25, 1.2)
-        changes = judge(
+        changes = fdr_verdicts(
             [
                 quantile_change(ga, gb, 0.99),
                 quantile_change(ga, gb, 0.5),
@@ -83,7 +83,10 @@ def test_an_a_b_slowdown_of_20_percent_is_found_with_its_interval() -> None:
     assert found["p50"] == found["throughput"] == sims and found["p99"] >= 0.8 * sims, found
     assert held >= 0.93 * 3 * sims, held  # 95% intervals
     # Faster is an improvement: the sign of worse_when decides.
-    assert judge([repeats_change([100.0, 101.0], [130.0, 131.0], worse_when=-1)])[0].verdict == "improvement"
+    assert (
+        fdr_verdicts([repeats_change([100.0, 101.0], [130.0, 131.0], worse_when=-1)])[0].verdict
+        == "improvement"
+    )
 
 
 def test_a_real_change_under_the_minimum_effect_is_never_an_alarm() -> None:
@@ -91,14 +94,14 @@ def test_a_real_change_under_the_minimum_effect_is_never_an_alarm() -> None:
     under the 5% minimum: "no change"; +10% as precisely is a regression."""
     rng = np.random.default_rng(3)
     base = [100 * np.exp(rng.normal(0, 0.2, 2000)) for _ in range(20)]
-    small = judge([quantile_change(base, [g * 1.03 for g in base], 0.5)])[0]
+    small = fdr_verdicts([quantile_change(base, [g * 1.03 for g in base], 0.5)])[0]
     assert small.estimate == pytest.approx(0.03) and small.p == pytest.approx(1.0)
     assert small.verdict == "no change" and small.words("p50 TTFT").endswith("no change (within +-5%)")
-    big = judge([quantile_change(base, [g * 1.10 for g in base], 0.5)])[0]
+    big = fdr_verdicts([quantile_change(base, [g * 1.10 for g in base], 0.5)])[0]
     assert big.verdict == "regression" and big.p is not None and big.p < 1e-6
     # With no minimum effect, the same +3% is a regression: the minimum effect is what spares it.
     assert (
-        judge([quantile_change(base, [g * 1.03 for g in base], 0.5, min_effect=0.0)])[0].verdict
+        fdr_verdicts([quantile_change(base, [g * 1.03 for g in base], 0.5, min_effect=0.0)])[0].verdict
         == "regression"
     )
 
@@ -108,20 +111,20 @@ def test_benjamini_hochberg_is_applied_across_the_matrix() -> None:
     them are (q = 0.02). The q-values are scipy's."""
     hit = Change(0.12, 0.06, 0.18, 0.01, "t test")
     clean = Change(0.0, -0.03, 0.03, 1.0, "t test")
-    assert judge([hit])[0].verdict == "regression"
-    alone_among_clean = judge([hit, *[clean] * 19])
+    assert fdr_verdicts([hit])[0].verdict == "regression"
+    alone_among_clean = fdr_verdicts([hit, *[clean] * 19])
     assert alone_among_clean[0].q == pytest.approx(0.2) and alone_among_clean[0].verdict == "undecided"
     assert {c.verdict for c in alone_among_clean[1:]} == {"no change"}
-    many = judge([hit] * 10 + [clean] * 10)
+    many = fdr_verdicts([hit] * 10 + [clean] * 10)
     expected = stats.false_discovery_control([0.01] * 10 + [1.0] * 10)
     assert [c.q for c in many] == pytest.approx(list(expected))
     assert [c.verdict for c in many] == ["regression"] * 10 + ["no change"] * 10
 
 
 def test_the_findings_say_the_interval_the_q_value_and_what_is_undecided() -> None:
-    found = judge([Change(0.12, 0.06, 0.18, 0.003, "t test")])[0]
+    found = fdr_verdicts([Change(0.12, 0.06, 0.18, 0.003, "t test")])[0]
     assert found.words("p99 TTFT") == "p99 TTFT +12% [+6%, +18%], q = 0.003: regression"
-    wide = judge([Change(0.02, -0.05, 0.07, 0.9, "t test")])[0]
+    wide = fdr_verdicts([Change(0.02, -0.05, 0.07, 0.9, "t test")])[0]
     assert wide.verdict == "undecided" and wide.resolves == pytest.approx(0.07)
     assert wide.words("p99 TTFT").endswith("no change beyond +-7%, the smallest these samples resolve")
 
@@ -129,14 +132,14 @@ def test_the_findings_say_the_interval_the_q_value_and_what_is_undecided() -> No
 def test_one_repeat_each_tests_requests_only_and_says_so() -> None:
     rng = np.random.default_rng(2)
     a, b = [100 * np.exp(rng.normal(0, 0.2, 500))], [130 * np.exp(rng.normal(0, 0.2, 500))]
-    latency = judge([quantile_change(a, b, 0.5)])[0]
+    latency = fdr_verdicts([quantile_change(a, b, 0.5)])[0]
     assert latency.verdict == "regression"
     assert "from the requests alone: host-to-host noise not measured" in latency.method
-    throughput = judge([repeats_change([100.0], [50.0], worse_when=-1)])[0]
+    throughput = fdr_verdicts([repeats_change([100.0], [50.0], worse_when=-1)])[0]
     assert (
         throughput.verdict == "undecided"
         and throughput.p is None
         and "no spread to test against" in throughput.method
     )
-    nothing = judge([quantile_change([], b, 0.5)])[0]
+    nothing = fdr_verdicts([quantile_change([], b, 0.5)])[0]
     assert nothing.verdict == "undecided" and nothing.estimate is None

@@ -21,7 +21,7 @@ from accelbench.report.html import render_html
 from accelbench.report.points import WITH_INTERVAL, level_points
 from accelbench.report.records import records
 from accelbench.report.samples import Samples, read_samples
-from accelbench.report.slos import LIMITS, Slos, best_under_slos, judge, limit_verdict, to_decide
+from accelbench.report.slos import LIMITS, Slos, best_under_slos, limit_verdict, slo_judgement, to_decide
 from scipy import stats
 
 from tests.support.report_data import PRICES, run_row
@@ -184,11 +184,17 @@ def test_what_would_decide_an_undecided_level() -> None:
     assert to_decide(TTFT, 2000, by_requests) == "about 3200 requests per repeat (now 200) would decide it"
     one_repeat = _level(1500, 1200, None, latency_interval_basis="requests", latency_interval_n=200)
     assert to_decide(TTFT, 2000, one_repeat).startswith("at least 368 requests per repeat (now 200)")
-    verdict, why = judge(_level(1900, 1700, 2300), SLOS)
+    verdict, why = slo_judgement(_level(1900, 1700, 2300), SLOS)
     assert verdict == "undecided"
     assert why == ["p99 TTFT 1900 ms [1700, 2300] vs 2000 ms: about 4 repeats (now 2) would decide it"]
-    assert judge(_level(2500, 2100, 2900), SLOS) == ("misses", ["p99 TTFT 2500 ms [2100, 2900] > 2000 ms"])
-    assert judge(_level(2500, None, None), SLOS) == ("misses", ["p99 TTFT 2500 ms > 2000 ms"])  # no interval
+    assert slo_judgement(_level(2500, 2100, 2900), SLOS) == (
+        "misses",
+        ["p99 TTFT 2500 ms [2100, 2900] > 2000 ms"],
+    )
+    assert slo_judgement(_level(2500, None, None), SLOS) == (
+        "misses",
+        ["p99 TTFT 2500 ms > 2000 ms"],
+    )  # no interval
 
 
 def _points() -> list[dict]:

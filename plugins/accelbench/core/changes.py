@@ -42,7 +42,7 @@ ChangeVerdict = Literal["regression", "improvement", "no change", "undecided"]  
 @dataclass(frozen=True)
 class Change:
     """The relative change after / before - 1 of one metric, its interval at `confidence` and the
-    p-value of "|change| <= min_effect"; `q` and `verdict` once `judge` has seen the whole family.
+    p-value of "|change| <= min_effect"; `q` and `verdict` once `fdr_verdicts` has seen the whole family.
     None figures: nothing to compare (no repeats, no spread to test against); `method` says which."""
 
     estimate: float | None
@@ -184,7 +184,7 @@ def repeats_change(
     return _test(la, lb, None, f"t test, {a.size} + {b.size} repeats", worse_when, min_effect, confidence)
 
 
-def judge(changes: Sequence[Change], fdr: float = FDR) -> list[Change]:
+def fdr_verdicts(changes: Sequence[Change], fdr: float = FDR) -> list[Change]:
     """Every change of one family (all points x metrics of a gate or a table) with its Benjamini-Hochberg
     q-value (scipy.stats.false_discovery_control) and its verdict."""
     from scipy import stats

@@ -98,8 +98,8 @@ def gather(
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
     priced into typed points by one builder (`accelbench.report.builder.build_points`); the load searches'
     `capacities` priced at their capacity from their probes' runs, naming those points for the capacity
-    planner; each point's three-valued verdict against the SLOs (`accelbench.report.slos.judge`); and the
-    best level under the SLOs per configuration.
+    planner; each point's three-valued verdict against the SLOs (`accelbench.report.slos.slo_judgement`);
+    and the best level under the SLOs per configuration.
     `samples`: the kept runs' request samples (`read_samples`), from which the latency percentiles'
     intervals pool the requests; without them those intervals come from the repeats alone. `quality`: the
     lake's quality rows (a quantization matrix's configurations against their reference), on the points of

@@ -16,7 +16,7 @@ from accelbench.report.points import comparison_id, level_points
 from accelbench.report.quality import grade
 from accelbench.report.samples import Samples
 from accelbench.report.searches import searched_labels
-from accelbench.report.slos import judge
+from accelbench.report.slos import slo_judgement
 from accelbench.report.startups import median_startup, ready_by_spec
 
 
@@ -34,7 +34,7 @@ def build_points(
     """The report's points (`accelbench.report.points.level_points`), each with the label of the load
     searches whose capacity it is (`searched`: the capacities table's rows, `accelbench.report.searches`),
     its configuration's quality and gate (`quality`: the lake's rows, `accelbench.report.quality`), its
-    three-valued verdict against `slos` (`accelbench.report.slos.judge`) and its median start-up
+    three-valued verdict against `slos` (`accelbench.report.slos.slo_judgement`) and its median start-up
     (`startups`: the lake's rows)."""
     labels = searched_labels(searched)
     ready = ready_by_spec(startups)
@@ -48,6 +48,6 @@ def build_points(
             comparison_id=comparison_id(p.config, reference) if reference else p.comparison_id,
             startup_s=median_startup(p.run_ids, ready),
         )
-        verdict, why = judge(p, slos)
+        verdict, why = slo_judgement(p, slos)
         out.append(replace(p, slo_verdict=verdict, slo_why="; ".join(why) or None))
     return out

@@ -65,8 +65,8 @@ from accelbench.report.slos import (
     LIMITS,
     QUANTILES,
     Slos,
-    judge,
     limit_verdict,
+    slo_judgement,
     t_quantiles,
 )
 
@@ -279,7 +279,7 @@ def _undecided_words(levels: list[PlannerPoint], limits: Mapping[str, float | No
     """ "c8: p99 TTFT 1900 ms [1700, 2300] vs 2000 ms: about 5 repeats (now 2) would decide it | ...";
     None for no level."""
     slos = Slos(**limits)
-    words = [f"{p.level}: {'; '.join(judge(p, slos)[1])}" for p in levels]
+    words = [f"{p.level}: {'; '.join(slo_judgement(p, slos)[1])}" for p in levels]
     return " | ".join(words) or None
 
 

@@ -16,7 +16,7 @@ from accelbench.core.changes import (
     FDR,
     MIN_EFFECT,
     Change,
-    judge,
+    fdr_verdicts,
     quantile_change,
     repeats_change,
 )
@@ -72,22 +72,24 @@ def point_change(
 
 
 @dataclass(frozen=True, slots=True)
-class Judged:
-    """The changes of one row's metrics, judged as one family with every other row's (`judge_all`), and
+class TestedChanges:
+    """The changes of one row's metrics, judged as one family with every other row's (`tested_changes`), and
     how each metric was tested (`method`: "output tokens/s: t test ...; p99 TTFT: ...")."""
 
     changes: dict[str, MetricChange]
     method: str
 
 
-def judge_all(compared: Sequence[tuple[str | None, Mapping[str, Change]]], fdr: float = FDR) -> list[Judged]:
+def tested_changes(
+    compared: Sequence[tuple[str | None, Mapping[str, Change]]], fdr: float = FDR
+) -> list[TestedChanges]:
     """Per row (the drift of a side's host, if any; its changes by metric), its metrics' changes judged as
     one family (Benjamini-Hochberg across every row and metric): the change with its interval, the q-value,
     the verdict ("regression", "improvement", "no change", "undecided") and the finding in words. A row
     whose host drifted (a side's host drifted under its run, `accelbench.core.drift`) is undecided on every
     metric, its finding saying why."""
     flat = [c for _, changes in compared for c in changes.values()]
-    done = iter(judge(flat, fdr))
+    done = iter(fdr_verdicts(flat, fdr))
     out = []
     for drift, changes in compared:
         methods: dict[str, list[str]] = {}
@@ -100,7 +102,9 @@ def judge_all(compared: Sequence[tuple[str | None, Mapping[str, Change]]], fdr: 
                 verdict, finding = "undecided", f"{finding}; undecided: {drift}"
             change = Interval(c.estimate, c.low, c.high, CONFIDENCE, c.method)
             found[metric] = MetricChange(change, c.q, verdict, finding)
-        out.append(Judged(found, "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items())))
+        out.append(
+            TestedChanges(found, "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items()))
+        )
     return out
 
 

@@ -42,9 +42,9 @@ __all__ = [
     "Limit",
     "Slos",
     "best_under_slos",
-    "judge",
     "limit_verdict",
     "repeats_to_decide",
+    "slo_judgement",
     "to_decide",
     "undecided_above",
 ]
@@ -162,7 +162,7 @@ def to_decide(limit: Limit, bound: float, p: Judgeable) -> str:
     return f"about {needed} repeats (now {n}) would decide it"
 
 
-def judge(p: Judgeable, slos: Slos) -> tuple[SloVerdict, list[str]]:
+def slo_judgement(p: Judgeable, slos: Slos) -> tuple[SloVerdict, list[str]]:
     """(`p`'s verdict against every limit, why): misses when any limit is missed (the words of
     `Slos.misses`), else undecided when any is undecided ("p99 TTFT 1900 ms [1700, 2300] vs 2000 ms:
     about 5 repeats (now 2) would decide it"), else meets."""
@@ -199,7 +199,7 @@ def best_under_slos(points: Iterable[Point], slos: Slos) -> list[BestPoint]:
     listed = list(points)
     best: dict[str, Point] = {}
     for p in listed:
-        if judge(p, slos)[0] != "meets":
+        if slo_judgement(p, slos)[0] != "meets":
             continue
         key = p.configuration_id
         if key not in best or (p.output_throughput.estimate or 0) > (
@@ -219,7 +219,7 @@ def undecided_above(points: Iterable[Point], slos: Slos, best: Mapping[str, Poin
     decide it"."""
     found: dict[str, list[str]] = {}
     for p in points:
-        verdict, why = judge(p, slos)
+        verdict, why = slo_judgement(p, slos)
         key = p.configuration_id
         floor = best[key].output_throughput.estimate if key in best else None
         if verdict == "undecided" and (floor is None or (p.output_throughput.estimate or 0) > floor):

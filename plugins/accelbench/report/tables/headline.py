@@ -141,8 +141,9 @@ def _could_change(p: Point, top: Point | None, on_instance: bool) -> bool:
 
 
 def _undecided(points: Sequence[Point], top: Point | None, on_instance: bool) -> str | None:
-    """The undecided levels (`slo_verdict`, `accelbench.report.slos.judge`) that could change the answer,
-    each with what would decide it; the first MAX_UNDECIDED_SHOWN by throughput, then how many more."""
+    """The undecided levels (`slo_verdict`, `accelbench.report.slos.slo_judgement`) that could change the
+    answer, each with what would decide it; the first MAX_UNDECIDED_SHOWN by throughput, then how many
+    more."""
     found = sorted(
         (p for p in points if p.slo_verdict == "undecided" and _could_change(p, top, on_instance)),
         key=lambda p: -(p.output_throughput.estimate or 0),

@@ -14,7 +14,7 @@ from accelbench.core.changes import Change
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
 from accelbench.report.model import INLINE, MetricChange, Point, PointKey, prefixed
-from accelbench.report.noise import Judged, judge_all, noise_words, point_change, runs_by_id
+from accelbench.report.noise import TestedChanges, noise_words, point_change, runs_by_id, tested_changes
 from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
@@ -62,7 +62,7 @@ class PrefixCachingPair:
     change_method: str = ""
 
 
-def _pair(on: Point, off: Point, rest: str, found: Judged) -> PrefixCachingPair:
+def _pair(on: Point, off: Point, rest: str, found: TestedChanges) -> PrefixCachingPair:
     """One row: the point with caching on beside the same point with it off; `rest` the shared arguments;
     and the change of each TTFT from off to on (a lower TTFT with caching is better)."""
     key = replace(on.key(), engine_args=rest)  # the arguments both share (the flag aside)
@@ -92,7 +92,7 @@ def prefix_caching(
 ) -> list[PrefixCachingPair]:
     """Pairs of points identical in everything but prefix caching among their engine arguments
     (`--enable-prefix-caching` on, `--no-enable-prefix-caching` off), with their p50 and p99 TTFT and the
-    change from off to on, tested by the version deltas' rule (`judge_all`, from the requests of the
+    change from off to on, tested by the version deltas' rule (`tested_changes`, from the requests of the
     points' repeats, `run_ids`, else the repeats in `runs`) with the false discovery rate controlled across
     the table: an "improvement" is a TTFT that caching lowers beyond the minimum effect. A point with
     neither flag runs the engine's default and is not paired."""
@@ -115,7 +115,7 @@ def prefix_caching(
                     m: point_change(m, before, after, 1, by_id, samples) for m in PREFIX_CACHING_METRICS
                 }
                 compared.append((None, changes))
-    judged = judge_all(compared)
+    judged = tested_changes(compared)
     rows = [_pair(on, off, rest, found) for (on, off, rest), found in zip(pairs, judged, strict=True)]
     return sorted(
         rows,

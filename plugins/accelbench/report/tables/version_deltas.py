@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 from accelbench.core.changes import FDR, Change
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.model import MetricChange, Point, prefixed
-from accelbench.report.noise import Judged, judge_all, noise_words, point_change, runs_by_id
+from accelbench.report.noise import TestedChanges, noise_words, point_change, runs_by_id, tested_changes
 from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
@@ -93,7 +93,7 @@ class VersionDelta:
         return found
 
 
-def _delta(prev: Point, cur: Point, found: Judged) -> VersionDelta:
+def _delta(prev: Point, cur: Point, found: TestedChanges) -> VersionDelta:
     c = cur.config
     return VersionDelta(
         accelerator_type=c.accelerator_type,
@@ -177,7 +177,8 @@ def version_deltas(
             }
             compared.append((_drift(prev, cur), changes))
     return [
-        _delta(prev, cur, found) for (prev, cur), found in zip(pairs, judge_all(compared, fdr), strict=True)
+        _delta(prev, cur, found)
+        for (prev, cur), found in zip(pairs, tested_changes(compared, fdr), strict=True)
     ]
 
 
