@@ -89,7 +89,7 @@ def test_the_code_reads_no_accelbench_variable_by_hand() -> None:
         f"{path.relative_to(REPO)}:{number}"
         for root in ("plugins/accelbench", "dags")
         for path in sorted((REPO / root).rglob("*.py"))
-        if path.name != "config.py" or path.parent.name != "accelbench"
+        if path.parent != REPO / "plugins/accelbench/config"  # the settings package: it declares them
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if reading.search(line)
     ]

@@ -1,200 +1,40 @@
-"""Every `ACCELBENCH_*` environment variable, declared once: its type, default and meaning.
-
-The library runs the same in a task, a pod or a shell: each call of `Settings.from_env()` reads the
-environment afresh (nothing is cached at import, so tests may change it per test), and a bad value fails
-with a ConfigError naming the variable. The configuration reference (docs/reference/configuration.md) is
-rendered from these declarations by `reference_markdown()`, so the page cannot drift from the code.
-"""
+"""The groups of settings by concern, one class each (`accelbench.config.Settings` is all of them): each
+declares its variables once, with type, default and meaning."""
 
 from __future__ import annotations
 
-import types
-from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Self
 
 from pydantic import (
-    AfterValidator,
-    Field,
-    JsonValue,
-    ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic.fields import FieldInfo
 from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
     NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
 )
 
-from accelbench.errors import ConfigError
-
-ENV_PREFIX = "ACCELBENCH_"
-S3_ENDPOINT_SETTINGS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")  # an S3-compatible lake, first wins
-DEFAULT_REGIONS = ("us-east-1",)
-ExecutionMode = Literal["local", "kubernetes"]  # here, below core, so that Settings can check it
-
-# The groups of the reference page, one per class of settings below, in order.
-LIBRARY, CATALOG, LAKE, AWS, RELEASES, CPU_TIER, GPU_TIER, NEURON_TIER = (
-    "Library: home, models, execution mode",
-    "Catalog",
-    "Lake and imports",
-    "AWS: prices and instance data",
-    "Releases, version campaigns and regressions",
-    "CPU tier (vllm-cpu)",
-    "GPU tier (vllm-gpu)",
-    "Neuron tier (vllm-neuron)",
-)
-AIRFLOW, KUBERNETES, LOCAL, LOADGEN = (
-    "Airflow",
-    "Kubernetes mode",
-    "Local server",
-    "Load generator (`accelbench-loadgen`, the benchmark pod's main container)",
-)
-TITLES = (
-    LIBRARY,
-    CATALOG,
-    LAKE,
-    AWS,
-    RELEASES,
-    CPU_TIER,
-    GPU_TIER,
-    NEURON_TIER,
+from accelbench.config.base import (
     AIRFLOW,
+    AWS,
+    CATALOG,
+    CPU_TIER,
+    DEFAULT_REGIONS,
+    GPU_TIER,
     KUBERNETES,
-    LOCAL,
+    LAKE,
+    LIBRARY,
     LOADGEN,
+    LOCAL,
+    NEURON_TIER,
+    OPERATOR_SET,
+    RELEASES,
+    ExecutionMode,
+    UserPath,
+    _default_home,
+    _Group,
+    _setting,
 )
-# Set by the benchmark operator on the load-generator container; never set them yourself.
-OPERATOR_SET = "set by the benchmark operator in the pod: "
-
-
-def env_name(field: str) -> str:
-    """The environment variable of a Settings field (home -> ACCELBENCH_HOME); a KeyError for a name that
-    is not a field, so that a module constant cannot name an undeclared variable."""
-    if field not in Settings.model_fields:
-        raise KeyError(f"{field!r} is not a field of accelbench.config.Settings")
-    return ENV_PREFIX + field.upper()
-
-
-# A path from the environment, `~` expanded (pydantic makes the Path).
-UserPath = Annotated[Path, AfterValidator(Path.expanduser)]
-# What a pydantic error type says in a ConfigError (pydantic converts the text; these are its words here).
-_WHY = {
-    "bool_parsing": "expected one of 1/0, true/false, yes/no, on/off",
-    "int_parsing": "not an integer",
-    "int_from_float": "not an integer",
-    "float_parsing": "not a number",
-}
-
-
-def _setting(
-    default: Any = None,
-    *,
-    description: str,
-    group: str,
-    shown_default: str | None = None,
-    shown_type: str | None = None,
-    default_factory: Any = None,
-    minimum: int | None = None,
-) -> Any:
-    """A Field with what the reference page shows: its group, and a default or type in words where the
-    value alone would mislead (a default derived from ACCELBENCH_HOME, a string holding JSON)."""
-    extra: dict[str, JsonValue] = {"group": group}
-    if shown_default is not None:
-        extra["shown_default"] = shown_default
-    if shown_type is not None:
-        extra["shown_type"] = shown_type
-    if minimum is not None:
-        extra["minimum"] = minimum
-    if default_factory is not None:
-        return Field(default_factory=default_factory, description=description, json_schema_extra=extra)
-    return Field(default, description=description, json_schema_extra=extra, ge=minimum)
-
-
-G = TypeVar("G", bound="_Group")
-# The fields one from_env() call reads (None: all); a context variable, so that concurrent reads stay apart.
-_ONLY: ContextVar[frozenset[str] | None] = ContextVar("accelbench_settings_only", default=None)
-
-
-class _Environment(EnvSettingsSource):
-    """The environment, or only the variables of the fields that one reader asked for."""
-
-    def __call__(self) -> dict[str, Any]:
-        values = super().__call__()
-        only = _ONLY.get()
-        return values if only is None else {k: v for k, v in values.items() if k in only}
-
-
-def _default_home() -> Path:
-    return Path.home() / ".accelbench"
-
-
-class _Group(BaseSettings):
-    """What every group of settings shares: its variables are `ACCELBENCH_<FIELD>`, read afresh from the
-    environment by each `from_env()` (keyword arguments first; no .env or secrets file), empty values count
-    as unset, pydantic converts the text and a bad value fails with a ConfigError naming the variable.
-
-    Fields whose value a domain parser checks (JSON, quantities, CPU lists, image references) stay strings,
-    so that their error keeps the parser's detail.
-    """
-
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Keyword arguments, then the environment: no .env or secrets file, which a task would not expect."""
-        return init_settings, _Environment(settings_cls)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _from_text(cls, value: Any, info: ValidationInfo) -> Any:
-        """Empty environment text means the default (except for the regions, where it names no region); a
-        comma-separated list becomes its items. Every other conversion is pydantic's (`from_env` names the
-        variable in its errors)."""
-        if not isinstance(value, str):
-            return value
-        name = str(info.field_name)
-        field = cls.model_fields[name]
-        raw = value.strip()
-        if raw == "" and name != "regions":
-            return field.get_default(call_default_factory=True)
-        if _base_type(field.annotation) is tuple:
-            items = tuple(p.strip() for p in raw.split(",") if p.strip())
-            if not items and name == "regions":
-                raise ConfigError(env_name(name), raw, "names no region")
-            return items or field.get_default(call_default_factory=True)
-        return raw
-
-    @classmethod
-    def from_env(cls, *only: str) -> Self:
-        """This group's settings (or all of them, `Settings`) in the environment now. With field names, only
-        those variables are read and checked (the others keep their defaults): a reader of one setting, e.g.
-        while a DAG file is parsed, is not failed by a bad value of another."""
-        try:
-            if not only:
-                return cls()
-            unknown = sorted(set(only) - set(cls.model_fields))
-            if unknown:
-                raise KeyError(f"not a setting: {', '.join(unknown)}")
-            token = _ONLY.set(frozenset(only))
-            try:
-                return cls()
-            finally:
-                _ONLY.reset(token)
-        except ValidationError as exc:
-            raise _named(exc) from None
 
 
 class HomeSettings(_Group):
@@ -599,114 +439,3 @@ GROUPS: tuple[type[_Group], ...] = (
     LocalServerSettings,
     LoadgenSettings,
 )
-
-
-class Settings(
-    LibrarySettings,
-    CatalogSettings,
-    LakeSettings,
-    AwsSettings,
-    ReleaseSettings,
-    CpuTierSettings,
-    GpuTierSettings,
-    NeuronTierSettings,
-    AirflowSettings,
-    KubernetesSettings,
-    LocalServerSettings,
-    LoadgenSettings,
-):
-    """Every knob of the suite: the groups above together, with the embedded defaults (no AWS, SQLite and the
-    lake under the home). A reader of one concern may take its group alone (`CatalogSettings.from_env()`);
-    every variable keeps its name whichever class reads it."""
-
-    def group(self, kind: type[G]) -> G:
-        """This group's settings as `kind` holds them (e.g. `settings.group(KubernetesSettings)`)."""
-        return kind.model_construct(**{name: getattr(self, name) for name in kind.model_fields})
-
-
-# Names callers put in messages; each derives from its field, so a renamed field cannot leave a stale one.
-LAKE_SETTING = env_name("lake_uri")  # a directory or s3://bucket/prefix; default: $ACCELBENCH_HOME/lake
-MODE_SETTING = env_name("execution_mode")
-
-
-def read_variable(variable: str) -> Any:
-    """The value of one variable named in full (e.g. a form field's `default_env`), read and checked alone."""
-    field = variable.removeprefix(ENV_PREFIX).lower()
-    if not variable.startswith(ENV_PREFIX) or field not in Settings.model_fields:
-        raise KeyError(f"{variable} is not an accelbench setting (accelbench.config.Settings)")
-    return getattr(Settings.from_env(field), field)
-
-
-def _named(exc: ValidationError) -> ConfigError:
-    """pydantic's first error as a ConfigError naming the variable, in the words of the reference page."""
-    error = exc.errors()[0]
-    name = str(error["loc"][0]) if error["loc"] else "?"
-    field = Settings.model_fields.get(name)
-    ctx = error.get("ctx") or {}
-    why = _WHY.get(error["type"], error["msg"])
-    if error["type"] == "greater_than_equal":
-        why = f"must be at least {ctx['ge']}"
-    elif error["type"] == "literal_error" and field is not None:
-        why = f"one of {', '.join(str(v) for v in get_args(field.annotation))}"
-    return ConfigError(env_name(name) if field else name, error.get("input"), why)
-
-
-def _extra(field: FieldInfo) -> dict[str, Any]:
-    """What _setting() stored for the reference page (group, shown default and type, minimum)."""
-    extra = field.json_schema_extra
-    return dict(extra) if isinstance(extra, dict) else {}
-
-
-def _base_type(annotation: Any) -> Any:
-    """int for `int | None`, tuple for `tuple[str, ...]`: what the text must become."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        annotation = next(a for a in get_args(annotation) if a is not type(None))
-    if get_origin(annotation) is Annotated:  # UserPath: a Path with its validator
-        annotation = get_args(annotation)[0]
-    return get_origin(annotation) or annotation
-
-
-# ---- the reference page -----------------------------------------------------------------------------
-
-
-def _type_text(field: FieldInfo) -> str:
-    kind = _base_type(field.annotation)
-    if get_origin(field.annotation) is Literal:
-        return " \\| ".join(f"`{v}`" for v in get_args(field.annotation))
-    if kind is tuple:
-        paths = _base_type(get_args(field.annotation)[0]) is Path
-        return "comma-separated paths" if paths else "comma-separated list"
-    return {bool: "boolean", int: "integer", Path: "path", str: "string"}.get(kind, str(kind))
-
-
-def _default_text(field: FieldInfo) -> str:
-    default = field.get_default(call_default_factory=False)
-    if default is None or default == "" or default == ():
-        return "unset"
-    if isinstance(default, bool):
-        return f"`{str(default).lower()}`"
-    if isinstance(default, tuple):
-        return f"`{','.join(map(str, default))}`"
-    return f"`{default}`"
-
-
-def reference_markdown() -> str:
-    """The configuration reference: one table (variable, type, default, description) per group."""
-    groups: dict[str, list[str]] = {}
-    for name, field in Settings.model_fields.items():
-        extra = _extra(field)
-        shown_type = str(extra.get("shown_type") or _type_text(field))
-        shown_default = str(extra.get("shown_default") or _default_text(field))
-        row = f"| `{env_name(name)}` | {shown_type} | {shown_default} | {field.description} |"
-        groups.setdefault(str(extra["group"]), []).append(row)
-    parts = []
-    for group, rows in sorted(groups.items(), key=lambda item: TITLES.index(item[0])):
-        parts += [
-            f"## {group}",
-            "",
-            "| variable | type | default | description |",
-            "|---|---|---|---|",
-            *rows,
-            "",
-        ]
-    return "\n".join(parts).rstrip("\n") + "\n"

@@ -1,0 +1,65 @@
+"""Every `ACCELBENCH_*` environment variable, declared once: its type, default and meaning.
+
+The library runs the same in a task, a pod or a shell: each call of `Settings.from_env()` reads the
+environment afresh (nothing is cached at import, so tests may change it per test), and a bad value fails
+with a ConfigError naming the variable. The configuration reference (docs/reference/configuration.md) is
+rendered from these declarations by `reference_markdown()`, so the page cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from accelbench.config.base import (
+    DEFAULT_REGIONS,
+    ENV_PREFIX,
+    OPERATOR_SET,
+    S3_ENDPOINT_SETTINGS,
+    TITLES,
+    ExecutionMode,
+    UserPath,
+)
+from accelbench.config.groups import (
+    AirflowSettings,
+    AwsSettings,
+    CatalogSettings,
+    CpuTierSettings,
+    GpuTierSettings,
+    HomeSettings,
+    KubernetesSettings,
+    LakeSettings,
+    LibrarySettings,
+    LoadgenSettings,
+    LocalServerSettings,
+    NeuronTierSettings,
+    ReleaseSettings,
+)
+from accelbench.config.reference import reference_markdown
+from accelbench.config.settings import LAKE_SETTING, MODE_SETTING, Settings, env_name, read_variable
+
+__all__ = [
+    "DEFAULT_REGIONS",
+    "ENV_PREFIX",
+    "LAKE_SETTING",
+    "MODE_SETTING",
+    "OPERATOR_SET",
+    "S3_ENDPOINT_SETTINGS",
+    "TITLES",
+    "AirflowSettings",
+    "AwsSettings",
+    "CatalogSettings",
+    "CpuTierSettings",
+    "ExecutionMode",
+    "GpuTierSettings",
+    "HomeSettings",
+    "KubernetesSettings",
+    "LakeSettings",
+    "LibrarySettings",
+    "LoadgenSettings",
+    "LocalServerSettings",
+    "NeuronTierSettings",
+    "ReleaseSettings",
+    "Settings",
+    "UserPath",
+    "env_name",
+    "read_variable",
+    "reference_markdown",
+]
