@@ -422,20 +422,3 @@ class LoadgenSettings(_Group):
         "--fork-server PATH`, in the same vLLM environment): a runner borrows a child forked there, vLLM "
         "already imported, instead of importing it (~9 CPU-s); the test suite runs one for all its lanes",
     )
-
-
-# Every group, in the reference page's order.
-GROUPS: tuple[type[_Group], ...] = (
-    LibrarySettings,
-    CatalogSettings,
-    LakeSettings,
-    AwsSettings,
-    ReleaseSettings,
-    CpuTierSettings,
-    GpuTierSettings,
-    NeuronTierSettings,
-    AirflowSettings,
-    KubernetesSettings,
-    LocalServerSettings,
-    LoadgenSettings,
-)

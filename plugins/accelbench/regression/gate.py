@@ -23,6 +23,7 @@ from accelbench.catalog.queries import instance_catalog
 from accelbench.core.changes import FDR, MIN_EFFECT
 from accelbench.core.model_origin import model_identity
 from accelbench.decisions import Decision, standing, unanswered
+from accelbench.lake.schemas import LakeRow
 from accelbench.lake.store import Lake
 from accelbench.regression.regressions import regression_keys
 from accelbench.regression.rule import (
@@ -58,7 +59,7 @@ class Comparison:
 
 def compare(
     lake: Lake,
-    runs: list[dict[str, Any]],
+    runs: list[LakeRow],
     model: str,
     version: str,
     plan: Callable[[set[str]], MatrixPoints],

@@ -22,19 +22,13 @@ Record = dict[str, Any]  # a flat row as the files hold it: a column's name -> i
 _Writer = Callable[[Any, Record], None]
 
 
-def _interval(name: str) -> _Writer:
-    def write(value: Interval, out: Record) -> None:
-        out[name], out[f"{name}_low"], out[f"{name}_high"] = value.estimate, value.low, value.high
-
-    return write
-
-
 def _plain(name: str) -> _Writer:
+    """A field's own column, or an interval's three (its names made once per type, not per row)."""
+    low, high = f"{name}_low", f"{name}_high"
+
     def write(value: Any, out: Record) -> None:
         if isinstance(value, Interval):
-            _interval(name)(value, out)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            out[name] = record(value)  # a part not declared inline or prefixed: one column of its own
+            out[name], out[low], out[high] = value.estimate, value.low, value.high
         else:
             out[name] = list(value) if isinstance(value, tuple) else value
 
