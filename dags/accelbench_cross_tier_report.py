@@ -10,6 +10,8 @@ rows, and when runs are retracted.
 
 from __future__ import annotations
 
+from typing import Any
+
 from accelbench.airflow.assets import LAKE_ASSET, PRICES_ASSET, RETRACTIONS_ASSET
 from accelbench.airflow.dag_defaults import DEFAULT_SLOS, VERSION_PATTERN, dag_kwargs, slos_schema
 from accelbench.core.slos import DEFAULT_MAX_ERROR_RATE
@@ -47,11 +49,11 @@ from airflow.sdk import Param, dag, task
 )
 def accelbench_cross_tier_report() -> None:
     @task(inlets=[LAKE_ASSET, PRICES_ASSET])
-    def report(params: dict | None = None) -> dict:
+    def report(params: dict | None = None, **context: Any) -> dict:
         assert params is not None  # Airflow passes the run's params
         from accelbench.airflow.tasks.report import cross_tier_report
 
-        return cross_tier_report(dict(params))
+        return cross_tier_report(dict(params), context)
 
     report()
 

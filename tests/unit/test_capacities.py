@@ -211,7 +211,7 @@ def test_the_report_shows_the_capacities_table_only_when_there_is_a_search(tmp_p
     assert "Capacity under the SLOs" in page and 'id="capacity-table"' in page and "[5, 6]" in page
     assert "p99 TTFT &lt;= 60 ms, error rate &lt;= 1%" in page
     without = render_html("r", build_report([], [], [], flt), flt, 0, when)
-    assert "Capacity under the SLOs" not in without
+    assert ">Capacity under the SLOs</h2>" not in without and 'id="capacity-table"' not in without
 
 
 # Priced at the capacity (issue 18, the report side): a search on m8g.xlarge in kubernetes mode, two repeats

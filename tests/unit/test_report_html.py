@@ -85,8 +85,9 @@ def test_page_is_self_contained_escaped_and_stable() -> None:
     html = _render(runs)
     assert HOSTILE not in html and "&lt;script&gt;" in html  # tables and SVG text both escaped
     assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", html)
-    # The only scripts are the capacity planner's, inline: its data and its code, nothing fetched.
-    assert html.count("<script") == 2 and "<script src" not in html and "<link" not in html
+    # The only scripts are the capacity planner's (its data and its code) and the tables', inline: nothing
+    # fetched.
+    assert html.count("<script") == 3 and "<script src" not in html and "<link" not in html
     assert html.count("<svg") == 3
     assert _render(runs) == html  # same tables, same bytes (fixed SVG ids, no timestamps)
 
@@ -105,5 +106,5 @@ def test_retracted_runs_have_their_own_section_and_leave_the_rest() -> None:
 def test_empty_report_says_so_instead_of_plotting() -> None:
     html = _render(runs=[])
     assert (
-        "<svg" not in html and html.count("Nothing to plot") == len(PLOTS) and 'id="best-table-empty"' in html
+        "<svg" not in html and html.count("Nothing to plot") == len(PLOTS) and 'id="no-answer"' in html
     )

@@ -80,7 +80,7 @@ def test_build_and_page_follow_the_registry_order() -> None:
     tables = build_report(_runs(), PRICES, [], FLT)
     assert list(tables) == [t.name for t in TABLES]
     html = render_html("20261130T120000Z", tables, FLT, len(RUNS), WHEN)
-    shown = [t.anchor for t in TABLES if tables[t.name] or not t.section.omit_when_empty]
+    shown = [t.anchor for t in TABLES if tables[t.name]]
     at = [html.index(f'id="{anchor}"') for anchor in shown]
     assert at == sorted(at), shown
     assert html.index('id="planner"') > html.index('id="best"')  # after the capacity table's place
@@ -109,7 +109,7 @@ TOY = Table(
 
 
 def test_a_new_table_is_one_entry_in_the_registry(tmp_path) -> None:
-    registry = (*TABLES[:1], TOY, *TABLES[1:])  # right after the headline
+    registry = (*TABLES[:2], TOY, *TABLES[2:])  # right after the answer cards and the headline
     tables = build_report(_runs(), PRICES, [], FLT, registry=registry)
     assert tables["busiest"] == [
         {"instance_type": "g6e.xlarge", "output_throughput": 3600},
@@ -125,7 +125,7 @@ def test_a_new_table_is_one_entry_in_the_registry(tmp_path) -> None:
         == '"Instance type","Output tokens per s (mean)"'
     )
     summary = json.loads(lake.fs.cat_file(written["summary.json"]))
-    assert summary["rows"]["busiest"] == 3 and list(summary["rows"])[:2] == ["headline", "busiest"]
+    assert summary["rows"]["busiest"] == 3 and list(summary["rows"])[:3] == ["cards", "headline", "busiest"]
     html = lake.fs.cat_file(written["report.html"]).decode()
     assert '<h2 id="busiest">Busiest level per instance type</h2>' in html
     assert "Per instance type, 3 rows" in html and 'id="busiest-table"' in html

@@ -306,6 +306,19 @@ class AirflowSettings(_Group):
         description="the campaign run's deadline (an Airflow deadline alert, flagged in the UI when missed) "
         "is this many times the run's estimated duration after it was queued; 0: no deadline",
     )
+    notify_conn_id: str = _setting(
+        "",
+        group=AIRFLOW,
+        description="an Airflow connection (type `smtp`, or `slackwebhook` with the Slack provider "
+        "installed) through which a report that changes an answer card, and a regression the gate finds, "
+        "are announced with Airflow's own notifier; empty: nothing is sent",
+    )
+    notify_to: str = _setting(
+        "",
+        group=AIRFLOW,
+        shown_type="comma-separated addresses",
+        description="who the `smtp` connection's message goes to (required with an `smtp` connection)",
+    )
 
 
 class KubernetesSettings(_Group):

@@ -65,3 +65,16 @@ class Slos:
                 shown = "not measured" if value is None else f"{value:.0f} {limit.unit}"
                 out.append(f"{limit.label} {shown} > {bound:g} {limit.unit}")
         return out
+
+    def shown(self) -> list[tuple[str, str, str]]:
+        """The limits set, as a page names them: ("p99 TTFT", "2000", " ms"), ("error rate", "1%", "")."""
+        found = []
+        for limit in LIMITS:
+            bound = getattr(self, limit.param)
+            if bound is None:
+                continue
+            if limit.unit == "%":
+                found.append((limit.label, f"{bound:.0%}" if bound >= 0.01 else f"{bound:.2%}", ""))
+            else:
+                found.append((limit.label, f"{bound:g}", f" {limit.unit}"))
+        return found

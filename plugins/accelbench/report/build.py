@@ -10,6 +10,7 @@ import operator
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -94,6 +95,7 @@ def gather(
     costs: list[LakeRow] | None = None,
     startups: list[LakeRow] | None = None,
     decisions: Sequence[Decision] = (),
+    previous: Sequence[Record] = (),
 ) -> Inputs:
     """What every table is computed from: the runs `flt` keeps, less the retracted ones (listed apart),
     priced into typed points by one builder (`accelbench.report.builder.build_points`); the load searches'
@@ -106,7 +108,8 @@ def gather(
     their configurations (`accelbench.report.quality.grade`). `costs`: the lake's costs rows (what each
     server of a campaign cost, `accelbench.lake.costs`); `startups`: the lake's startups rows, each point's
     median start-up from them (`accelbench.report.startups`); `decisions`: the owners' answers to
-    regressions (the catalog's), those of the filter's models kept."""
+    regressions (the catalog's), those of the filter's models kept; `previous`: the previous report of the
+    same filter's answer cards (`accelbench.report.service.previous_cards`), which the cards compare with."""
     # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
     # (`host_drift`).
     chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
@@ -126,7 +129,9 @@ def gather(
     best = best_under_slos(points, flt.slos)
     spent = [c for c in costs or [] if flt.keeps(c)]
     answered = [d for d in decisions if not flt.models or d.model in flt.models]
-    return Inputs(kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent, answered)
+    return Inputs(
+        kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent, answered, list(previous)
+    )
 
 
 def build_report(
@@ -140,14 +145,22 @@ def build_report(
     costs: list[LakeRow] | None = None,
     startups: list[LakeRow] | None = None,
     decisions: Sequence[Decision] = (),
+    previous: Sequence[Record] = (),
     *,
     registry: Sequence[Table] = TABLES,
 ) -> dict[str, list[Record]]:
     """The report's tables by name, in the registry's order (`accelbench.report.tables`), from the lake's
     runs, `capacities` (the load searches' rows) and `samples` (the runs' requests): see `gather`. Each
     table's typed rows as the files hold them (`accelbench.report.records`)."""
-    inputs = gather(runs, prices, retracted, flt, capacities, samples, quality, costs, startups, decisions)
+    inputs = gather(
+        runs, prices, retracted, flt, capacities, samples, quality, costs, startups, decisions, previous
+    )
     return {table.name: records(table.compute(inputs)) for table in registry}
+
+
+def summary_filter(flt: ReportFilter) -> dict[str, Any]:  # a JSON document: summary.json's "filter"
+    """The filter as summary.json holds it (dates as text): reports of one filter are compared by it."""
+    return {k: (str(v) if isinstance(v, date) else v) for k, v in asdict(flt).items()}
 
 
 def report_id(now: datetime | None = None) -> str:
@@ -199,7 +212,7 @@ def write_report(
     summary = {
         "report_id": rid,
         "generated_at": generated_at.isoformat(),
-        "filter": {k: (str(v) if isinstance(v, date) else v) for k, v in asdict(flt).items()},
+        "filter": summary_filter(flt),
         "runs_read": runs_read,
         "rows": {t.name: len(tables.get(t.name) or []) for t in registry},
     }

@@ -24,11 +24,16 @@ from accelbench.report.tables import TABLES
 from accelbench.report.tables import points as points_table
 from accelbench.report.tables import retracted as retracted_table
 
-# A section: its heading, what it says, then its table (or the body it shows instead).
+# A section: its heading, its one visible line, what it says behind a disclosure, then its table (or the
+# body it shows instead).
 _HEADING = """{% from "table.html.j2" import table %}
 <h{{ section.level }} id="{{ anchor }}">{{ section.heading }}</h{{ section.level }}>
 """
-_ONE_TABLE = "{{ table(section.table_id, rows, columns, scroll=section.scroll) }}"
+_METHOD = """<details class="method"><summary>How this is computed</summary>
+{}
+</details>
+"""
+_ONE_TABLE = "{{ table(section.table_id, rows, columns, scroll=section.scroll, csv=csv) }}"
 _FRACTIONS: tuple[str, ...] = ("_change", "_change_low", "_change_high", "_cv", "error_rate")
 _FRACTIONS += ("top1_agreement", "accuracy", "accuracy_low", "accuracy_high")
 _FRACTIONS += ("accuracy_ratio", "accuracy_ratio_low", "accuracy_ratio_high")
@@ -105,20 +110,31 @@ def _cell_class(value: Any, column: str) -> str:
     return "" if isinstance(value, int | float) and not isinstance(value, bool) else "text"
 
 
+def _code(text: str) -> Markup:
+    """`a` spans of a plain-text hint as <code> elements, the rest escaped."""
+    parts = str(text).split("`")
+    shown = (Markup("<code>%s</code>") % p if i % 2 else Markup.escape(p) for i, p in enumerate(parts))
+    return Markup("").join(shown)
+
+
 def _environment() -> Environment:
     env = environment().overlay()
     env.filters |= {"cell": _cell, "cell_class": _cell_class, "label": label, "bounds": _bounds}
+    env.filters["markdown_code"] = _code
     env.globals |= {"intervals": Markup(INTERVALS), "intervals_short": Markup(INTERVALS_SHORT)}
     return env
 
 
 def _section(env: Environment, t: Table, rows: list[Record], slos: Any) -> Markup:
-    """The table's section of the page; empty when it has no rows and is left out then."""
+    """The table's section of the page; empty (not drawn) when the table has no rows."""
     section = t.section
-    if section.omit_when_empty and not rows:
+    if not rows:
         return Markup("")
-    source = f"{_HEADING}{section.text}\n{section.body or _ONE_TABLE}"
+    lead = f'<p class="lead">{section.lead}</p>\n' if section.lead else ""
+    method = _METHOD.format(section.text) if section.text.strip() else ""
+    source = f"{_HEADING}{lead}{method}{section.body or _ONE_TABLE}"
     variables = {"rows": rows, "columns": t.columns, "section": section, "anchor": t.anchor, "slos": slos}
+    variables["csv"] = t.csv
     return Markup(env.from_string(source).render(variables | dict(section.variables(rows))))
 
 
@@ -145,12 +161,18 @@ def render_html(
     env = _environment()
     slos = report_filter.slos
     sections = [(t, _section(env, t, tables.get(t.name) or [], slos)) for t in registry]
+    unmeasured = [
+        (t.section.heading.split(":")[0], t.section.unmeasured)
+        for t in registry
+        if t.section.unmeasured and not tables.get(t.name)
+    ]
     return env.get_template("report.html.j2").render(
         report_id=rid,
         generated_at=f"{generated_at:%Y-%m-%d %H:%M:%S %Z}",
         filters=shown_filters,
         counts={"runs_read": runs_read, "runs_retracted": len(tables.get(retracted_table.TABLE.name) or [])},
         sections=sections,
+        unmeasured=unmeasured,
         slos=slos,
         planner=planner_context(tables[points_table.TABLE.name], **asdict(slos)),
         plots=plots,

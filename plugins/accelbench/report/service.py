@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.decisions import decisions
 from accelbench.config import Settings
@@ -23,8 +26,10 @@ from accelbench.report.build import (
     build_report,
     partition_filter,
     report_id,
+    summary_filter,
     write_report,
 )
+from accelbench.report.listing import NoSuchReport, list_reports, report_file
 from accelbench.report.records import Record
 from accelbench.report.samples import read_samples
 from accelbench.report.sources import price_history, retractions
@@ -34,16 +39,19 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class WrittenReport:
-    """A written report: its id, its HTML page, every file written (name -> URI), each table's row count."""
+    """A written report: its id, its HTML page, every file written (name -> URI), each table's row count, and
+    what changed on its answer cards since the previous report of the same filter (one line per card)."""
 
     report_id: str
     html: str
     files: dict[str, str]
     rows: dict[str, int]
+    changes: tuple[str, ...] = ()
 
     def xcom(self) -> dict[str, Any]:  # a JSON document: XCom
-        """What the report task returns: id, page, files, then each table's row count."""
-        return {"report_id": self.report_id, "html": self.html, "files": self.files} | self.rows
+        """What the report task returns: id, page, files, what changed, then each table's row count."""
+        found = {"report_id": self.report_id, "html": self.html, "files": self.files}
+        return found | {"changes": list(self.changes)} | self.rows
 
 
 def _day(value: str | None) -> date | None:
@@ -86,13 +94,36 @@ def cross_tier_report(
     # The requests of the measured runs the filter keeps: the latency percentiles' intervals pool them.
     measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
     samples = read_samples(opened, measured, where=partition_filter(flt, rows=False))
+    before = previous_cards(opened, flt)
     tables = build_report(
-        runs, prices, retracted, flt, capacities, samples, quality, costs, startups, answered
+        runs, prices, retracted, flt, capacities, samples, quality, costs, startups, answered, before
     )
     rid = report_id()
     written = write_report(opened, rid, tables, flt, len(runs))
     _log_report(rid, tables, written)
-    return WrittenReport(rid, written[HTML_NAME], written, {name: len(rows) for name, rows in tables.items()})
+    changed = tuple(c["change_text"] for c in tables[registry.cards.TABLE.name] if c.get("change_text"))
+    for line in changed:
+        log.info("report %s changed an answer: %s", rid, line)
+    rows = {name: len(rows) for name, rows in tables.items()}
+    return WrittenReport(rid, written[HTML_NAME], written, rows, changed)
+
+
+def previous_cards(lake: Lake, flt: ReportFilter) -> list[Record]:
+    """The answer cards of the newest report in `lake` made with the same filter (each with its `report_id`),
+    which the new report's cards compare with; none: no such report, or one written before the cards."""
+    wanted = summary_filter(flt)
+    for entry in list_reports(lake):  # newest first
+        if entry.summary.get("filter") != wanted:
+            continue
+        try:
+            data = report_file(lake, entry.report_id, registry.cards.TABLE.parquet)
+        except NoSuchReport:
+            log.info("report %s has no answer cards to compare with", entry.report_id)
+            return []
+        rows = pq.read_table(pa.BufferReader(data)).to_pylist()
+        log.info("comparing the answer cards with report %s (the same filter)", entry.report_id)
+        return [r | {"report_id": entry.report_id} for r in rows]
+    return []
 
 
 def _log_report(rid: str, tables: Mapping[str, list[Record]], written: Mapping[str, str]) -> None:

@@ -30,7 +30,9 @@ class Inputs:
     `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
     `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points;
     `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`);
-    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.decisions`).
+    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.decisions`);
+    `previous`: the previous report of the same filter's answer cards as its `cards` file holds them (none:
+    no such report, or one from before the cards).
     """
 
     runs: list[LakeRow] = field(default_factory=list)
@@ -42,6 +44,7 @@ class Inputs:
     quality: list[LakeRow] = field(default_factory=list)
     costs: list[LakeRow] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    previous: list[Record] = field(default_factory=list)
 
 
 def _no_variables(rows: Sequence[Record]) -> Mapping[str, Any]:
@@ -66,7 +69,10 @@ class Section:
     anchor: str | None = None  # the heading's id (a link to the section ends in #anchor); None: the name
     level: int = 2  # h2; h3 for a part of the section before it
     scroll: bool = True  # False: the table fits the page's width, without a scroll box
-    omit_when_empty: bool = False  # True: no rows, no section; False: the table says "No rows."
+    # What measures this table when it has no rows (its section is not drawn then): a line of the page lists
+    # these, each with the campaign field that would measure it. None: an empty table needs no word.
+    unmeasured: str | None = None
+    lead: str = ""  # one short visible line under the heading; `text` (the method) is behind a disclosure
     body: str | None = None
     variables: Callable[[Sequence[Record]], Mapping[str, Any]] = _no_variables  # of the page's rows
     then: tuple[str, ...] = ()

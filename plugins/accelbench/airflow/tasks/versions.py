@@ -10,6 +10,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from accelbench.airflow.dag_defaults import version_matrix
+from accelbench.airflow.notify import announce
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
 from accelbench.campaign import service
 from accelbench.campaign.prepare import Prepared
@@ -133,6 +134,8 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
     if outcome.asks and notifier is not None:
         notifier(context | {"accelbench_regressions": outcome.text, "accelbench_report": outcome.report})
         log.info("regression gate: notified %s", Settings.from_env("regression_notifier").regression_notifier)
+    if outcome.asks and outcome.text:
+        announce(f"accelbench: {version} regresses", outcome.text.splitlines(), outcome.report or "", context)
     if outcome.asks and fail:
         raise AirflowFailException(outcome.text)
     return outcome.xcom()

@@ -21,6 +21,7 @@ from accelbench.report.table import Table
 from accelbench.report.tables import (
     best_under_slo,
     capacities,
+    cards,
     costs,
     cross_tier,
     decisions,
@@ -39,6 +40,7 @@ from accelbench.report.tables import (
 )
 
 TABLES: tuple[Table, ...] = (
+    cards.TABLE,
     headline.TABLE,
     cross_tier.TABLE,
     cross_tier.NOT_COMPARED,

@@ -33,6 +33,7 @@ TABLE = Table(
     columns=(*WHAT, *RATES, *COSTS[:2], *LATENCIES, *SIZE, "sample_warning"),
     listed_as="Best points",
     section=Section(
+        unmeasured="a campaign on the instance types themselves (`execution_mode: kubernetes`)",
         heading="Best level under the SLOs, measured on the instance",
         anchor="best",
         table_id="best-table",

@@ -35,10 +35,10 @@ TABLE = Table(
         "host",
     ),
     section=Section(
+        unmeasured="a load search (`load_mode: search`)",
         heading="Capacity under the SLOs",
         anchor="capacity",
         table_id="capacity-table",
-        omit_when_empty=True,
         then=("planner.html.j2", "plots.html.j2"),  # the capacity planner below uses the capacities
         text="""\
 <p>Per configuration searched (a load search, not fixed levels), the largest load whose every repeat met

@@ -94,7 +94,6 @@ CAMPAIGNS = Table(
         heading="What the campaigns cost",
         anchor="campaign-costs",
         table_id="campaign-costs-table",
-        omit_when_empty=True,
         text="""\
 <p>What each campaign's servers were paid for: from the node's launch for the benchmark pod (or its
 scheduling on a node that was already there) to the pod's deletion, at the price in force when it started,
@@ -124,7 +123,6 @@ SERVERS = Table(
         heading="What each configuration cost",
         anchor="server-costs",
         table_id="server-costs-table",
-        omit_when_empty=True,
         text="""\
 <p>One row per server of a campaign: its billed seconds, the hourly price applied and where it came from,
 and what it cost, or why it is unpriced.</p>""",

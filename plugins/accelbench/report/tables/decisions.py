@@ -27,6 +27,5 @@ TABLE = Table(
         text="<p>What an owner answered when the version campaign's gate found regressions: accepted as "
         "known (the regressions named are not asked about again) or the version rejected (not measured "
         "again unless forced, and no other version's baseline). The newest answer of a version stands.</p>",
-        omit_when_empty=True,
     ),
 )

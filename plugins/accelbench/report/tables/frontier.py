@@ -47,6 +47,7 @@ TABLE = Table(
     compute=_rows,
     columns=(*WHAT, "on_demand_usd_per_1m_output_tokens", *LATENCIES, "output_throughput"),
     section=Section(
+        unmeasured="priced points (`execution_mode: kubernetes`)",
         heading="Price-performance frontier",
         table_id="frontier-table",
         text="""\

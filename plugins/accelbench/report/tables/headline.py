@@ -114,7 +114,7 @@ def _cost(p: Point) -> float | None:
     return p.on_demand.usd_per_1m_output_tokens.estimate
 
 
-def _answer(on_instance: bool, candidates: list[Point]) -> tuple[str, Point | None]:
+def answer_for(on_instance: bool, candidates: list[Point]) -> tuple[str, Point | None]:
     """(the answer in words, the point it names) among the best levels of one model and workload that pass
     the quality gate (a configuration outside a quantization matrix has none to pass)."""
     candidates = [p for p in candidates if p.quality.quality_gate in (None, "pass")]
@@ -140,7 +140,7 @@ def _could_change(p: Point, top: Point | None, on_instance: bool) -> bool:
     return (p.output_throughput.estimate or 0) > (top.output_throughput.estimate or 0)
 
 
-def _undecided(points: Sequence[Point], top: Point | None, on_instance: bool) -> str | None:
+def undecided_levels(points: Sequence[Point], top: Point | None, on_instance: bool) -> str | None:
     """The undecided levels (`slo_verdict`, `accelbench.report.slos.slo_judgement`) that could change the
     answer, each with what would decide it; the first MAX_UNDECIDED_SHOWN by throughput, then how many
     more."""
@@ -172,7 +172,7 @@ def headline(points: Sequence[Point], best: Sequence[BestPoint]) -> list[Headlin
     for key in sorted(measured, key=lambda k: (str(k[0]), k[1], k[2], not k[3])):
         model, workload, _, on_instance = key
         candidates = chosen.get(key, [])
-        answer, top = _answer(on_instance, candidates)
+        answer, top = answer_for(on_instance, candidates)
         rows.append(
             Headline(
                 model=model,
@@ -181,7 +181,7 @@ def headline(points: Sequence[Point], best: Sequence[BestPoint]) -> list[Headlin
                 configurations_measured=len(measured[key]),
                 configurations_meeting_slos=len(candidates),
                 answer=answer,
-                undecided=_undecided(levels[key], top, on_instance),
+                undecided=undecided_levels(levels[key], top, on_instance),
                 quality_skipped=_quality_skipped(candidates),
                 top=Answer.of(top),
             )
@@ -210,7 +210,7 @@ TABLE = Table(
         "measured_where",
     ),
     section=Section(
-        heading="The answer: cheapest configuration under the SLOs",
+        heading="The answers as a table",
         anchor="answer",
         table_id="headline-table",
         scroll=False,

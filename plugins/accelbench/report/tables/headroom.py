@@ -117,6 +117,7 @@ TABLE = Table(
     columns=COLUMNS,
     listed_as="Trace headroom",
     section=Section(
+        unmeasured="a load search over a trace's time-scale (`trace` with `load_mode: search`)",
         heading="Headroom for your traffic",
         anchor="trace-headroom",
         table_id="trace-headroom-table",
@@ -127,6 +128,5 @@ TABLE = Table(
         "serving the traffic as recorded takes: replicas = ceil(1 / headroom), and their monthly cost = "
         f"replicas x USD per hour x {HOURS_PER_MONTH} h; the replicas at the interval's low end beside them. "
         "Per tier, cheapest first; unpriced where measured off the instance type.</p>",
-        omit_when_empty=True,
     ),
 )

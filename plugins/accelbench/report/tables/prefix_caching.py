@@ -147,10 +147,10 @@ TABLE = Table(
         "change_method",
     ),
     section=Section(
+        unmeasured="one configuration with and without prefix caching (`extra_engine_args`)",
         heading="Prefix caching: TTFT with and without",
         anchor="prefix-caching",
         table_id="prefix-caching-table",
-        omit_when_empty=True,
         variables=_flags_and_noise,
         text="""\
 <p>Pairs of points identical in everything (model, workload, instance type, vLLM version, engine settings,

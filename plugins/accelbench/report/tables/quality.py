@@ -121,10 +121,10 @@ TABLE = Table(
         "on_pareto_front",
     ),
     section=Section(
+        unmeasured="a quantization matrix against its reference (`quantized_models`)",
         heading="Quality beside cost: quantizations against their reference",
         anchor="quality",
         table_id="quality-table",
-        omit_when_empty=True,
         variables=lambda rows: {"min_ratio": GATE_ACCURACY_RATIO, "max_kl": GATE_MEAN_KL},
         text="""\
 <p>Each configuration of a quantization matrix against its reference (the model's bf16 checkpoint, served

@@ -138,10 +138,10 @@ TABLE = Table(
         "output_throughput_resolution",
     ),
     section=Section(
+        unmeasured="two repeats or more per level (`repeats`)",
         heading="How much to measure",
         anchor="resolution",
         table_id="resolution-table",
-        omit_when_empty=True,
         variables=_words,
         text="""\
 <p>How far each point's p99 TTFT and output throughput move between repeats on the host that measured

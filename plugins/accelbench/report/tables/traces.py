@@ -135,6 +135,7 @@ TABLE = Table(
     columns=COLUMNS,
     listed_as="Trace replays",
     section=Section(
+        unmeasured="a trace replay (`trace`)",
         heading="Trace replays",
         anchor="trace-replays",
         table_id="trace-replays-table",
@@ -144,6 +145,5 @@ TABLE = Table(
         "its last: arrivals per second, and the slowest time to first token of the requests sent in each "
         "span (both scaled to their own largest, repeats pooled), so a burst that broke an SLO shows as a "
         "tall bar under a tall bar. The p99 TTFT is the point's, with its interval in the points table.</p>",
-        omit_when_empty=True,
     ),
 )
