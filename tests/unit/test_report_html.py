@@ -105,6 +105,4 @@ def test_retracted_runs_have_their_own_section_and_leave_the_rest() -> None:
 
 def test_empty_report_says_so_instead_of_plotting() -> None:
     html = _render(runs=[])
-    assert (
-        "<svg" not in html and html.count("Nothing to plot") == len(PLOTS) and 'id="no-answer"' in html
-    )
+    assert "<svg" not in html and html.count("Nothing to plot") == len(PLOTS) and 'id="no-answer"' in html

@@ -270,7 +270,7 @@ name. For a priced answer, run the campaign with <code>execution_mode: kubernete
 <div class="figure">{{ c.request_throughput | cell }} <span class="unit">requests/s per replica</span>
 {%- if c | bounds("request_throughput") %} <span class="ci">[{{ c | bounds("request_throughput") }}]</span>
 {%- endif %}</div>
-<div class="sub">not priced: {{ c.answer }}</div>
+<div class="sub">not priced: measured on a local host, not on the instance type</div>
 {% endif %}
 {% if c.runner_up %}
 <div class="runner">Runner-up: {{ c.runner_up }},
