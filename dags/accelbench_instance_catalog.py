@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from accelbench.airflow.assets import CATALOG_ASSET
-from accelbench.airflow.dag_defaults import REGION_PATTERN, dag_kwargs, default_regions
+from accelbench.airflow.dag_defaults import REGION_PATTERN, dag_kwargs, default_regions, timed
 from airflow.sdk import Param, dag, task
 
 
 @dag(
     dag_id="accelbench_instance_catalog",
-    schedule="@weekly",
+    schedule=timed("@weekly"),
     doc_md=__doc__,
     params={
         "verify_region": Param(

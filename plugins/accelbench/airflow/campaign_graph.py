@@ -20,7 +20,7 @@ from accelbench.airflow.assets import CATALOG_ASSET, LAKE_ASSET
 from accelbench.airflow.benchmark_operator import BenchmarkOperator, run_date
 from accelbench.airflow.benchmark_xcom import NODE_XCOM
 from accelbench.airflow.campaign_params import campaign_form_params
-from accelbench.airflow.dag_defaults import dag_kwargs
+from accelbench.airflow.dag_defaults import dag_kwargs, timed
 from accelbench.airflow.deadline import campaign_deadline
 from accelbench.config import Settings, env_name
 
@@ -89,7 +89,7 @@ def campaign_dag(dag_id: str, schedule: str | None, doc_md: str, description: st
 
     @dag(
         dag_id=dag_id,
-        schedule=schedule,
+        schedule=timed(schedule) if schedule else None,  # none where ACCELBENCH_SCHEDULES is off
         doc_md=doc_md,
         description=description,
         params=campaign_form_params(),  # from CampaignRequest: defaults, limits, descriptions

@@ -118,6 +118,12 @@ def dag_kwargs(*tags: str) -> dict[str, Any]:
     }
 
 
+def timed(schedule: str) -> str | None:
+    """A DAG's time schedule, or none where ACCELBENCH_SCHEDULES is false (the DAG then runs only when
+    triggered): read from the environment only (safe at parse time)."""
+    return schedule if Settings.from_env("schedules").schedules else None
+
+
 def default_regions() -> list[str]:
     """ACCELBENCH_REGIONS, read from the environment only (safe at parse time)."""
     return list(Settings.from_env("regions").regions)

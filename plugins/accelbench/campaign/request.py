@@ -11,6 +11,7 @@ read when the DAG file is parsed, is the form's default.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
@@ -54,6 +55,7 @@ SloName = Literal["ttft_p99_ms", "tpot_p99_ms", "e2el_p99_ms"]
 # p99 limits in ms; E2EL ~ TTFT + (output tokens - 1) x TPOT at the default 128 output tokens.
 DEFAULT_SLOS: dict[SloName, float] = {"ttft_p99_ms": 2000, "tpot_p99_ms": 200, "e2el_p99_ms": 30000}
 DEFAULT_MODEL_SETTING = env_name("default_model")
+CAMPAIGN_DEFAULTS_SETTING = env_name("campaign_defaults")
 
 # Enforced by `_unique` below; the form refuses duplicates too.
 _UNIQUE: dict[str, JsonValue] = {"uniqueItems": True}
@@ -538,7 +540,8 @@ def field_extra(name: str) -> dict[str, Any]:
 def form_defaults(fields: Iterable[str] | None = None, from_env: bool = True) -> dict[str, Any]:
     """Every field's default as a form shows it: the model's default, else the field's `form_default` (a
     field a request must name: instance_types), else (`default_env`) the setting's value now, read from
-    the environment alone (safe at parse time). `from_env=False`: the settings' own defaults instead.
+    the environment alone (safe at parse time), and over them ACCELBENCH_CAMPAIGN_DEFAULTS
+    (`default_overrides`). `from_env=False`: the settings' own defaults instead, no overrides.
     `fields`: only these, in this order (default: every field)."""
     out: dict[str, Any] = {}
     for name in CampaignRequest.model_fields if fields is None else fields:
@@ -549,7 +552,28 @@ def form_defaults(fields: Iterable[str] | None = None, from_env: bool = True) ->
             out[name] = extra["form_default"]
         if variable := extra.get("default_env"):
             out[name] = read_variable(variable) if from_env else setting_default(variable)
+    if from_env:
+        out |= {name: value for name, value in default_overrides().items() if name in out}
     return out
+
+
+def default_overrides() -> dict[str, Any]:
+    """ACCELBENCH_CAMPAIGN_DEFAULTS, read from the environment alone (safe at parse time): campaign fields
+    over the form's defaults (empty: none). Only the shape is checked here, naming the setting; the form's
+    schema and the planner check the values."""
+    raw = str(read_variable(CAMPAIGN_DEFAULTS_SETTING)).strip()
+    if not raw:
+        return {}
+    try:
+        overrides = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(CAMPAIGN_DEFAULTS_SETTING, raw, f"not JSON ({exc})") from None
+    if not isinstance(overrides, dict):
+        raise ConfigError(CAMPAIGN_DEFAULTS_SETTING, raw, "a JSON object of campaign params")
+    unknown = sorted(set(overrides) - set(CampaignRequest.model_fields))
+    if unknown:
+        raise ConfigError(CAMPAIGN_DEFAULTS_SETTING, raw, f"not a campaign param: {', '.join(unknown)}")
+    return overrides
 
 
 def setting_default(variable: str) -> Any:

@@ -270,7 +270,8 @@ class NeuronTierSettings(_Group):
 
 
 class AirflowSettings(_Group):
-    """The DAGs: the benchmark pool, the form's default model, the plan's estimates and the run's deadline."""
+    """The DAGs: the benchmark pool, the form's defaults, the plan's estimates, the run's deadline and the
+    schedules."""
 
     benchmark_pool: str = _setting(
         "default_pool",
@@ -318,6 +319,22 @@ class AirflowSettings(_Group):
         group=AIRFLOW,
         shown_type="comma-separated addresses",
         description="who the `smtp` connection's message goes to (required with an `smtp` connection)",
+    )
+    campaign_defaults: str = _setting(
+        "",
+        group=AIRFLOW,
+        shown_type="JSON object",
+        shown_default="CampaignRequest's",
+        description="campaign params over the campaign form's defaults (and so over the weekly campaign's "
+        'matrix), e.g. `{"concurrency": [1, 2], "prompts_per_level": 10}`; `scripts/ui.sh` sets the demo\'s '
+        "small local campaign",
+    )
+    schedules: bool = _setting(
+        True,
+        group=AIRFLOW,
+        description="the DAGs' time schedules (the weekly campaign and catalog, the daily prices and release "
+        "discovery); false: those DAGs run only when triggered, and the report still follows every campaign "
+        "(an asset schedule); `scripts/ui.sh` sets false unless `--unpause`",
     )
 
 
