@@ -232,6 +232,8 @@ COST_S = {
     "integration/test_dags.py": 20,
     "integration/test_releases.py": 20,
     "integration/test_benchmarks_view.py": 22,
+    "integration/test_report_notifications.py": 55,  # the catalog and prices DAGs, then three report runs
+    "integration/test_report_page.py": 15,  # one report in Chromium at two sizes
     "integration/test_checkov.py": 14,
     "integration/test_import_retract.py": 10,
     "integration/test_benchmark_pod.py": 8,
