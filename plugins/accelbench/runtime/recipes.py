@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # the registry clients need httpx, which the load-generator i
 log = logging.getLogger(__name__)
 SERVER_PORT = 8000
 HF_TOKEN_ENV = "HF_TOKEN"
-# Arguments the planner owns: a user may not pass them as extra engine args.
+# Arguments the planner owns on every tier: a user may not pass them as extra engine args. A flag only one
+# tier's planner sets (the Neuron tier's --max-num-seqs) is refused by that tier (Tier.request_problems).
 MANAGED_ARGS = (
     "--served-model-name",
     "--dtype",
@@ -35,7 +36,6 @@ MANAGED_ARGS = (
     "--kv-cache-dtype",
     "--model",
     "--gpu-memory-utilization",
-    "--max-num-seqs",
 )
 
 
@@ -127,7 +127,7 @@ class Recipe:
             args += ["--kv-cache-dtype", spec.kv_cache_dtype]
         if spec.model_revision:
             args += ["--revision", spec.model_revision]
-        return [*args, *self.tier_args(spec), *spec.extra_engine_args]
+        return [*args, *spec.tier_fields.engine_args(), *self.tier_args(spec), *spec.extra_engine_args]
 
     def env(self, spec: ServerSpec) -> dict[str, str]:
         """Plain environment; the HF token is never here (it comes from a Secret)."""
@@ -172,12 +172,9 @@ class VllmGpu(Recipe):
 
         return DockerHubClient(self.configured(settings), settings.registry_url, VLLM_GPU_TAGS)
 
-    def tier_args(self, spec: ServerSpec) -> list[str]:
-        # Nothing else is GPU-specific: the batch is vLLM's own scheduling (no --max-num-seqs to compile for),
-        # TP is the GPU count, and the fp8 KV cache comes through --kv-cache-dtype.
-        if spec.gpu_memory_utilization is None:
-            return []  # vLLM's own default (0.9)
-        return ["--gpu-memory-utilization", f"{spec.gpu_memory_utilization:g}"]
+    # No tier_args: the GPU memory share is the GPU tier's server field (it renders its flag), the batch is
+    # vLLM's own scheduling (no --max-num-seqs to compile for), TP is the GPU count, and the fp8 KV cache
+    # comes through --kv-cache-dtype.
 
 
 def _tag_of(reference: str) -> str:
@@ -229,10 +226,8 @@ class VllmNeuron(Recipe):
         return OciClient(self.configured(settings), NEURON_DLC_TAGS, settings.neuron_registry_url or None)
 
     def tier_args(self, spec: ServerSpec) -> list[str]:
-        if spec.max_num_seqs is None:
-            why = "the Neuron tier compiles the model for a fixed batch: the planner sets it"
-            raise ConfigError("max_num_seqs", None, why)
-        return neuron_args(spec.version, spec.max_num_seqs)
+        """The DLC line's flags, after the compiled batch (the Neuron tier's server field renders it)."""
+        return neuron_args(spec.version)
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
         return neuron_env(spec.version)

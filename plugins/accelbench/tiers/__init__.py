@@ -16,6 +16,7 @@ from pathlib import Path
 
 from accelbench.catalog.seed_file import InstanceSpec, read_seed
 from accelbench.core.problems import Problem
+from accelbench.core.spec import register_tier_fields
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import Recipe
 from accelbench.tiers.base import Tier
@@ -39,11 +40,13 @@ def register(tier: Tier) -> Tier:
             if same:
                 raise ConfigError("tier", tier.name, f"its {what} is the {other.name} tier's already")
     _TIERS[tier.name] = tier
+    register_tier_fields(tier.name, tier.server_model)
     return tier
 
 
 def unregister(name: str) -> None:
     _TIERS.pop(name, None)
+    register_tier_fields(name, None)
 
 
 @contextmanager

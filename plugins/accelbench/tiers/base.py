@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.core.problems import Problem
-from accelbench.core.spec import LoadPlan, ServerSpec
+from accelbench.core.spec import LoadPlan, ServerSpec, TierServerFields
 from accelbench.runtime.recipes import Recipe
 from accelbench.sizing.daemonsets import DaemonSet
 from accelbench.sizing.fit import Fit, NodeBudget
@@ -100,8 +100,6 @@ class ServerRequest(Protocol):
     @property
     def tensor_parallel_size(self) -> int | None: ...
     @property
-    def gpu_memory_utilization(self) -> float: ...
-    @property
     def context_len(self) -> int: ...
 
 
@@ -139,6 +137,8 @@ class Tier:
     accelerated: bool = True
     # Why a multi-node deployment is refused, in this tier's terms (None: the generic reason).
     single_node_reason: str | None = None
+    # The fields only this tier's servers have (ServerSpec.tier_fields; `server_fields` fills them).
+    server_model: type[TierServerFields] = TierServerFields
 
     @property
     def runtime(self) -> str:
@@ -227,9 +227,10 @@ class Tier:
     def dtype(self, request: ServerRequest) -> str:
         return self.forced_dtype or request.dtype
 
-    def server_fields(self, request: ServerRequest, load: LoadPlan) -> dict[str, Any]:
-        """ServerSpec fields only this tier sets (e.g. the GPU memory share, the Neuron batch)."""
-        return {}
+    def server_fields(self, request: ServerRequest, load: LoadPlan) -> TierServerFields:
+        """The ServerSpec fields only this tier sets (e.g. the GPU memory share, the Neuron batch), of its
+        `server_model`."""
+        return self.server_model()
 
     # --- running -----------------------------------------------------------------------------------
     def devices_here(self) -> str | None:
