@@ -150,14 +150,17 @@ class Tier:
         if spec.family not in self.families:
             why = f"not a {self.name} family this suite benchmarks ({', '.join(sorted(self.families))})"
             return Problem("family", spec.family, why)
+        accelerator = (spec.accelerator_name, spec.accelerator_count, spec.accelerator_memory_gib)
         if self.accelerated and not (
             spec.accelerator_name and spec.accelerator_count > 0 and spec.accelerator_memory_gib > 0
         ):
-            return Problem(
-                "accelerator_*",
-                (spec.accelerator_name, spec.accelerator_count, spec.accelerator_memory_gib),
-                "an accelerated type needs its accelerator's name, count and memory per accelerator",
-            )
+            why = "an accelerated type needs its accelerator's name, count and memory per accelerator"
+            return Problem("accelerator_*", accelerator, why)
+        if not self.accelerated and (
+            spec.accelerator_name or spec.accelerator_count != 0 or spec.accelerator_memory_gib != 0
+        ):
+            why = f"a {self.name} type has no accelerator: no name, count 0 and memory 0"
+            return Problem("accelerator_*", accelerator, why)
         return None
 
     def cores_per_device(self, spec: InstanceSpec) -> int | None:
