@@ -165,8 +165,8 @@ def test_sqlite_catalog_lives_under_the_configured_home(accelbench_env) -> None:
     from accelbench.config import Settings
 
     settings = Settings.from_env()
-    assert settings.catalog_url == f"sqlite:///{accelbench_env / 'catalog.db'}"
-    engine = make_engine(settings.catalog_url)
+    assert settings.catalog.catalog_url == f"sqlite:///{accelbench_env / 'catalog.db'}"
+    engine = make_engine(settings.catalog.catalog_url)
     migrate(engine)
     engine.dispose()
     assert (accelbench_env / "catalog.db").is_file()

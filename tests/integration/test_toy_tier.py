@@ -26,7 +26,7 @@ from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.queries import instance_catalog
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import InstanceSpec, default_seed_path
-from accelbench.config import Settings
+from accelbench.config import Settings, TierSettings, env_name, reference_markdown, setting
 from accelbench.core.price import Price
 from accelbench.core.problems import PlanningError
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, TierServerFields
@@ -62,10 +62,19 @@ class VllmToy(Recipe):
         return f"registry.example.org/vllm-toy:v{version}"
 
     def tier_env(self, spec: Any) -> dict[str, str]:
-        return {"TOY_VISIBLE_CORES": "all"}
+        toy = Settings.from_env("toy_visible_cores").tier("toy")
+        assert isinstance(toy, ToySettings)
+        return {"TOY_VISIBLE_CORES": toy.toy_visible_cores}
 
     def release_source(self, settings: Settings) -> ToyReleases:
         return ToyReleases()
+
+
+class ToySettings(TierSettings):
+    """The toy tier's own group of settings, declared here and nowhere in the library."""
+
+    title: ClassVar[str] = "Toy tier (vllm-toy)"
+    toy_visible_cores: str = setting("all", group=title, description="the toy cores a toy server may use")
 
 
 class ToyReleases:
@@ -136,7 +145,18 @@ TOY = ToyTier(
     startup=Startup(compile_base_s=120, compile_per_gib_s=60),
     version_field=None,
     server_model=ToyServerFields,
+    settings=ToySettings,
 )
+
+
+def test_the_toy_tier_brings_its_own_settings_group(toy: ToyTier, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert env_name("toy_visible_cores") == "ACCELBENCH_TOY_VISIBLE_CORES"
+    assert Settings.from_env().tier("toy") == ToySettings(toy_visible_cores="all")
+    monkeypatch.setenv("ACCELBENCH_TOY_VISIBLE_CORES", "0-3")
+    assert toy.recipe.env(plan("toy1.4xlarge")[0].server)["TOY_VISIBLE_CORES"] == "0-3"
+    page = reference_markdown()
+    assert "## Toy tier (vllm-toy)" in page and "| `ACCELBENCH_TOY_VISIBLE_CORES` |" in page
+    assert page.index("## Neuron tier") < page.index("## Toy tier") < page.index("## Airflow")
 
 
 def toy_type(name: str, devices: int, memory_gib: float) -> InstanceSpec:
@@ -331,7 +351,7 @@ def test_the_toy_tier_is_seeded_its_releases_recorded_and_planned_from_the_catal
     ]
     seed.write_text(default_seed_path().read_text().rstrip("\n") + "\n" + "\n".join(toy_rows) + "\n")
     assert default_seed_path().read_text().splitlines()[0] == SEED_HEADER
-    engine = make_engine(Settings.from_env().catalog_url)
+    engine = make_engine(Settings.from_env().catalog.catalog_url)
     try:
         migrate(engine)
         upsert_instance_types(engine, tiers.load_seed(seed))

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from accelbench.config import Settings, env_name
+from accelbench.config import Settings, env_name, setting_default
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.neuron import neuron_args, neuron_env, neuron_support_problem
@@ -45,8 +45,8 @@ class Recipe:
     and the tier-specific knobs."""
 
     runtime: ClassVar[str]
-    # The Settings field of the image repository (a mirror may replace it); None: the recipe's `image` names
-    # its image itself and reads no setting (a tier registered from outside the library, e.g. by a test).
+    # The settings field of the image repository (a mirror may replace it), declared by its tier's settings
+    # group (accelbench.tiers); None: the recipe's `image` names its image itself and reads no setting.
     repository_field: ClassVar[str | None] = None
     default_version: ClassVar[str]
 
@@ -56,14 +56,14 @@ class Recipe:
 
     @property
     def default_repository(self) -> str:
-        return str(Settings.model_fields[self._repository_field()].default)
+        return str(setting_default(self._repository_field()))
 
     def repository(self) -> str:
         return self.configured(Settings.from_env(self._repository_field()))
 
     def configured(self, settings: Settings) -> str:
         """The image repository `settings` give (a mirror may replace the default)."""
-        return str(getattr(settings, self._repository_field()))
+        return str(settings.value(self._repository_field()))
 
     def _repository_field(self) -> str:
         if self.repository_field is None:
@@ -148,7 +148,7 @@ class VllmCpu(Recipe):
     def release_source(self, settings: Settings) -> ReleaseSource:
         from accelbench.runtime.dockerhub import DockerHubClient
 
-        return DockerHubClient(self.configured(settings), settings.registry_url, VLLM_CPU_TAGS)
+        return DockerHubClient(self.configured(settings), settings.releases.registry_url, VLLM_CPU_TAGS)
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
         # Always set: unset, some versions take half the host's RAM per NUMA node. vLLM applies it to
@@ -170,7 +170,7 @@ class VllmGpu(Recipe):
     def release_source(self, settings: Settings) -> ReleaseSource:
         from accelbench.runtime.dockerhub import DockerHubClient
 
-        return DockerHubClient(self.configured(settings), settings.registry_url, VLLM_GPU_TAGS)
+        return DockerHubClient(self.configured(settings), settings.releases.registry_url, VLLM_GPU_TAGS)
 
     # No tier_args: the GPU memory share is the GPU tier's server field (it renders its flag), the batch is
     # vLLM's own scheduling (no --max-num-seqs to compile for), TP is the GPU count, and the fp8 KV cache
@@ -223,7 +223,9 @@ class VllmNeuron(Recipe):
     def release_source(self, settings: Settings) -> ReleaseSource:
         from accelbench.runtime.oci import OciClient
 
-        return OciClient(self.configured(settings), NEURON_DLC_TAGS, settings.neuron_registry_url or None)
+        return OciClient(
+            self.configured(settings), NEURON_DLC_TAGS, settings.value("neuron_registry_url") or None
+        )
 
     def tier_args(self, spec: ServerSpec) -> list[str]:
         """The DLC line's flags, after the compiled batch (the Neuron tier's server field renders it)."""

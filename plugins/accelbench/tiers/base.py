@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import TierSettings
 from accelbench.core.problems import Problem
 from accelbench.core.spec import LoadPlan, ServerSpec, TierServerFields
 from accelbench.runtime.recipes import Recipe
@@ -76,8 +77,8 @@ class Ranks:
 
 @dataclass(frozen=True)
 class LocalBuild:
-    """How local mode serves a tier: the vLLM environment (its Settings field, default folder beside the
-    repository, and the script that makes it)."""
+    """How local mode serves a tier: the vLLM environment (the field of the tier's settings group that names
+    its interpreter, default folder beside the repository, and the script that makes it)."""
 
     setting: str
     folder: str
@@ -139,6 +140,9 @@ class Tier:
     single_node_reason: str | None = None
     # The fields only this tier's servers have (ServerSpec.tier_fields; `server_fields` fills them).
     server_model: type[TierServerFields] = TierServerFields
+    # The tier's own settings group (its image repository, its local environment): `settings.tier(name)`,
+    # listed on the configuration page. None: the tier reads no setting.
+    settings: type[TierSettings] | None = None
 
     @property
     def runtime(self) -> str:

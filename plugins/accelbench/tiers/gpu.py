@@ -7,11 +7,12 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from pydantic import Field
 
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import TierSettings, setting
 from accelbench.core.problems import Problem
 from accelbench.core.spec import LoadPlan, ServerSpec, TierServerFields
 from accelbench.runtime.recipes import VllmGpu
@@ -78,6 +79,28 @@ def describe_gpus(found: list[Gpu]) -> str | None:
         kinds[(gpu.name, gpu.memory_mib)] = kinds.get((gpu.name, gpu.memory_mib), 0) + 1
     text = " + ".join(f"{n} x {name} ({mib} MiB)" for (name, mib), n in kinds.items())
     return f"{text}, driver {found[0].driver}"
+
+
+SETTINGS_TITLE = "GPU tier (vllm-gpu)"
+
+
+class GpuTierSettings(TierSettings):
+    """The GPU tier's image and local CUDA vLLM environment."""
+
+    title: ClassVar[str] = SETTINGS_TITLE
+    vllm_gpu_image_repository: str = setting(
+        "vllm/vllm-openai",
+        group=SETTINGS_TITLE,
+        description="repository of the GPU tier's image (tag `v<version>`)",
+    )
+    vllm_gpu_python: str = setting(
+        "",
+        group=SETTINGS_TITLE,
+        shown_type="path",
+        shown_default="`.venv-vllm-gpu/bin/python`",
+        description="interpreter of the optional CUDA vLLM environment (`scripts/vllm-gpu-env.sh`) that "
+        "local mode serves GPU instance types with, on a worker with an NVIDIA GPU",
+    )
 
 
 class GpuServerFields(TierServerFields):
@@ -202,4 +225,5 @@ GPU = GpuTier(
     local=LocalBuild("vllm_gpu_python", ".venv-vllm-gpu", "scripts/vllm-gpu-env.sh"),
     version_field="gpu_version",
     server_model=GpuServerFields,
+    settings=GpuTierSettings,
 )

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pydantic import Field
 
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import TierSettings, setting
 from accelbench.core.problems import Problem
 from accelbench.core.spec import LoadPlan, TierServerFields
 from accelbench.errors import ConfigError
@@ -26,6 +28,26 @@ CORES_PER_DEVICE = {"inf2": 2, "trn1": 2}
 
 
 BATCH_FLAG = "--max-num-seqs"
+SETTINGS_TITLE = "Neuron tier (vllm-neuron)"
+
+
+class NeuronTierSettings(TierSettings):
+    """The Neuron tier's image and the registry its releases are listed from."""
+
+    title: ClassVar[str] = SETTINGS_TITLE
+    vllm_neuron_image_repository: str = setting(
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx",
+        group=SETTINGS_TITLE,
+        description="repository of the Neuron tier's image",
+    )
+    neuron_registry_url: str = setting(
+        "",
+        group=SETTINGS_TITLE,
+        shown_default="`https://` + the registry host of `ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY`",
+        description="the OCI distribution API (`/v2/<name>/tags/list`, anonymous bearer token) that release "
+        "discovery lists the Neuron DLC's tags from, e.g. a mirror or a test server; the recorded image "
+        "keeps the repository's name",
+    )
 
 
 class NeuronServerFields(TierServerFields):
@@ -119,4 +141,5 @@ NEURON = NeuronTier(
     version_field="neuron_version",
     cores_by_family=CORES_PER_DEVICE,
     server_model=NeuronServerFields,
+    settings=NeuronTierSettings,
 )
