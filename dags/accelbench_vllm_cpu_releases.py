@@ -32,7 +32,7 @@ from airflow.sdk import Param, dag, get_current_context, task
     doc_md=__doc__,
     params={
         "include_prereleases": Param(
-            Settings.from_env("include_prereleases").include_prereleases,
+            Settings.from_env("include_prereleases").releases.include_prereleases,
             type="boolean",
             description="Also rc/dev tags (default: ACCELBENCH_INCLUDE_PRERELEASES)",
         ),

@@ -35,6 +35,7 @@ class Section:
 
 
 def _settings() -> str:
+    import accelbench.tiers  # noqa: F401  # registers each tier's settings group, which the page lists
     from accelbench.config import reference_markdown
 
     return reference_markdown()

@@ -21,13 +21,13 @@ from accelbench.traces import builders, timed_trace
 
 
 def show(settings: Settings) -> None:
-    engine = make_engine(settings.catalog_url)
+    engine = make_engine(settings.catalog.catalog_url)
     try:
         specs = queries.instance_specs(engine)
         prices = queries.latest_prices(engine)
     finally:
         engine.dispose()
-    print(f"catalog {redact(settings.catalog_url)}")
+    print(f"catalog {redact(settings.catalog.catalog_url)}")
     by_tier = Counter(s.accelerator_type for s in specs)
     print(f"instance types: {len(specs)} ({', '.join(f'{k} {v}' for k, v in sorted(by_tier.items()))})")
     cpu = [s for s in specs if s.accelerator_type == tiers.CPU.name]

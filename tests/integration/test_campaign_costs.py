@@ -73,7 +73,7 @@ def test_a_campaigns_cost_is_its_servers_billed_seconds_at_their_prices(
     hand = 0.2352 * 1800 / 3600 + 0.0890 * 3600 / 3600  # 0.1176 + 0.089
 
     settings = Settings.from_env()
-    engine = make_engine(settings.catalog_url)
+    engine = make_engine(settings.catalog.catalog_url)
     migrate(engine)
     upsert_instance_types(engine, load_seed())
     store_prices(engine, PRICES, datetime(2026, 12, 2, tzinfo=UTC))
@@ -129,7 +129,7 @@ def test_max_campaign_usd_refuses_a_plan_whose_estimate_is_above_it(
     from tests.support.kube_api import FakeKubeAPI
     from tests.support.planning import STORE
 
-    engine = make_engine(Settings.from_env().catalog_url)
+    engine = make_engine(Settings.from_env().catalog.catalog_url)
     migrate(engine)
     upsert_instance_types(engine, load_seed())
     price = Price(

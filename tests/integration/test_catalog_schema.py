@@ -65,14 +65,15 @@ def test_migrations_create_every_table_and_match_the_models(engine) -> None:
 
 
 def test_migrate_is_idempotent(engine) -> None:
-    assert migrate(engine) == migrate(engine) == "0005"
+    assert migrate(engine) == migrate(engine) == "0006"
 
 
 @pytest.mark.parametrize(
     ("change", "constraint"),
     [
-        ({"accelerator_count": 1}, "cpu_has_no_accelerator"),
-        ({"accelerator_memory_gib": 16.0}, "cpu_has_no_accelerator"),
+        ({"accelerator_count": 1}, "accelerator_all_or_none"),
+        ({"accelerator_memory_gib": 16.0}, "accelerator_all_or_none"),
+        ({"accelerator_type": "gpu", "accelerator_count": 1}, "accelerator_all_or_none"),
         ({"accelerator_type": "gpu", "accelerator_count": -1}, "accelerat"),
         ({"vcpu": 0}, "vcpu_positive"),
         ({"architecture": "i386"}, "architecture"),
@@ -96,7 +97,13 @@ def test_a_tier_is_the_registrys_not_a_list_in_the_schema(engine, tmp_path) -> N
         engine,
         "instance_types",
         CPU_ROW
-        | {"accelerator_type": "tpu", "accelerator_count": 1, "instance_type": "t9.large", "family": "t9"},
+        | {
+            "accelerator_type": "tpu",
+            "accelerator_count": 1,
+            "accelerator_memory_gib": 16.0,
+            "instance_type": "t9.large",
+            "family": "t9",
+        },
     )
     seed = tmp_path / "seed.csv"
     header = "instance_type,family,size,generation,architecture,vcpu,memory_gib,numa_nodes,max_pods,"
@@ -158,8 +165,8 @@ def test_sqlite_catalog_lives_under_the_configured_home(accelbench_env) -> None:
     from accelbench.config import Settings
 
     settings = Settings.from_env()
-    assert settings.catalog_url == f"sqlite:///{accelbench_env / 'catalog.db'}"
-    engine = make_engine(settings.catalog_url)
+    assert settings.catalog.catalog_url == f"sqlite:///{accelbench_env / 'catalog.db'}"
+    engine = make_engine(settings.catalog.catalog_url)
     migrate(engine)
     engine.dispose()
     assert (accelbench_env / "catalog.db").is_file()
@@ -180,7 +187,7 @@ def test_revision_0002_keeps_runtime_versions_and_allows_announced(catalog_url: 
         )
         with pytest.raises(IntegrityError), conn.begin_nested():
             conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
-    assert migrate(engine) == "0005"
+    assert migrate(engine) == "0006"
     with engine.begin() as conn:
         conn.execute(text("UPDATE runtime_versions SET status = 'announced'"))
         assert conn.execute(text("SELECT version, digest, status FROM runtime_versions")).one() == (
@@ -201,7 +208,7 @@ def test_revision_0003_keeps_instance_rows_with_max_pods_unknown(catalog_url: st
     engine = make_engine(catalog_url)
     command.upgrade(alembic_config(engine), "0002")
     _insert(engine, "instance_types", {k: v for k, v in CPU_ROW.items() if k != "max_pods"})
-    assert migrate(engine) == "0005"
+    assert migrate(engine) == "0006"
     with engine.begin() as conn:
         assert conn.execute(text("SELECT instance_type, vcpu, max_pods FROM instance_types")).one() == (
             CPU_ROW["instance_type"],
@@ -212,3 +219,62 @@ def test_revision_0003_keeps_instance_rows_with_max_pods_unknown(catalog_url: st
             conn.execute(text("UPDATE instance_types SET max_pods = -1"))
         conn.execute(text("UPDATE instance_types SET max_pods = 58"))
     engine.dispose()
+
+
+def _checks(engine) -> set[str]:
+    return {str(c["name"]) for c in inspect(engine).get_check_constraints("instance_types")}
+
+
+def test_revision_0006_makes_the_accelerator_constraint_tier_free_and_downgrades(catalog_url: str) -> None:
+    """The catalog names no tier: accelerators all or none, on any tier; the downgrade restores the two
+    constraints that named 'cpu'. The rows already there are kept both ways."""
+    from accelbench.catalog.db import alembic_config
+    from alembic import command
+
+    engine = make_engine(catalog_url)
+    config = alembic_config(engine)
+    command.upgrade(config, "0005")
+    old = {"ck_instance_types_cpu_has_no_accelerator", "ck_instance_types_accelerated_has_count"}
+    assert old <= _checks(engine)
+    gpu = CPU_ROW | {"instance_type": "g6e.xlarge", "accelerator_type": "gpu", "accelerator_count": 1}
+    _insert(engine, "instance_types", CPU_ROW)
+    _insert(engine, "instance_types", gpu | {"accelerator_memory_gib": 44.703125})
+    assert migrate(engine) == "0006"
+    assert "ck_instance_types_accelerator_all_or_none" in _checks(engine) and not old & _checks(engine)
+    # A tier unknown to the catalog, without accelerators: the schema lets it be (the registry judges).
+    _insert(engine, "instance_types", CPU_ROW | {"instance_type": "x1.large", "accelerator_type": "plain"})
+    with pytest.raises(IntegrityError, match="accelerator_all_or_none"):  # accelerators without memory
+        _insert(engine, "instance_types", gpu | {"instance_type": "g6e.2xlarge"})
+
+    with (
+        engine.begin() as conn
+    ):  # a row the old constraints refuse (an unaccelerated tier but CPU) cannot stay
+        conn.execute(text("DELETE FROM instance_types WHERE instance_type = 'x1.large'"))
+    command.downgrade(config, "0005")
+    assert old <= _checks(engine) and "ck_instance_types_accelerator_all_or_none" not in _checks(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM instance_types")).scalar_one() == 2
+    with pytest.raises(IntegrityError, match="cpu_has_no_accelerator"):
+        _insert(engine, "instance_types", CPU_ROW | {"instance_type": "r8g.xlarge", "accelerator_count": 1})
+    engine.dispose()
+
+
+def test_the_seed_check_refuses_a_row_against_its_tiers_rule(tmp_path) -> None:
+    """What the schema no longer says per tier the registry does, before anything is written: a CPU type
+    names no accelerator (not even its name, which no constraint sees) and a GPU type names its own."""
+    from accelbench.tiers import load_seed
+
+    seed = tmp_path / "seed.csv"
+    header = "instance_type,family,size,generation,architecture,vcpu,memory_gib,numa_nodes,max_pods,"
+    header += "accelerator_type,accelerator_name,accelerator_count,accelerator_memory_gib"
+    rows = {
+        "r8g.large,r8g,large,graviton4,arm64,2,16,1,29,cpu,Some NPU,0,0": "a cpu type has no accelerator",
+        "r8g.large,r8g,large,graviton4,arm64,2,16,1,29,cpu,,1,16": "a cpu type has no accelerator",
+        "g6e.xlarge,g6e,xlarge,l40s,x86_64,4,32,1,58,gpu,,0,0": "an accelerated type needs its accelerator",
+    }
+    for row, why in rows.items():
+        seed.write_text(f"{header}\n{row}\n")
+        with pytest.raises(ConfigError, match=rf"seed.csv:2.accelerator_\*=.*{why}"):
+            load_seed(seed)
+    seed.write_text(f"{header}\nr8g.large,r8g,large,graviton4,arm64,2,16,1,29,cpu,,0,0\n")
+    assert [s.instance_type for s in load_seed(seed)] == ["r8g.large"]

@@ -14,10 +14,13 @@ from accelbench import tiers
 from accelbench.campaign.plan import Plan, RuntimeBuild, plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.core.problems import PlanningError
+from accelbench.core.spec import TierServerFields
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import SPEC_ENV
 from accelbench.sizing.daemonsets import node_daemonsets
 from accelbench.sizing.model_config import load_model_shape
+from accelbench.tiers.gpu import GpuServerFields
+from accelbench.tiers.neuron import NeuronServerFields
 from kubernetes.client import ApiClient
 
 from tests.support.allocatable import DEVICES, mebibytes, millicores, pod_requests, reference
@@ -68,9 +71,12 @@ def test_each_type_runs_its_tiers_runtime_image_and_ranks() -> None:
     # CPU: one rank per NUMA node; GPU: one per GPU; Neuron: one per NeuronCore (2 per Inferentia2 device).
     assert (cpu.tensor_parallel_size, gpu.tensor_parallel_size, neuron.tensor_parallel_size) == (1, 1, 2)
     assert (
-        cpu.dtype == "bfloat16" and gpu.gpu_memory_utilization == 0.9 and cpu.gpu_memory_utilization is None
+        cpu.dtype == "bfloat16"
+        and gpu.tier_fields == GpuServerFields(gpu_memory_utilization=0.9)
+        and cpu.tier_fields == TierServerFields()
     )
-    assert neuron.max_num_seqs == 16 and gpu.max_num_seqs is None  # the largest default concurrency level
+    # the largest default concurrency level
+    assert neuron.tier_fields == NeuronServerFields(max_num_seqs=16)
     assert gpu.kv_cache_gib > 30  # an L40S (44.7 GiB) at 0.9, less 1 GiB of weights and the runtime
 
 
@@ -148,7 +154,7 @@ def test_gpu_memory_fit_is_planned_against_gpu_memory_utilization() -> None:
         and "raise gpu_memory_utilization" in found["instance_types[0]"]
     )
     big = plan(instance_types=["p5.48xlarge"], model="meta-llama/Llama-3.1-70B-Instruct").specs[0].server
-    assert big.tensor_parallel_size == 8 and big.gpu_memory_utilization == 0.9
+    assert big.tensor_parallel_size == 8 and big.tier_fields == GpuServerFields(gpu_memory_utilization=0.9)
     found = problems(
         instance_types=["p5.48xlarge"], model="meta-llama/Llama-3.1-70B-Instruct", gpu_memory_utilization=0.2
     )
@@ -156,7 +162,8 @@ def test_gpu_memory_fit_is_planned_against_gpu_memory_utilization() -> None:
 
 
 def test_neuron_compiles_for_the_largest_concurrency_and_its_kv_cache_must_fit() -> None:
-    assert plan(instance_types=["inf2.xlarge"], concurrency=[1, 8]).specs[0].server.max_num_seqs == 8
+    neuron = plan(instance_types=["inf2.xlarge"], concurrency=[1, 8]).specs[0].server
+    assert neuron.tier_fields == NeuronServerFields(max_num_seqs=8)
     found = problems(
         instance_types=["inf2.xlarge"],
         model="meta-llama/Llama-3.1-8B-Instruct",

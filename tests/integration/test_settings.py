@@ -18,6 +18,7 @@ from accelbench.config import (
     ENV_PREFIX,
     Settings,
     env_name,
+    fields,
     read_variable,
     reference_markdown,
 )
@@ -42,7 +43,7 @@ def gen_reference() -> ModuleType:
 
 
 def declared() -> set[str]:
-    return {env_name(name) for name in Settings.model_fields}
+    return {env_name(name) for name in fields()}
 
 
 def named_in(*roots: str, suffixes: tuple[str, ...] = ()) -> dict[str, set[str]]:
@@ -103,7 +104,7 @@ def test_a_constant_cannot_name_an_undeclared_variable() -> None:
 
 
 def test_every_field_has_a_description_and_a_group() -> None:
-    for name, field in Settings.model_fields.items():
+    for name, field in fields().items():
         assert field.description, name
         extra = field.json_schema_extra
         assert isinstance(extra, dict) and extra.get("group"), name
@@ -114,7 +115,7 @@ def test_the_operator_set_variables_are_declared_and_say_so() -> None:
 
     names = [contract.SPEC_ENV, contract.SERVER_URL_ENV, contract.LAKE_DATE_ENV, contract.NODE_NAME_ENV]
     for name in [*names, contract.ATTEMPT_ENV]:
-        field = Settings.model_fields[name.removeprefix(ENV_PREFIX).lower()]
+        field = fields()[name.removeprefix(ENV_PREFIX).lower()]
         assert "set by the benchmark operator" in str(field.description), name
 
 
@@ -165,22 +166,25 @@ def test_gen_reference_check_passes_on_the_repository() -> None:
 
 def test_defaults_live_under_the_home(accelbench_env: Path) -> None:
     settings = Settings.from_env()
-    assert settings.home == accelbench_env
-    assert settings.catalog_url == f"sqlite:///{accelbench_env / 'catalog.db'}"
-    assert settings.import_roots == (accelbench_env / "import",)
-    assert settings.lake_location == str(accelbench_env / "lake")
-    assert settings.regions == ("us-east-1",) and settings.execution_mode == "local"
-    assert settings.pod_schedule_timeout_s == 600 and settings.benchmark_pool == "default_pool"
+    assert settings.library.home == settings.catalog.home == settings.lake.home == accelbench_env
+    assert settings.catalog.catalog_url == f"sqlite:///{accelbench_env / 'catalog.db'}"
+    assert settings.lake.import_roots == (accelbench_env / "import",)
+    assert settings.lake.lake_location == str(accelbench_env / "lake")
+    assert settings.aws.regions == ("us-east-1",) and settings.library.execution_mode == "local"
+    assert (
+        settings.kubernetes.pod_schedule_timeout_s == 600
+        and settings.airflow.benchmark_pool == "default_pool"
+    )
 
 
 def test_each_call_reads_the_environment_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Settings.from_env().offline is False
+    assert Settings.from_env().aws.offline is False
     monkeypatch.setenv("ACCELBENCH_OFFLINE", "yes")
     monkeypatch.setenv("ACCELBENCH_REGIONS", " us-east-1, eu-west-1 ,")
     monkeypatch.setenv("ACCELBENCH_REGISTRY_URL", "http://127.0.0.1:5000/")
     settings = Settings.from_env()
-    assert settings.offline is True and settings.regions == ("us-east-1", "eu-west-1")
-    assert settings.registry_url == "http://127.0.0.1:5000"
+    assert settings.aws.offline is True and settings.aws.regions == ("us-east-1", "eu-west-1")
+    assert settings.releases.registry_url == "http://127.0.0.1:5000"
 
 
 def test_empty_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,8 +192,11 @@ def test_empty_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACCELBENCH_POD_SCHEDULE_TIMEOUT_S", "")
     monkeypatch.setenv("ACCELBENCH_AWS_CONN_ID", "")
     settings = Settings.from_env()
-    assert settings.benchmark_pool == "default_pool" and settings.pod_schedule_timeout_s == 600
-    assert settings.aws_conn_id == "aws_default"
+    assert (
+        settings.airflow.benchmark_pool == "default_pool"
+        and settings.kubernetes.pod_schedule_timeout_s == 600
+    )
+    assert settings.aws.aws_conn_id == "aws_default"
 
 
 @pytest.mark.parametrize(
@@ -221,7 +228,7 @@ def test_a_reader_of_one_setting_is_not_failed_by_another(monkeypatch: pytest.Mo
     monkeypatch.setenv("ACCELBENCH_POD_SCHEDULE_TIMEOUT_S", "soon")
     monkeypatch.setenv("ACCELBENCH_EXECUTION_MODE", "kubernetes")
     assert default_mode() == "kubernetes"
-    assert Settings.from_env("execution_mode", "regions").regions == ("us-east-1",)
+    assert Settings.from_env("execution_mode", "regions").aws.regions == ("us-east-1",)
     with pytest.raises(ConfigError, match="ACCELBENCH_POD_SCHEDULE_TIMEOUT_S"):
         schedule_timeout_s()
     with pytest.raises(KeyError, match="not a setting: nope"):
@@ -240,6 +247,27 @@ def test_a_stand_alone_load_generator_records_no_execution_mode(monkeypatch: pyt
     """Unset, the load generator says `standalone`; the pod's operator sets `kubernetes`."""
     from accelbench.loadgen.contract import LOADGEN_SETTINGS
 
-    assert "execution_mode" not in Settings.from_env(*LOADGEN_SETTINGS).model_fields_set
+    assert "execution_mode" not in Settings.from_env(*LOADGEN_SETTINGS).library.model_fields_set
     monkeypatch.setenv("ACCELBENCH_EXECUTION_MODE", "kubernetes")
-    assert "execution_mode" in Settings.from_env(*LOADGEN_SETTINGS).model_fields_set
+    assert "execution_mode" in Settings.from_env(*LOADGEN_SETTINGS).library.model_fields_set
+
+
+def test_settings_are_nested_by_concern_and_each_tier_has_its_own_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`settings.catalog`, `settings.kubernetes`, ... and `settings.tier(name)` for each registered tier; the
+    variables keep the flat names users set."""
+    from accelbench import tiers
+
+    monkeypatch.setenv("ACCELBENCH_VLLM_GPU_IMAGE_REPOSITORY", "mirror.example/vllm-openai")
+    monkeypatch.setenv("ACCELBENCH_LOADGEN_IMAGE", "registry.example/loadgen:1")
+    settings = Settings.from_env()
+    assert set(settings.tiers) == set(tiers.names())
+    assert settings.tier("gpu").vllm_gpu_image_repository == "mirror.example/vllm-openai"  # type: ignore[attr-defined]
+    assert settings.kubernetes.loadgen_image == "registry.example/loadgen:1"
+    assert settings.value("vllm_gpu_image_repository") == "mirror.example/vllm-openai"
+    assert tiers.GPU.recipe.image("0.19.1") == "mirror.example/vllm-openai:v0.19.1"
+    for tier in tiers.all_tiers():
+        assert tier.settings is not None and type(settings.tier(tier.name)) is tier.settings
+        for name in tier.settings.model_fields:
+            assert f"| `{env_name(name)}` |" in reference_markdown(), name

@@ -26,10 +26,10 @@ from accelbench.catalog.db import make_engine, migrate
 from accelbench.catalog.queries import instance_catalog
 from accelbench.catalog.seed import upsert_instance_types
 from accelbench.catalog.seed_file import InstanceSpec, default_seed_path
-from accelbench.config import Settings
+from accelbench.config import Settings, TierSettings, env_name, reference_markdown, setting
 from accelbench.core.price import Price
 from accelbench.core.problems import PlanningError
-from accelbench.core.spec import BenchmarkSpec, LoadPlan
+from accelbench.core.spec import BenchmarkSpec, LoadPlan, TierServerFields
 from accelbench.k8s import placement
 from accelbench.k8s.pod import PROBE_PERIOD_S, STARTUP_BASE_S, STARTUP_PER_GIB_S
 from accelbench.lake import athena
@@ -42,6 +42,7 @@ from accelbench.sizing.fit import GIB, Fit, NodeBudget
 from accelbench.sizing.model_config import load_model_shape
 from accelbench.tiers.base import Placement, Ranks, ServerRequest, Sizing, Startup, Taint, Tier
 from kubernetes.client import ApiClient
+from pydantic import Field
 
 from tests.support.lake_rows import land_campaign
 from tests.support.paths import REPO
@@ -61,10 +62,19 @@ class VllmToy(Recipe):
         return f"registry.example.org/vllm-toy:v{version}"
 
     def tier_env(self, spec: Any) -> dict[str, str]:
-        return {"TOY_VISIBLE_CORES": "all"}
+        toy = Settings.from_env("toy_visible_cores").tier("toy")
+        assert isinstance(toy, ToySettings)
+        return {"TOY_VISIBLE_CORES": toy.toy_visible_cores}
 
     def release_source(self, settings: Settings) -> ToyReleases:
         return ToyReleases()
+
+
+class ToySettings(TierSettings):
+    """The toy tier's own group of settings, declared here and nowhere in the library."""
+
+    title: ClassVar[str] = "Toy tier (vllm-toy)"
+    toy_visible_cores: str = setting("all", group=title, description="the toy cores a toy server may use")
 
 
 class ToyReleases:
@@ -110,8 +120,14 @@ class ToyTier(Tier):
     def refusal(self, fit: Fit, sizing: Sizing, catalog: Mapping[str, InstanceSpec]) -> str:
         return f"toy devices too small: {fit.describe()}, short by {fit.shortfall_gib:.2f} GiB"
 
-    def server_fields(self, request: ServerRequest, load: LoadPlan) -> dict[str, Any]:
-        return {"max_num_seqs": load.max_concurrency}
+    def server_fields(self, request: ServerRequest, load: LoadPlan) -> ToyServerFields:
+        return ToyServerFields(max_num_seqs=load.max_concurrency)
+
+
+class ToyServerFields(TierServerFields):
+    """The toy tier's own server field, which no other tier has."""
+
+    max_num_seqs: int = Field(ge=1)
 
 
 TOY = ToyTier(
@@ -128,7 +144,19 @@ TOY = ToyTier(
     ),
     startup=Startup(compile_base_s=120, compile_per_gib_s=60),
     version_field=None,
+    server_model=ToyServerFields,
+    settings=ToySettings,
 )
+
+
+def test_the_toy_tier_brings_its_own_settings_group(toy: ToyTier, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert env_name("toy_visible_cores") == "ACCELBENCH_TOY_VISIBLE_CORES"
+    assert Settings.from_env().tier("toy") == ToySettings(toy_visible_cores="all")
+    monkeypatch.setenv("ACCELBENCH_TOY_VISIBLE_CORES", "0-3")
+    assert toy.recipe.env(plan("toy1.4xlarge")[0].server)["TOY_VISIBLE_CORES"] == "0-3"
+    page = reference_markdown()
+    assert "## Toy tier (vllm-toy)" in page and "| `ACCELBENCH_TOY_VISIBLE_CORES` |" in page
+    assert page.index("## Neuron tier") < page.index("## Toy tier") < page.index("## Airflow")
 
 
 def toy_type(name: str, devices: int, memory_gib: float) -> InstanceSpec:
@@ -205,7 +233,10 @@ def test_a_campaign_plans_a_toy_type_beside_a_cpu_type_through_its_tier(toy: Toy
     assert (s.accelerator_type, s.runtime, s.version) == ("toy", "vllm-toy", "0.1.0")
     assert s.image == "registry.example.org/vllm-toy:v0.1.0"
     assert s.tensor_parallel_size == 2 * CORES_PER_DEVICE  # every toy core of the type
-    assert s.max_num_seqs == toy_spec.load.max_concurrency and s.gpu_memory_utilization is None
+    assert s.tier_fields == ToyServerFields(max_num_seqs=toy_spec.load.max_concurrency)
+    # In JSON the toy field is flat, as every tier's, and comes back of the toy tier's type.
+    assert json.loads(s.model_dump_json())["max_num_seqs"] == toy_spec.load.max_concurrency
+    assert BenchmarkSpec.model_validate_json(toy_spec.model_dump_json()) == toy_spec
     assert s.dtype == "bfloat16" and s.kv_cache_gib == int(0.8 * 2 * 16 - s.model_weights_gib)
     # The node budget counts the toy tier's DaemonSet, as Karpenter adds it to the pod's requests.
     without = NodeBudget.for_instance(
@@ -320,7 +351,7 @@ def test_the_toy_tier_is_seeded_its_releases_recorded_and_planned_from_the_catal
     ]
     seed.write_text(default_seed_path().read_text().rstrip("\n") + "\n" + "\n".join(toy_rows) + "\n")
     assert default_seed_path().read_text().splitlines()[0] == SEED_HEADER
-    engine = make_engine(Settings.from_env().catalog_url)
+    engine = make_engine(Settings.from_env().catalog.catalog_url)
     try:
         migrate(engine)
         upsert_instance_types(engine, tiers.load_seed(seed))

@@ -47,7 +47,9 @@ def approval_step(gate: Any) -> Any:
                 description="Why: recorded in the catalog with your name, and shown on the report",
             )
         },
-        response_timeout=timedelta(hours=Settings.from_env("approval_timeout_hours").approval_timeout_hours),
+        response_timeout=timedelta(
+            hours=Settings.from_env("approval_timeout_hours").releases.approval_timeout_hours
+        ),
     )
 
     @task

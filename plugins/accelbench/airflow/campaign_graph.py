@@ -22,19 +22,19 @@ from accelbench.airflow.benchmark_xcom import NODE_XCOM
 from accelbench.airflow.campaign_params import campaign_form_params
 from accelbench.airflow.dag_defaults import dag_kwargs, timed
 from accelbench.airflow.deadline import campaign_deadline
-from accelbench.config import Settings, env_name
+from accelbench.config import Settings, env_name, setting_default
 
 if TYPE_CHECKING:
     from airflow.sdk.types import DagRunProtocol, RuntimeTaskInstanceProtocol
 
 POOL_SETTING = env_name("benchmark_pool")
-DEFAULT_POOL = str(Settings.model_fields["benchmark_pool"].default)
+DEFAULT_POOL = str(setting_default("benchmark_pool"))
 
 
 def benchmark_pool() -> str:
     """The Airflow pool the benchmark tasks take a slot of: on EKS, sized to the NodePool
     (docs/guides/deploy-on-eks.md)."""
-    return Settings.from_env("benchmark_pool").benchmark_pool
+    return Settings.from_env("benchmark_pool").airflow.benchmark_pool
 
 
 def measure_and_land(specs: Any) -> Any:

@@ -22,9 +22,9 @@ _DRIVERS = {
 
 def catalog_url(settings: Settings) -> str:
     """The catalog URL: from the Airflow connection named in ACCELBENCH_CATALOG_CONN_ID, else settings."""
-    conn_id = Settings.from_env("catalog_conn_id").catalog_conn_id
+    conn_id = Settings.from_env("catalog_conn_id").catalog.catalog_conn_id
     if not conn_id:
-        return settings.catalog_url
+        return settings.catalog.catalog_url
     from airflow.sdk import BaseHook
 
     conn = BaseHook.get_connection(conn_id)
@@ -52,11 +52,11 @@ def catalog_url(settings: Settings) -> str:
 
 def aws_session(settings: Settings) -> boto3.session.Session | None:
     """A boto3 session with credentials, or None (offline) with the reason logged."""
-    if settings.offline:
+    if settings.aws.offline:
         log.info("AWS disabled by %s", env_name("offline"))
 
         return None
-    conn_id = Settings.from_env("aws_conn_id").aws_conn_id
+    conn_id = Settings.from_env("aws_conn_id").aws.aws_conn_id
 
     from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 

@@ -85,7 +85,9 @@ def campaign_defaults() -> dict[str, Any]:
 def version_matrix() -> dict[str, Any]:
     """What a version campaign measures: the campaign defaults, overridden by the JSON object in
     ACCELBENCH_VERSION_MATRIX (the planner checks every field when the run starts)."""
-    return parse_version_matrix(Settings.from_env("version_matrix").version_matrix, campaign_defaults())
+    return parse_version_matrix(
+        Settings.from_env("version_matrix").releases.version_matrix, campaign_defaults()
+    )
 
 
 def slos_schema(*names: str) -> dict[str, Any]:
@@ -121,12 +123,12 @@ def dag_kwargs(*tags: str) -> dict[str, Any]:
 def timed(schedule: str) -> str | None:
     """A DAG's time schedule, or none where ACCELBENCH_SCHEDULES is false (the DAG then runs only when
     triggered): read from the environment only (safe at parse time)."""
-    return schedule if Settings.from_env("schedules").schedules else None
+    return schedule if Settings.from_env("schedules").airflow.schedules else None
 
 
 def default_regions() -> list[str]:
     """ACCELBENCH_REGIONS, read from the environment only (safe at parse time)."""
-    return list(Settings.from_env("regions").regions)
+    return list(Settings.from_env("regions").aws.regions)
 
 
 def catalog_instance_types(tiers: tuple[str, ...] | None = None) -> list[str]:
@@ -137,6 +139,6 @@ def catalog_instance_types(tiers: tuple[str, ...] | None = None) -> list[str]:
     wanted = names() if tiers is None else tiers
     return sorted(
         s.instance_type
-        for s in load_seed(Settings.from_env("seed_file").seed_file)
+        for s in load_seed(Settings.from_env("seed_file").catalog.seed_file)
         if s.accelerator_type in wanted
     )

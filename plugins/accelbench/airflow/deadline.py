@@ -39,7 +39,7 @@ def run_deadline_s(conf: dict[str, Any], slots: int) -> float | None:
     from accelbench.campaign.estimate import Stated, deadline_s
     from accelbench.config import Settings
 
-    factor = Settings.from_env("deadline_factor").deadline_factor
+    factor = Settings.from_env("deadline_factor").airflow.deadline_factor
     return deadline_s(run_request(conf), slots, Stated.from_env(), factor)
 
 
@@ -62,7 +62,9 @@ class CampaignEstimate(BaseDeadlineReference):
             if run is None:
                 return None
             slots = session.scalar(
-                select(Pool.slots).where(Pool.pool == Settings.from_env("benchmark_pool").benchmark_pool)
+                select(Pool.slots).where(
+                    Pool.pool == Settings.from_env("benchmark_pool").airflow.benchmark_pool
+                )
             )
             seconds = run_deadline_s(run.conf or {}, slots if slots and slots > 0 else 1)
         except Exception as exc:  # never stop the run from being created: no deadline, and say why
@@ -93,7 +95,7 @@ def campaign_deadline() -> DeadlineAlert | None:
     succeeded in Airflow 3.3.2 (apache/airflow#73428): the tests parse the DAGs with the factor 0."""
     from accelbench.config import Settings
 
-    if Settings.from_env("deadline_factor").deadline_factor <= 0:
+    if Settings.from_env("deadline_factor").airflow.deadline_factor <= 0:
         return None
     return DeadlineAlert(
         reference=CampaignEstimate(),

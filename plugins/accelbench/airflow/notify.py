@@ -22,7 +22,7 @@ NOTIFIERS = ("smtp", "slackwebhook")  # the connection types a notifier exists f
 def _smtp(conn_id: str, subject: str, lines: Sequence[str], link: str) -> Any:
     from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 
-    to = [a.strip() for a in Settings.from_env("notify_to").notify_to.split(",") if a.strip()]
+    to = [a.strip() for a in Settings.from_env("notify_to").airflow.notify_to.split(",") if a.strip()]
     if not to:
         raise ConfigError(TO_SETTING, "", f"the addresses an `smtp` connection ({conn_id}) sends to")
     items = "".join(f"<li>{escape(line)}</li>" for line in lines)
@@ -49,7 +49,7 @@ def _slack(conn_id: str, subject: str, lines: Sequence[str], link: str) -> Any:
 def announce(subject: str, lines: Sequence[str], link: str, context: dict[str, Any]) -> bool:
     """Send `subject` and `lines` with the report's `link` through the connection ACCELBENCH_NOTIFY_CONN_ID
     names; False (nothing sent) when it is unset or there is nothing to say."""
-    conn_id = Settings.from_env("notify_conn_id").notify_conn_id
+    conn_id = Settings.from_env("notify_conn_id").airflow.notify_conn_id
     if not conn_id or not lines:
         return False
     from airflow.sdk import BaseHook

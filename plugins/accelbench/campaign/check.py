@@ -75,7 +75,7 @@ def check_request(
         from accelbench.lake.traces import read_trace
 
         def load_trace(location: str) -> TraceIdentity:
-            return read_trace(location, Settings.from_env("lake_uri").lake_uri)
+            return read_trace(location, Settings.from_env("lake_uri").lake.lake_uri)
 
     problems = [*preflight, *guards.check_engine_args(req)]
     instances: list[Placed] = []
@@ -190,7 +190,7 @@ def _read_trace(
         identity = load_trace(req.trace)
     except ConfigError as exc:
         return req, [*problems, Problem("trace", req.trace, exc.why)]
-    lake = Settings.from_env("lake_uri").lake_uri
+    lake = Settings.from_env("lake_uri").lake.lake_uri
     if kubernetes and not _same_bucket(identity.uri, lake):
         why = (
             f"the benchmark pod's role reads the lake's bucket ({lake}), and this trace lies elsewhere: "

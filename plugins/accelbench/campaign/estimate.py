@@ -47,11 +47,13 @@ class Stated:
     @classmethod
     def from_env(cls) -> Stated:
         s = Settings.from_env("startup_allowance_s", "stated_requests_per_s")
-        if s.startup_allowance_s < 0:
-            raise ConfigError(env_name("startup_allowance_s"), s.startup_allowance_s, "seconds, 0 or more")
-        if s.stated_requests_per_s <= 0:
-            raise ConfigError(env_name("stated_requests_per_s"), s.stated_requests_per_s, "above 0")
-        return cls(s.startup_allowance_s, s.stated_requests_per_s)
+        if s.airflow.startup_allowance_s < 0:
+            raise ConfigError(
+                env_name("startup_allowance_s"), s.airflow.startup_allowance_s, "seconds, 0 or more"
+            )
+        if s.airflow.stated_requests_per_s <= 0:
+            raise ConfigError(env_name("stated_requests_per_s"), s.airflow.stated_requests_per_s, "above 0")
+        return cls(s.airflow.startup_allowance_s, s.airflow.stated_requests_per_s)
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from accelbench.runtime.engine_args import canonical_flag, matching
 from accelbench.runtime.recipes import MANAGED_ARGS
 
 SAFE_ARG = re.compile(ENGINE_ARG_PATTERN)  # the campaign form checks the same pattern
-# Managed flags whose value a campaign field (or the plan) sets, named in the refusal.
+# Managed flags whose value a campaign field (or the plan) sets, named in the refusal. A flag that only one
+# tier's planner sets is that tier's to refuse (Tier.request_problems: the Neuron tier's --max-num-seqs).
 SET_BY = {
     "--gpu-memory-utilization": "gpu_memory_utilization (GPU types; a CPU server's KV cache is sized by "
     "VLLM_CPU_KVCACHE_SPACE from the memory fit)",
-    "--max-num-seqs": "the largest concurrency (a Neuron server's compiled batch)",
     "--tensor-parallel-size": "tensor_parallel_size",
     "--kv-cache-dtype": "kv_cache_dtype",
     "--dtype": "dtype",

@@ -30,7 +30,8 @@ from pydantic import (
     model_validator,
 )
 
-from accelbench.config import ENV_PREFIX, MODE_SETTING, Settings, env_name, read_variable
+from accelbench.config import ENV_PREFIX, MODE_SETTING, env_name, read_variable
+from accelbench.config import setting_default as field_default
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.search_plan import MIN_P99_REQUESTS, SearchPlan, SearchVariable
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
@@ -577,7 +578,5 @@ def default_overrides() -> dict[str, Any]:
 
 
 def setting_default(variable: str) -> Any:
-    """The default of the setting named in full (ACCELBENCH_DEFAULT_MODEL -> Settings.default_model)."""
-    return Settings.model_fields[variable.removeprefix(ENV_PREFIX).lower()].get_default(
-        call_default_factory=True
-    )
+    """The default of the setting named in full (ACCELBENCH_DEFAULT_MODEL -> its field's default)."""
+    return field_default(variable.removeprefix(ENV_PREFIX).lower())

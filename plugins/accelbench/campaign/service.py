@@ -80,7 +80,7 @@ def plan(
     except AccelbenchError as exc:
         log.warning("the estimate uses stated figures: the lake could not be opened (%s)", exc)
         opened = None
-    region = region or Settings.from_env("regions").regions[0]
+    region = region or Settings.from_env("regions").aws.regions[0]
     estimates = check_budget(request.max_campaign_usd, planned.specs, opened, found, region, mode)
     log_resolution(planned.specs, lake, mode)
     return CampaignPlan(planned.specs, estimates)

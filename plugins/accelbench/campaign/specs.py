@@ -48,7 +48,7 @@ def server_spec(
         server_memory_mib=sized.budget.server_memory_mib,
         model_weights_gib=round(shape.weight_bytes() / GIB, 3),
         extra_engine_args=tuple(req.extra_engine_args),
-        **tier.server_fields(req, load),
+        tier_fields=tier.server_fields(req, load),
     )
 
 

@@ -36,6 +36,12 @@ NAMING = {
 }
 
 
+ACCELERATORS_ALL_OR_NONE = (
+    "(accelerator_count = 0 AND accelerator_memory_gib = 0)"
+    " OR (accelerator_count > 0 AND accelerator_memory_gib > 0)"
+)
+
+
 def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
@@ -52,11 +58,10 @@ class InstanceType(Base):
         CheckConstraint(_in("architecture", ARCHITECTURES), name="architecture"),
         CheckConstraint("accelerator_count >= 0", name="accelerator_count_nonneg"),
         CheckConstraint("accelerator_memory_gib >= 0", name="accelerator_memory_nonneg"),
-        CheckConstraint(
-            "accelerator_type <> 'cpu' OR (accelerator_count = 0 AND accelerator_memory_gib = 0)",
-            name="cpu_has_no_accelerator",
-        ),
-        CheckConstraint("accelerator_type = 'cpu' OR accelerator_count > 0", name="accelerated_has_count"),
+        # Tier-free (the catalog sits below the tier registry): a type has accelerators with their memory, or
+        # neither. Which tiers are accelerated is the registry's rule, checked when the seed file is read
+        # (accelbench.tiers: Tier.seed_problem).
+        CheckConstraint(ACCELERATORS_ALL_OR_NONE, name="accelerator_all_or_none"),
         CheckConstraint("vcpu > 0", name="vcpu_positive"),
         CheckConstraint("memory_gib > 0", name="memory_positive"),
         CheckConstraint("numa_nodes >= 1", name="numa_nodes_positive"),

@@ -205,7 +205,7 @@ def refresh_prices(
     """Price `instance_types` (none: the whole catalog) in `regions` (none: ACCELBENCH_REGIONS): from the
     Pricing API and spot history with the AWS `session()` gives, or from the offline snapshot when it gives
     none (or `offline`); `offline=False` requires a session."""
-    regions = regions or list(settings.regions)
+    regions = regions or list(settings.aws.regions)
     for region in regions:
         check_region(region, "regions")
     with catalog() as engine:
@@ -224,8 +224,8 @@ def refresh_prices(
                 aws,
                 specs,
                 regions,
-                pricing_region=settings.pricing_endpoint_region,
-                max_attempts=settings.aws_max_attempts,
+                pricing_region=settings.aws.pricing_endpoint_region,
+                max_attempts=settings.aws.aws_max_attempts,
             )
     log.info("pricing refresh done: %s", report.summary())
     if not report.priced:

@@ -2,8 +2,10 @@
 
 The library runs the same in a task, a pod or a shell: each call of `Settings.from_env()` reads the
 environment afresh (nothing is cached at import, so tests may change it per test), and a bad value fails
-with a ConfigError naming the variable. The configuration reference (docs/reference/configuration.md) is
-rendered from these declarations by `reference_markdown()`, so the page cannot drift from the code.
+with a ConfigError naming the variable. Settings are nested by concern (`settings.catalog`, `settings.lake`,
+`settings.kubernetes`, ..., and each registered tier's own group, `settings.tier("gpu")`), while every
+variable keeps its flat name. The configuration reference (docs/reference/configuration.md) is rendered from
+these declarations by `reference_markdown()`, so the page cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -13,27 +15,35 @@ from accelbench.config.base import (
     ENV_PREFIX,
     OPERATOR_SET,
     S3_ENDPOINT_SETTINGS,
-    TITLES,
     ExecutionMode,
+    TierSettings,
     UserPath,
+    setting,
 )
 from accelbench.config.groups import (
     AirflowSettings,
     AwsSettings,
     CatalogSettings,
-    CpuTierSettings,
-    GpuTierSettings,
     HomeSettings,
     KubernetesSettings,
     LakeSettings,
     LibrarySettings,
     LoadgenSettings,
     LocalServerSettings,
-    NeuronTierSettings,
     ReleaseSettings,
 )
 from accelbench.config.reference import reference_markdown
-from accelbench.config.settings import LAKE_SETTING, MODE_SETTING, Settings, env_name, read_variable
+from accelbench.config.settings import (
+    LAKE_SETTING,
+    MODE_SETTING,
+    Settings,
+    env_name,
+    fields,
+    read_variable,
+    register_tier_settings,
+    setting_default,
+    tier_groups,
+)
 
 __all__ = [
     "DEFAULT_REGIONS",
@@ -42,24 +52,26 @@ __all__ = [
     "MODE_SETTING",
     "OPERATOR_SET",
     "S3_ENDPOINT_SETTINGS",
-    "TITLES",
     "AirflowSettings",
     "AwsSettings",
     "CatalogSettings",
-    "CpuTierSettings",
     "ExecutionMode",
-    "GpuTierSettings",
     "HomeSettings",
     "KubernetesSettings",
     "LakeSettings",
     "LibrarySettings",
     "LoadgenSettings",
     "LocalServerSettings",
-    "NeuronTierSettings",
     "ReleaseSettings",
     "Settings",
+    "TierSettings",
     "UserPath",
     "env_name",
+    "fields",
     "read_variable",
     "reference_markdown",
+    "register_tier_settings",
+    "setting",
+    "setting_default",
+    "tier_groups",
 ]

@@ -4,9 +4,10 @@ is declared (`_setting`) and read (`_Group.from_env`), and a pydantic error in t
 from __future__ import annotations
 
 import types
+from collections.abc import Collection
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -31,16 +32,14 @@ S3_ENDPOINT_SETTINGS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")  # an S3-comp
 DEFAULT_REGIONS = ("us-east-1",)
 ExecutionMode = Literal["local", "kubernetes"]  # here, below core, so that Settings can check it
 
-# The groups of the reference page, one per class of settings below, in order.
-LIBRARY, CATALOG, LAKE, AWS, RELEASES, CPU_TIER, GPU_TIER, NEURON_TIER = (
+# The groups of the reference page, in order; each tier's own group (TierSettings.title) comes between the
+# two parts, in the registry's order.
+LIBRARY, CATALOG, LAKE, AWS, RELEASES = (
     "Library: home, models, execution mode",
     "Catalog",
     "Lake and imports",
     "AWS: prices and instance data",
     "Releases, version campaigns and regressions",
-    "CPU tier (vllm-cpu)",
-    "GPU tier (vllm-gpu)",
-    "Neuron tier (vllm-neuron)",
 )
 AIRFLOW, KUBERNETES, LOCAL, LOADGEN = (
     "Airflow",
@@ -48,20 +47,8 @@ AIRFLOW, KUBERNETES, LOCAL, LOADGEN = (
     "Local server",
     "Load generator (`accelbench-loadgen`, the benchmark pod's main container)",
 )
-TITLES = (
-    LIBRARY,
-    CATALOG,
-    LAKE,
-    AWS,
-    RELEASES,
-    CPU_TIER,
-    GPU_TIER,
-    NEURON_TIER,
-    AIRFLOW,
-    KUBERNETES,
-    LOCAL,
-    LOADGEN,
-)
+TITLES_BEFORE_TIERS = (LIBRARY, CATALOG, LAKE, AWS, RELEASES)
+TITLES_AFTER_TIERS = (AIRFLOW, KUBERNETES, LOCAL, LOADGEN)
 # Set by the benchmark operator on the load-generator container; never set them yourself.
 OPERATOR_SET = "set by the benchmark operator in the pod: "
 
@@ -77,7 +64,7 @@ _WHY = {
 }
 
 
-def _setting(
+def setting(
     default: Any = None,
     *,
     description: str,
@@ -101,7 +88,7 @@ def _setting(
     return Field(default, description=description, json_schema_extra=extra, ge=minimum)
 
 
-G = TypeVar("G", bound="_Group")
+_setting = setting  # the groups of this package declare their fields with it
 # The fields one from_env() call reads (None: all); a context variable, so that concurrent reads stay apart.
 _ONLY: ContextVar[frozenset[str] | None] = ContextVar("accelbench_settings_only", default=None)
 
@@ -164,22 +151,32 @@ class _Group(BaseSettings):
 
     @classmethod
     def from_env(cls, *only: str) -> Self:
-        """This group's settings (or all of them, `Settings`) in the environment now. With field names, only
-        those variables are read and checked (the others keep their defaults): a reader of one setting, e.g.
-        while a DAG file is parsed, is not failed by a bad value of another."""
+        """This group's settings in the environment now. With field names, only those variables are read
+        and checked (the others keep their defaults): a reader of one setting, e.g. while a DAG file is
+        parsed, is not failed by a bad value of another."""
+        unknown = sorted(set(only) - set(cls.model_fields))
+        if unknown:
+            raise KeyError(f"not a setting: {', '.join(unknown)}")
+        return cls.read(frozenset(only) if only else None)
+
+    @classmethod
+    def read(cls, only: Collection[str] | None) -> Self:
+        """The group with the variables of `only` read (None: all of them; empty: none, the defaults)."""
+        token = _ONLY.set(None if only is None else frozenset(only))
         try:
-            if not only:
-                return cls()
-            unknown = sorted(set(only) - set(cls.model_fields))
-            if unknown:
-                raise KeyError(f"not a setting: {', '.join(unknown)}")
-            token = _ONLY.set(frozenset(only))
-            try:
-                return cls()
-            finally:
-                _ONLY.reset(token)
+            return cls()
         except ValidationError as exc:
             raise _named(exc, cls.model_fields) from None
+        finally:
+            _ONLY.reset(token)
+
+
+class TierSettings(_Group):
+    """A tier's own group of settings: each tier declares its subclass beside it (accelbench.tiers:
+    `Tier.settings`), whose fields keep the variable names users have (`ACCELBENCH_<FIELD>`); `title` heads
+    its table on the reference page."""
+
+    title: ClassVar[str]
 
 
 def _named(exc: ValidationError, fields: dict[str, FieldInfo]) -> ConfigError:

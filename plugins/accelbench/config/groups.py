@@ -18,15 +18,12 @@ from accelbench.config.base import (
     AIRFLOW,
     AWS,
     CATALOG,
-    CPU_TIER,
     DEFAULT_REGIONS,
-    GPU_TIER,
     KUBERNETES,
     LAKE,
     LIBRARY,
     LOADGEN,
     LOCAL,
-    NEURON_TIER,
     OPERATOR_SET,
     RELEASES,
     ExecutionMode,
@@ -213,60 +210,6 @@ class ReleaseSettings(_Group):
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")
-
-
-class CpuTierSettings(_Group):
-    """The CPU tier's image and local vLLM environment."""
-
-    vllm_cpu_image_repository: str = _setting(
-        "vllm/vllm-openai-cpu",
-        group=CPU_TIER,
-        description="repository of the vLLM CPU image (e.g. a mirror); the tag is always `v<version>-arm64`",
-    )
-    vllm_python: str = _setting(
-        "",
-        group=CPU_TIER,
-        shown_type="path",
-        shown_default="`.venv-vllm/bin/python`",
-        description="interpreter of the vLLM CPU environment that local mode starts `vllm serve` with "
-        "(Airflow and vLLM live in separate environments)",
-    )
-
-
-class GpuTierSettings(_Group):
-    """The GPU tier's image and local CUDA vLLM environment."""
-
-    vllm_gpu_image_repository: str = _setting(
-        "vllm/vllm-openai",
-        group=GPU_TIER,
-        description="repository of the GPU tier's image (tag `v<version>`)",
-    )
-    vllm_gpu_python: str = _setting(
-        "",
-        group=GPU_TIER,
-        shown_type="path",
-        shown_default="`.venv-vllm-gpu/bin/python`",
-        description="interpreter of the optional CUDA vLLM environment (`scripts/vllm-gpu-env.sh`) that "
-        "local mode serves GPU instance types with, on a worker with an NVIDIA GPU",
-    )
-
-
-class NeuronTierSettings(_Group):
-    """The Neuron tier's image and the registry its releases are listed from."""
-
-    vllm_neuron_image_repository: str = _setting(
-        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx",
-        group=NEURON_TIER,
-        description="repository of the Neuron tier's image",
-    )
-    neuron_registry_url: str = _setting(
-        "",
-        group=NEURON_TIER,
-        shown_default="`https://` + the registry host of `ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY`",
-        description="the OCI distribution API (`/v2/<name>/tags/list`, anonymous bearer token) that release "
-        "discovery lists the Neuron DLC's tags from, e.g. a mirror or a test server; the recorded image "
-        "keeps the repository's name",
-    )
 
 
 class AirflowSettings(_Group):

@@ -8,8 +8,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
-from accelbench.config.base import TITLES, _base_type
-from accelbench.config.settings import Settings, env_name
+from accelbench.config.base import TITLES_AFTER_TIERS, TITLES_BEFORE_TIERS, _base_type
+from accelbench.config.settings import env_name, fields, tier_groups
 
 
 def _extra(field: FieldInfo) -> dict[str, Any]:
@@ -40,16 +40,18 @@ def _default_text(field: FieldInfo) -> str:
 
 
 def reference_markdown() -> str:
-    """The configuration reference: one table (variable, type, default, description) per group."""
+    """The configuration reference: one table (variable, type, default, description) per group, the
+    registered tiers' own between the library's and the DAGs'."""
+    titles = (*TITLES_BEFORE_TIERS, *(g.title for g in tier_groups().values()), *TITLES_AFTER_TIERS)
     groups: dict[str, list[str]] = {}
-    for name, field in Settings.model_fields.items():
+    for name, field in fields().items():
         extra = _extra(field)
         shown_type = str(extra.get("shown_type") or _type_text(field))
         shown_default = str(extra.get("shown_default") or _default_text(field))
         row = f"| `{env_name(name)}` | {shown_type} | {shown_default} | {field.description} |"
         groups.setdefault(str(extra["group"]), []).append(row)
     parts = []
-    for group, rows in sorted(groups.items(), key=lambda item: TITLES.index(item[0])):
+    for group, rows in sorted(groups.items(), key=lambda item: titles.index(item[0])):
         parts += [
             f"## {group}",
             "",

@@ -18,7 +18,7 @@ MODES: tuple[str, ...] = get_args(ExecutionMode)
 
 def default_mode() -> str:
     """ACCELBENCH_EXECUTION_MODE, or local: that variable alone, from the environment (safe at parse time)."""
-    return Settings.from_env("execution_mode").execution_mode
+    return Settings.from_env("execution_mode").library.execution_mode
 
 
 def check_mode(mode: str, field: str = "execution_mode") -> str:

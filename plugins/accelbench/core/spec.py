@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializationInfo,
+    SerializeAsAny,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
@@ -25,6 +26,28 @@ POISSON = 1.0  # the burstiness of Poisson arrivals
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TierServerFields(_Frozen):
+    """What a tier's servers carry beyond every server's fields (the GPU memory share, the Neuron compiled
+    batch). Each tier declares its subclass (accelbench.tiers: `Tier.server_model`), which the registry
+    records here, below the tiers, so that a ServerSpec read from JSON gets its tier's type back."""
+
+    def engine_args(self) -> list[str]:
+        """The `vllm serve` flags these fields set (the tier's recipe puts them after the common ones)."""
+        return []
+
+
+# accelerator_type -> its tier's server fields (accelbench.tiers.register fills it); a tier absent: none.
+_TIER_FIELDS: dict[str, type[TierServerFields]] = {}
+
+
+def register_tier_fields(tier: str, model: type[TierServerFields] | None) -> None:
+    """Record (or, with None, forget) the server fields of the tier named `tier`."""
+    if model is None:
+        _TIER_FIELDS.pop(tier, None)
+    else:
+        _TIER_FIELDS[tier] = model
 
 
 class ServerSpec(_Frozen):
@@ -55,19 +78,35 @@ class ServerSpec(_Frozen):
     server_memory_mib: int = Field(ge=1)  # the container's memory request = limit
     model_weights_gib: float = Field(ge=0)
     extra_engine_args: tuple[str, ...] = ()
-    # GPU: the share of each GPU's memory vLLM may take (weights, activations, KV cache), planned against it.
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    # Neuron: the batch the model is compiled for (requests in flight at most); the plan's top concurrency.
-    max_num_seqs: int | None = Field(default=None, ge=1)
+    # The fields only this server's tier has, of its tier's type (accelbench.tiers: Tier.server_model). In
+    # JSON they are flat keys of the server, where they were before they moved here.
+    tier_fields: SerializeAsAny[TierServerFields] = TierServerFields()
 
     @model_serializer(mode="wrap")
-    def _without_unset_tier_fields(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
-        """A server without the GPU and Neuron fields or a model id dumps as before they existed: its spec_id
-        stays."""
+    def _flat_tier_fields(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
+        """The tier's fields flat and the unset ones (and an unset model id) left out: a server dumps as
+        before those fields existed or moved, so its spec_id and matrix_key stay."""
         data = handler(self)
-        for name in ("model_id", "gpu_memory_utilization", "max_num_seqs"):
-            if isinstance(data, dict) and data.get(name) is None:
-                data.pop(name, None)
+        if not isinstance(data, dict):
+            return data
+        if data.get("model_id") is None:
+            data.pop("model_id", None)
+        tier_fields = data.pop("tier_fields", None) or {}
+        data.update({k: v for k, v in tier_fields.items() if v is not None})
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_tier_fields(cls, data: Any) -> Any:
+        """The flat keys of the server's tier fields (JSON, old specs, keyword arguments) into its tier's
+        type; a tier with no fields of its own gets the empty base."""
+        if not isinstance(data, dict) or isinstance(data.get("tier_fields"), TierServerFields):
+            return data
+        model = _TIER_FIELDS.get(str(data.get("accelerator_type")), TierServerFields)
+        data = dict(data)
+        given = data.pop("tier_fields", None) or {}
+        lifted = {name: data.pop(name) for name in model.model_fields if name in data}
+        data["tier_fields"] = model.model_validate({**given, **lifted})
         return data
 
     @model_validator(mode="before")

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from kubernetes.client import models as k8s
 
 from accelbench import __version__
-from accelbench.config import LAKE_SETTING, MODE_SETTING, S3_ENDPOINT_SETTINGS, Settings, env_name
+from accelbench.config import (
+    LAKE_SETTING,
+    MODE_SETTING,
+    S3_ENDPOINT_SETTINGS,
+    Settings,
+    env_name,
+    setting_default,
+)
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
@@ -25,7 +32,7 @@ LOADGEN_IMAGE_SETTING = env_name("loadgen_image")
 # Pinned: it must not change with the server version under test (deltas measure the server).
 DEFAULT_LOADGEN_IMAGE = f"accelbench/loadgen:{__version__}"
 HF_SECRET_SETTING = env_name("hf_token_secret")
-DEFAULT_HF_SECRET = str(Settings.model_fields["hf_token_secret"].default)
+DEFAULT_HF_SECRET = str(setting_default("hf_token_secret"))
 LOADGEN_HF_HOME = "/tmp/hf"  # the tokenizer of `vllm bench serve` is fetched here (read-only root fs)
 PROBE_PERIOD_S = 10
 # Start-up budget: process start + engine init, plus model load at a conservative 10 s per GiB
@@ -48,7 +55,7 @@ CHECKOV_SKIPS = {
     "CKV_K8S_40": "the upstream vLLM image runs as root; the load generator runs as UID 10001",
     "CKV_K8S_43": "images are pinned by version tag; the digest is used once discovery has recorded it",
 }
-NODE_LAUNCH_S = int(Settings.model_fields["pod_schedule_timeout_s"].default)  # Karpenter launch + node ready
+NODE_LAUNCH_S = int(setting_default("pod_schedule_timeout_s"))  # Karpenter launch + node ready
 SCHEDULE_TIMEOUT_SETTING = env_name("pod_schedule_timeout_s")
 IMAGE_PULL_S = 900  # multi-GB vLLM images on a fresh node
 
@@ -185,7 +192,7 @@ def build_pod_parts(
         name=f"accelbench-{spec.spec_id}",
         namespace=namespace,
         server=server_container(spec),
-        loadgen_image=Settings.from_env("loadgen_image").loadgen_image or DEFAULT_LOADGEN_IMAGE,
+        loadgen_image=Settings.from_env("loadgen_image").kubernetes.loadgen_image or DEFAULT_LOADGEN_IMAGE,
         loadgen_cmds=["accelbench-loadgen"],
         loadgen_env=loadgen_env(spec, lake_uri),
         loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{loadgen_memory(spec.load, quality=quality)}Mi"),
@@ -205,7 +212,7 @@ def build_pod_parts(
             k8s.V1Volume(
                 name="hf-token",
                 secret=k8s.V1SecretVolumeSource(
-                    secret_name=Settings.from_env("hf_token_secret").hf_token_secret,
+                    secret_name=Settings.from_env("hf_token_secret").kubernetes.hf_token_secret,
                     optional=True,  # public models need no token
                     default_mode=0o440,
                 ),
@@ -250,7 +257,7 @@ def build_pod_parts(
 
 def schedule_timeout_s() -> int:
     """How long a benchmark pod may wait for a node (ACCELBENCH_POD_SCHEDULE_TIMEOUT_S, default 600)."""
-    return Settings.from_env("pod_schedule_timeout_s").pod_schedule_timeout_s
+    return Settings.from_env("pod_schedule_timeout_s").kubernetes.pod_schedule_timeout_s
 
 
 def unscheduled_message(parts: PodParts, instance_type: str, waited_s: int, said: str | None) -> str:

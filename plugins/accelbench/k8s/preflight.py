@@ -31,7 +31,7 @@ def kubernetes_problems(model: str, lake_uri: str) -> list[Problem]:
         why = "kubernetes mode needs an s3:// lake: the benchmark pods write their evidence to it"
         problems.append(Problem(LAKE_SETTING, lake_uri, why))
     settings = Settings.from_env("loadgen_image", "model_store")
-    image = settings.loadgen_image
+    image = settings.kubernetes.loadgen_image
     if not image:
         why = (
             "unset: kubernetes mode needs the load-generator image built from docker/loadgen and pushed to a "
@@ -40,7 +40,7 @@ def kubernetes_problems(model: str, lake_uri: str) -> list[Problem]:
         problems.append(Problem(LOADGEN_IMAGE_SETTING, None, why))
     elif not IMAGE_REFERENCE.fullmatch(image):
         problems.append(Problem(LOADGEN_IMAGE_SETTING, image, "not a container image reference"))
-    store = settings.model_store
+    store = settings.library.model_store
 
     try:
         config = find_config(model)

@@ -117,7 +117,7 @@ class Lake:
     def from_env(cls, settings: Settings | None = None) -> Lake:
         """ACCELBENCH_LAKE_URI, else the lake under the home (the two variables it needs, nothing else)."""
         settings = settings or Settings.from_env("lake_uri", "home")
-        return cls(settings.lake_location)
+        return cls(settings.lake.lake_location)
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])

@@ -74,7 +74,7 @@ def import_bench_results(
     target = import_target(params, catalog)
     log.info("importing as %s", target)
     lake = Lake.from_env(settings)
-    report = import_results(lake, params["source"], target, dag_run_id, settings.import_roots)
+    report = import_results(lake, params["source"], target, dag_run_id, settings.lake.import_roots)
     for copy in report.imported:
         log.info("imported %s", copy)
     for why in report.refused.values():

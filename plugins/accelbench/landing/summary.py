@@ -116,4 +116,4 @@ def _costs(
     """Each server's cost at the catalog's prices (accelbench.lake.costs), written to the lake."""
     with catalog() as engine:
         prices = price_history(engine, instance_types)
-    return land_costs(lake, campaign, date, prices, Settings.from_env("regions").regions[0])
+    return land_costs(lake, campaign, date, prices, Settings.from_env("regions").aws.regions[0])

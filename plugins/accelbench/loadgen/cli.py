@@ -38,25 +38,25 @@ def main(argv: list[str] | None = None) -> int:
     env = Settings.from_env(*LOADGEN_SETTINGS)
     parser = argparse.ArgumentParser(prog="accelbench-loadgen", description=__doc__)
     parser.add_argument("--spec", type=Path, help=f"BenchmarkSpec JSON file (default: ${SPEC_ENV})")
-    parser.add_argument("--server-url", default=env.server_url)
-    parser.add_argument("--out", type=Path, default=env.raw_dir)
-    parser.add_argument("--vllm", default=env.vllm_bin)
+    parser.add_argument("--server-url", default=env.loadgen.server_url)
+    parser.add_argument("--out", type=Path, default=env.loadgen.raw_dir)
+    parser.add_argument("--vllm", default=env.loadgen.vllm_bin)
     parser.add_argument("--server-pid", type=int, help="server process to sample (default: found by name)")
     parser.add_argument(
         "--lm-eval-python",
         type=Path,
-        default=env.lm_eval_python,
+        default=env.loadgen.lm_eval_python,
         help=f"the interpreter with lm-eval, for a spec with a quality plan (default: ${LM_EVAL_PYTHON_ENV})",
     )
-    parser.add_argument("--lake", default=env.lake_uri, help=f"lake URI (default: ${LAKE_SETTING})")
+    parser.add_argument("--lake", default=env.lake.lake_uri, help=f"lake URI (default: ${LAKE_SETTING})")
     parser.add_argument(
         "--date",
-        default=env.lake_date,
+        default=env.loadgen.lake_date,
         help=f"raw partition date (default: ${LAKE_DATE_ENV}, today)",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    raw = args.spec.read_text() if args.spec else env.benchmark_spec
+    raw = args.spec.read_text() if args.spec else env.loadgen.benchmark_spec
     if not raw:
         parser.error(f"no spec: pass --spec or set {SPEC_ENV}")
     try:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
         args.out,
         vllm=args.vllm,
         server_pid=args.server_pid or find_server_pid(),
-        attempt=env.attempt or None,
+        attempt=env.loadgen.attempt or None,
     )
     date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
     envelope = driver.run()
@@ -89,8 +89,10 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
         Lake(args.lake) if args.lake else None,
         date,
         # Unset outside a pod: a stand-alone run says so rather than claim the default mode.
-        execution_mode=env.execution_mode if "execution_mode" in env.model_fields_set else "standalone",
-        node=env.node_name or socket.gethostname(),
+        execution_mode=env.library.execution_mode
+        if "execution_mode" in env.library.model_fields_set
+        else "standalone",
+        node=env.loadgen.node_name or socket.gethostname(),
         **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
     )
     code = EXIT_LAKE if result.lake_error else EXIT_LEVEL_FAILED if result.failure else EXIT_OK

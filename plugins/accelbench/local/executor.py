@@ -30,7 +30,7 @@ SERVER_STARTS = "server-starts.jsonl"
 
 
 def campaign_workdir(settings: Settings, campaign_id: str) -> Path:
-    return settings.home / "work" / safe_name(campaign_id)
+    return settings.library.home / "work" / safe_name(campaign_id)
 
 
 def check_local_devices(spec: BenchmarkSpec) -> None:
@@ -43,8 +43,8 @@ def check_local_devices(spec: BenchmarkSpec) -> None:
 def lm_eval_python(settings: Settings) -> Path | None:
     """The interpreter with lm-eval: the setting, else the quantization environment (None: there is none,
     which the quality step records)."""
-    if settings.lm_eval_python is not None:
-        return settings.lm_eval_python
+    if settings.loadgen.lm_eval_python is not None:
+        return settings.loadgen.lm_eval_python
     try:
         return quant_python()
     except QuantizationError:

@@ -265,7 +265,7 @@ def _run(python: Path, *args: str, timeout: float) -> str:
 def default_cache() -> Path:
     from accelbench.config import Settings
 
-    return Settings.from_env("home").home / "cache" / "real-model"
+    return Settings.from_env("home").library.home / "cache" / "real-model"
 
 
 def folder(cache: Path | None = None, python: Path | None = None) -> Path:

@@ -63,7 +63,7 @@ def vllm_python(runtime: str = CPU.runtime) -> Path:
             "local",
             f"{runtime} has no local build: its instance types run in kubernetes mode only",
         )
-    raw = getattr(Settings.from_env(env.setting), env.setting)
+    raw = Settings.from_env(env.setting).value(env.setting)
     if raw:
         path = Path(raw).expanduser()
         if not path.is_file():
@@ -121,8 +121,8 @@ class Pinning:
     def from_env(cls) -> Pinning | None:
         """Explicit settings win; on a machine with 2-4 cores pin by default (FACTS.md section 7)."""
         settings = Settings.from_env("local_server_cpus", "local_client_cpus")
-        server = parse_cpus(SERVER_CPUS_SETTING, settings.local_server_cpus)
-        client = parse_cpus(CLIENT_CPUS_SETTING, settings.local_client_cpus)
+        server = parse_cpus(SERVER_CPUS_SETTING, settings.local.local_server_cpus)
+        client = parse_cpus(CLIENT_CPUS_SETTING, settings.local.local_client_cpus)
 
         if bool(server) != bool(client):
             raise ConfigError(

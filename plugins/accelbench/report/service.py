@@ -67,7 +67,7 @@ def report_filter(params: Mapping[str, Any]) -> ReportFilter:
         versions=list(params.get("versions") or []),
         date_from=_day(params.get("date_from")),
         date_to=_day(params.get("date_to")),
-        region=params.get("region") or Settings.from_env().regions[0],
+        region=params.get("region") or Settings.from_env().aws.regions[0],
         ttft_p99_ms=slos.get("ttft_p99_ms"),
         tpot_p99_ms=slos.get("tpot_p99_ms"),
         e2el_p99_ms=slos.get("e2el_p99_ms"),

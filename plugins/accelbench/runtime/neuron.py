@@ -71,15 +71,15 @@ def neuron_support_problem(instance_family: str, version: str) -> str | None:
     return None
 
 
-def neuron_args(version: str, max_num_seqs: int) -> list[str]:
-    """The `vllm serve` arguments the Neuron DLC of `version` needs beyond the common ones."""
+def neuron_args(version: str) -> list[str]:
+    """The `vllm serve` arguments the Neuron DLC of `version` needs beyond the common ones and the compiled
+    batch (`--max-num-seqs`, the Neuron tier's server field)."""
     semver = _semver(version)
-    args = ["--max-num-seqs", str(max_num_seqs)]
     if semver < DEVICE_ARG_REMOVED:
-        return [*args, "--device", "neuron"]
+        return ["--device", "neuron"]
     if semver < NATIVE_PLUGIN:
-        return [*args, "--no-enable-prefix-caching"]
-    return args
+        return ["--no-enable-prefix-caching"]
+    return []
 
 
 def neuron_env(version: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from accelbench.config import Settings, env_name
+from accelbench.config import Settings, env_name, setting_default
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.neuron import neuron_args, neuron_env, neuron_support_problem
@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # the registry clients need httpx, which the load-generator i
 log = logging.getLogger(__name__)
 SERVER_PORT = 8000
 HF_TOKEN_ENV = "HF_TOKEN"
-# Arguments the planner owns: a user may not pass them as extra engine args.
+# Arguments the planner owns on every tier: a user may not pass them as extra engine args. A flag only one
+# tier's planner sets (the Neuron tier's --max-num-seqs) is refused by that tier (Tier.request_problems).
 MANAGED_ARGS = (
     "--served-model-name",
     "--dtype",
@@ -35,7 +36,6 @@ MANAGED_ARGS = (
     "--kv-cache-dtype",
     "--model",
     "--gpu-memory-utilization",
-    "--max-num-seqs",
 )
 
 
@@ -45,8 +45,8 @@ class Recipe:
     and the tier-specific knobs."""
 
     runtime: ClassVar[str]
-    # The Settings field of the image repository (a mirror may replace it); None: the recipe's `image` names
-    # its image itself and reads no setting (a tier registered from outside the library, e.g. by a test).
+    # The settings field of the image repository (a mirror may replace it), declared by its tier's settings
+    # group (accelbench.tiers); None: the recipe's `image` names its image itself and reads no setting.
     repository_field: ClassVar[str | None] = None
     default_version: ClassVar[str]
 
@@ -56,14 +56,14 @@ class Recipe:
 
     @property
     def default_repository(self) -> str:
-        return str(Settings.model_fields[self._repository_field()].default)
+        return str(setting_default(self._repository_field()))
 
     def repository(self) -> str:
         return self.configured(Settings.from_env(self._repository_field()))
 
     def configured(self, settings: Settings) -> str:
         """The image repository `settings` give (a mirror may replace the default)."""
-        return str(getattr(settings, self._repository_field()))
+        return str(settings.value(self._repository_field()))
 
     def _repository_field(self) -> str:
         if self.repository_field is None:
@@ -127,7 +127,7 @@ class Recipe:
             args += ["--kv-cache-dtype", spec.kv_cache_dtype]
         if spec.model_revision:
             args += ["--revision", spec.model_revision]
-        return [*args, *self.tier_args(spec), *spec.extra_engine_args]
+        return [*args, *spec.tier_fields.engine_args(), *self.tier_args(spec), *spec.extra_engine_args]
 
     def env(self, spec: ServerSpec) -> dict[str, str]:
         """Plain environment; the HF token is never here (it comes from a Secret)."""
@@ -148,7 +148,7 @@ class VllmCpu(Recipe):
     def release_source(self, settings: Settings) -> ReleaseSource:
         from accelbench.runtime.dockerhub import DockerHubClient
 
-        return DockerHubClient(self.configured(settings), settings.registry_url, VLLM_CPU_TAGS)
+        return DockerHubClient(self.configured(settings), settings.releases.registry_url, VLLM_CPU_TAGS)
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
         # Always set: unset, some versions take half the host's RAM per NUMA node. vLLM applies it to
@@ -170,14 +170,11 @@ class VllmGpu(Recipe):
     def release_source(self, settings: Settings) -> ReleaseSource:
         from accelbench.runtime.dockerhub import DockerHubClient
 
-        return DockerHubClient(self.configured(settings), settings.registry_url, VLLM_GPU_TAGS)
+        return DockerHubClient(self.configured(settings), settings.releases.registry_url, VLLM_GPU_TAGS)
 
-    def tier_args(self, spec: ServerSpec) -> list[str]:
-        # Nothing else is GPU-specific: the batch is vLLM's own scheduling (no --max-num-seqs to compile for),
-        # TP is the GPU count, and the fp8 KV cache comes through --kv-cache-dtype.
-        if spec.gpu_memory_utilization is None:
-            return []  # vLLM's own default (0.9)
-        return ["--gpu-memory-utilization", f"{spec.gpu_memory_utilization:g}"]
+    # No tier_args: the GPU memory share is the GPU tier's server field (it renders its flag), the batch is
+    # vLLM's own scheduling (no --max-num-seqs to compile for), TP is the GPU count, and the fp8 KV cache
+    # comes through --kv-cache-dtype.
 
 
 def _tag_of(reference: str) -> str:
@@ -226,13 +223,13 @@ class VllmNeuron(Recipe):
     def release_source(self, settings: Settings) -> ReleaseSource:
         from accelbench.runtime.oci import OciClient
 
-        return OciClient(self.configured(settings), NEURON_DLC_TAGS, settings.neuron_registry_url or None)
+        return OciClient(
+            self.configured(settings), NEURON_DLC_TAGS, settings.value("neuron_registry_url") or None
+        )
 
     def tier_args(self, spec: ServerSpec) -> list[str]:
-        if spec.max_num_seqs is None:
-            why = "the Neuron tier compiles the model for a fixed batch: the planner sets it"
-            raise ConfigError("max_num_seqs", None, why)
-        return neuron_args(spec.version, spec.max_num_seqs)
+        """The DLC line's flags, after the compiled batch (the Neuron tier's server field renders it)."""
+        return neuron_args(spec.version)
 
     def tier_env(self, spec: ServerSpec) -> dict[str, str]:
         return neuron_env(spec.version)

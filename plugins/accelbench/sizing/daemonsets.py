@@ -72,7 +72,7 @@ DAEMONSETS_MEMORY_MIB = sum(d.memory_mib for d in NODE_DAEMONSETS)
 def extra_requests(raw: str | None = None) -> tuple[int, int]:
     """(millicores, MiB) of the cluster's own node DaemonSets, from ACCELBENCH_EXTRA_DAEMONSET_REQUESTS."""
     if raw is None:
-        raw = Settings.from_env("extra_daemonset_requests").extra_daemonset_requests
+        raw = Settings.from_env("extra_daemonset_requests").kubernetes.extra_daemonset_requests
     raw = raw.strip()
 
     cpu_m, memory_mib = 0, 0

@@ -192,7 +192,7 @@ def find_config(model: str, store: str | None = None) -> Path:
     """config.json of `model`: a local directory, or <store>/<org>--<name>/ or <store>/<org>/<name>/."""
     direct = Path(model).expanduser()
     candidates = [direct / "config.json"]
-    store = store if store is not None else Settings.from_env("model_store").model_store
+    store = store if store is not None else Settings.from_env("model_store").library.model_store
 
     if store:
         root = Path(store).expanduser()

@@ -1,6 +1,7 @@
 """The tier registry: every tier the suite plans, runs and reports, one object each (accelbench.tiers.base).
 
-Adding a tier is one module that builds a Tier and one `register` call here (plus its NodePool in infra/).
+Adding a tier is one module that builds a Tier and one `register` call here (plus its NodePool in infra/);
+its settings group and its servers' own fields are declared in that module and registered with it.
 Everything tier-specific is asked of the registry: the catalog's seed check and EC2 verification, the
 planner (ranks, fit, guards, server fields), the benchmark pod (NodePool, taints, device, security, start-up
 allowance), the node budget (its DaemonSets), local mode (its environment, its devices) and host facts,
@@ -15,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from accelbench.catalog.seed_file import InstanceSpec, read_seed
+from accelbench.config import register_tier_settings
 from accelbench.core.problems import Problem
+from accelbench.core.spec import register_tier_fields
 from accelbench.errors import ConfigError
 from accelbench.runtime.recipes import Recipe
 from accelbench.tiers.base import Tier
@@ -38,12 +41,16 @@ def register(tier: Tier) -> Tier:
         for what, same in clash:
             if same:
                 raise ConfigError("tier", tier.name, f"its {what} is the {other.name} tier's already")
+    register_tier_settings(tier.name, tier.settings)
     _TIERS[tier.name] = tier
+    register_tier_fields(tier.name, tier.server_model)
     return tier
 
 
 def unregister(name: str) -> None:
     _TIERS.pop(name, None)
+    register_tier_fields(name, None)
+    register_tier_settings(name, None)
 
 
 @contextmanager

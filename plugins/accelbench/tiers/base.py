@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import TierSettings
 from accelbench.core.problems import Problem
-from accelbench.core.spec import LoadPlan, ServerSpec
+from accelbench.core.spec import LoadPlan, ServerSpec, TierServerFields
 from accelbench.runtime.recipes import Recipe
 from accelbench.sizing.daemonsets import DaemonSet
 from accelbench.sizing.fit import Fit, NodeBudget
@@ -76,8 +77,8 @@ class Ranks:
 
 @dataclass(frozen=True)
 class LocalBuild:
-    """How local mode serves a tier: the vLLM environment (its Settings field, default folder beside the
-    repository, and the script that makes it)."""
+    """How local mode serves a tier: the vLLM environment (the field of the tier's settings group that names
+    its interpreter, default folder beside the repository, and the script that makes it)."""
 
     setting: str
     folder: str
@@ -99,8 +100,6 @@ class ServerRequest(Protocol):
     def extra_engine_args(self) -> Sequence[str]: ...
     @property
     def tensor_parallel_size(self) -> int | None: ...
-    @property
-    def gpu_memory_utilization(self) -> float: ...
     @property
     def context_len(self) -> int: ...
 
@@ -139,6 +138,11 @@ class Tier:
     accelerated: bool = True
     # Why a multi-node deployment is refused, in this tier's terms (None: the generic reason).
     single_node_reason: str | None = None
+    # The fields only this tier's servers have (ServerSpec.tier_fields; `server_fields` fills them).
+    server_model: type[TierServerFields] = TierServerFields
+    # The tier's own settings group (its image repository, its local environment): `settings.tier(name)`,
+    # listed on the configuration page. None: the tier reads no setting.
+    settings: type[TierSettings] | None = None
 
     @property
     def runtime(self) -> str:
@@ -150,14 +154,17 @@ class Tier:
         if spec.family not in self.families:
             why = f"not a {self.name} family this suite benchmarks ({', '.join(sorted(self.families))})"
             return Problem("family", spec.family, why)
+        accelerator = (spec.accelerator_name, spec.accelerator_count, spec.accelerator_memory_gib)
         if self.accelerated and not (
             spec.accelerator_name and spec.accelerator_count > 0 and spec.accelerator_memory_gib > 0
         ):
-            return Problem(
-                "accelerator_*",
-                (spec.accelerator_name, spec.accelerator_count, spec.accelerator_memory_gib),
-                "an accelerated type needs its accelerator's name, count and memory per accelerator",
-            )
+            why = "an accelerated type needs its accelerator's name, count and memory per accelerator"
+            return Problem("accelerator_*", accelerator, why)
+        if not self.accelerated and (
+            spec.accelerator_name or spec.accelerator_count != 0 or spec.accelerator_memory_gib != 0
+        ):
+            why = f"a {self.name} type has no accelerator: no name, count 0 and memory 0"
+            return Problem("accelerator_*", accelerator, why)
         return None
 
     def cores_per_device(self, spec: InstanceSpec) -> int | None:
@@ -227,9 +234,10 @@ class Tier:
     def dtype(self, request: ServerRequest) -> str:
         return self.forced_dtype or request.dtype
 
-    def server_fields(self, request: ServerRequest, load: LoadPlan) -> dict[str, Any]:
-        """ServerSpec fields only this tier sets (e.g. the GPU memory share, the Neuron batch)."""
-        return {}
+    def server_fields(self, request: ServerRequest, load: LoadPlan) -> TierServerFields:
+        """The ServerSpec fields only this tier sets (e.g. the GPU memory share, the Neuron batch), of its
+        `server_model`."""
+        return self.server_model()
 
     # --- running -----------------------------------------------------------------------------------
     def devices_here(self) -> str | None:

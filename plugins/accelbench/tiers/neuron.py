@@ -4,13 +4,18 @@ in flight), whose whole KV cache must fit the devices' memory; compilation takes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import ClassVar
+
+from pydantic import Field
 
 from accelbench.catalog.seed_file import InstanceSpec
+from accelbench.config import TierSettings, setting
 from accelbench.core.problems import Problem
-from accelbench.core.spec import LoadPlan
+from accelbench.core.spec import LoadPlan, TierServerFields
+from accelbench.errors import ConfigError
+from accelbench.runtime.engine_args import canonical_flag, matching
 from accelbench.runtime.recipes import VllmNeuron
 from accelbench.sizing.accelerator import AcceleratorFit, plan_neuron_fit
 from accelbench.sizing.daemonsets import DaemonSet
@@ -22,9 +27,56 @@ from accelbench.tiers.base import Placement, Ranks, ServerRequest, Sizing, Start
 CORES_PER_DEVICE = {"inf2": 2, "trn1": 2}
 
 
+BATCH_FLAG = "--max-num-seqs"
+SETTINGS_TITLE = "Neuron tier (vllm-neuron)"
+
+
+class NeuronTierSettings(TierSettings):
+    """The Neuron tier's image and the registry its releases are listed from."""
+
+    title: ClassVar[str] = SETTINGS_TITLE
+    vllm_neuron_image_repository: str = setting(
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx",
+        group=SETTINGS_TITLE,
+        description="repository of the Neuron tier's image",
+    )
+    neuron_registry_url: str = setting(
+        "",
+        group=SETTINGS_TITLE,
+        shown_default="`https://` + the registry host of `ACCELBENCH_VLLM_NEURON_IMAGE_REPOSITORY`",
+        description="the OCI distribution API (`/v2/<name>/tags/list`, anonymous bearer token) that release "
+        "discovery lists the Neuron DLC's tags from, e.g. a mirror or a test server; the recorded image "
+        "keeps the repository's name",
+    )
+
+
+class NeuronServerFields(TierServerFields):
+    """A Neuron server's own field: the batch the model is compiled for (requests in flight at most), the
+    plan's top concurrency."""
+
+    max_num_seqs: int | None = Field(default=None, ge=1)
+
+    def engine_args(self) -> list[str]:
+        if self.max_num_seqs is None:
+            why = "the Neuron tier compiles the model for a fixed batch: the planner sets it"
+            raise ConfigError("max_num_seqs", None, why)
+        return [BATCH_FLAG, str(self.max_num_seqs)]
+
+
 @dataclass(frozen=True)
 class NeuronTier(Tier):
     cores_by_family: Mapping[str, int] = field(default_factory=dict)
+
+    def request_problems(self, request: ServerRequest, instance_types: Sequence[str]) -> list[Problem]:
+        """The compiled batch is the planner's (the largest concurrency): a campaign with a Neuron type may
+        not set it (`instance_types`: the campaign's Neuron types)."""
+        on = f" (the Neuron types of this campaign: {', '.join(instance_types)})" if instance_types else ""
+        why = f"{BATCH_FLAG} is set by the planner from the largest concurrency (the compiled batch){on}"
+        return [
+            Problem(f"extra_engine_args[{i}]", arg, why)
+            for i, arg in enumerate(request.extra_engine_args)
+            if matching(canonical_flag(arg), (BATCH_FLAG,))
+        ]
 
     def cores_per_device(self, spec: InstanceSpec) -> int | None:
         return self.cores_by_family.get(spec.family)
@@ -60,8 +112,8 @@ class NeuronTier(Tier):
             "type with more Neuron devices"
         )
 
-    def server_fields(self, request: ServerRequest, load: LoadPlan) -> dict[str, Any]:
-        return {"max_num_seqs": self.concurrency(load)}
+    def server_fields(self, request: ServerRequest, load: LoadPlan) -> NeuronServerFields:
+        return NeuronServerFields(max_num_seqs=self.concurrency(load))
 
 
 NEURON = NeuronTier(
@@ -88,4 +140,6 @@ NEURON = NeuronTier(
     startup=Startup(compile_base_s=900, compile_per_gib_s=120),
     version_field="neuron_version",
     cores_by_family=CORES_PER_DEVICE,
+    server_model=NeuronServerFields,
+    settings=NeuronTierSettings,
 )

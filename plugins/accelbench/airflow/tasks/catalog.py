@@ -27,7 +27,7 @@ def migrate_catalog() -> str:
 @fail_on_library_error
 def seed_catalog() -> dict[str, Any]:
     settings = Settings.from_env()
-    specs = load_seed(settings.seed_file)
+    specs = load_seed(settings.catalog.seed_file)
     with catalog_engine(settings) as engine:
         result = upsert_instance_types(engine, specs)
     return {
@@ -46,7 +46,7 @@ def verify_catalog(region: str) -> dict[str, Any]:
         raise AirflowSkipException("skipped EC2 verification: no AWS credentials or offline mode")
     with catalog_engine(settings) as engine:
         specs = queries.instance_specs(engine)
-    ec2 = make_client(session, "ec2", region, settings.aws_max_attempts)
+    ec2 = make_client(session, "ec2", region, settings.aws.aws_max_attempts)
     facts, not_offered = describe_instance_types(ec2, [s.instance_type for s in specs])
     report = verify(specs, facts, not_offered, cores_per_device)
     return {

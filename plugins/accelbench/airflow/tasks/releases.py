@@ -23,7 +23,9 @@ def _list_and_record(
     runtime: str, settings: Settings, include_prereleases: bool | None
 ) -> tuple[TagListing, list[Release]]:
     """The registry's releases of `runtime`, and those the catalog did not know (now recorded)."""
-    prereleases = settings.include_prereleases if include_prereleases is None else include_prereleases
+    prereleases = (
+        settings.releases.include_prereleases if include_prereleases is None else include_prereleases
+    )
     source = recipe_for(runtime).release_source(settings)
     listing = source.releases(include_prereleases=prereleases)
     log.info(

@@ -87,7 +87,7 @@ def _notifier() -> Any:
     import importlib
 
     settings = Settings.from_env("regression_notifier", "regression_notifier_kwargs")
-    spec = settings.regression_notifier
+    spec = settings.releases.regression_notifier
     if not spec:
         return None
     module, _, name = spec.partition(":")
@@ -95,7 +95,7 @@ def _notifier() -> Any:
         target = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ConfigError(NOTIFIER_SETTING, spec, f"cannot import it ({exc})") from None
-    raw = settings.regression_notifier_kwargs
+    raw = settings.releases.regression_notifier_kwargs
     kwargs = _notifier_kwargs(raw)
     if not isinstance(target, type):
         return target
@@ -129,11 +129,14 @@ def regression_gate(version: str, context: dict[str, Any], fail: bool | None = N
 
     version = check_version(version, "partition_key")
     notifier = _notifier()  # a bad setting fails now, not at the first regression
-    fail = Settings.from_env("fail_on_regression").fail_on_regression if fail is None else fail
+    fail = Settings.from_env("fail_on_regression").releases.fail_on_regression if fail is None else fail
     outcome = gate.run(Lake.from_env, catalog_engine, version, version_matrix)
     if outcome.asks and notifier is not None:
         notifier(context | {"accelbench_regressions": outcome.text, "accelbench_report": outcome.report})
-        log.info("regression gate: notified %s", Settings.from_env("regression_notifier").regression_notifier)
+        log.info(
+            "regression gate: notified %s",
+            Settings.from_env("regression_notifier").releases.regression_notifier,
+        )
     if outcome.asks and outcome.text:
         announce(f"accelbench: {version} regresses", outcome.text.splitlines(), outcome.report or "", context)
     if outcome.asks and fail:
