@@ -16,6 +16,7 @@ from accelbench.report.samples import Samples
 
 if TYPE_CHECKING:
     from accelbench.report.slos import BestPoint
+    from accelbench.report.trends import TrendPoint
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ class Inputs:
     `samples`: the kept runs' request samples (`accelbench.report.samples`), empty when none were read;
     `quality`: the quality rows the filter keeps (`accelbench.lake.quality`), already on their points;
     `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`);
-    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.decisions`).
+    `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.decisions`);
+    `trends`: each series' best level under the SLOs campaign by campaign (`accelbench.report.trends`).
     """
 
     runs: list[LakeRow] = field(default_factory=list)
@@ -42,6 +44,7 @@ class Inputs:
     quality: list[LakeRow] = field(default_factory=list)
     costs: list[LakeRow] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    trends: list[TrendPoint] = field(default_factory=list)
 
 
 def _no_variables(rows: Sequence[Record]) -> Mapping[str, Any]:
