@@ -10,6 +10,9 @@ process pinned to one CPU (PyArrow limited to one thread); it reports wall time 
 
   runs only      build_report from the runs rows (repeat-level intervals only)
   with samples   read_samples of every run + build_report with them (what the report DAG task does)
+  page           "with samples" priced (one on-demand price), then write_report into a scratch lake: the
+                 tables' files, the HTML page and its charts' static SVGs (the whole report task less the
+                 catalog); `page KiB` is the HTML page's size
 
 Printed: seconds, peak RSS and the samples' bytes (3 float64 arrays per run: 24 bytes per request), the
 median of --runs.
@@ -106,9 +109,12 @@ def make_lake(rows: int, per_run: int) -> Path:
 
 
 def child(mode: str, root: Path) -> None:
+    import tempfile
+
     import pyarrow as pa
+    from accelbench.core.price import Price
     from accelbench.lake.store import Lake
-    from accelbench.report.build import ReportFilter, build_report
+    from accelbench.report.build import HTML_NAME, ReportFilter, build_report, write_report
     from accelbench.report.samples import read_samples
 
     pa.set_cpu_count(1)
@@ -116,17 +122,34 @@ def child(mode: str, root: Path) -> None:
     runs = json.loads((root / "runs.json").read_text())
     for r in runs:
         r["started_at"] = datetime.fromisoformat(r["started_at"])
+    prices = []
+    if mode == "page":
+        prices = [
+            Price("m8g.xlarge", "us-east-1", "on_demand", 0.18, datetime(2026, 7, 1, tzinfo=UTC), "bench")
+        ]
+    flt = ReportFilter(ttft_p99_ms=2000)
+    page_bytes = 0
     began = time.perf_counter()
     samples = None
-    if mode == "with samples":
+    if mode in ("with samples", "page"):
         samples = read_samples(Lake(str(root / "lake")), [r["run_id"] for r in runs])
-    tables = build_report(runs, [], [], ReportFilter(ttft_p99_ms=2000), samples=samples)
+    tables = build_report(runs, prices, [], flt, samples=samples)
+    if mode == "page":
+        with tempfile.TemporaryDirectory() as scratch:
+            written = write_report(Lake(scratch), "20261110T000000Z", tables, flt, len(runs))
+            page_bytes = Path(written[HTML_NAME].removeprefix("file://")).stat().st_size
     wall = time.perf_counter() - began
     held = sum(a.nbytes for m in (samples.by_run.values() if samples else []) for a in m.values())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(
         json.dumps(
-            {"wall_s": wall, "peak_bytes": peak, "samples_bytes": held, "points": len(tables["points"])}
+            {
+                "wall_s": wall,
+                "peak_bytes": peak,
+                "samples_bytes": held,
+                "points": len(tables["points"]),
+                "page_bytes": page_bytes,
+            }
         )
     )
 
@@ -146,20 +169,28 @@ def main() -> None:
     parser.add_argument("--rows", default="100000,1000000")
     parser.add_argument("--per-run", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--modes", default="runs only,with samples,page")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "ROOT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], Path(args.child[1]))
         return
-    print(f"{'rows':>10} {'mode':>13} {'s':>7} {'peak MiB':>9} {'samples MiB':>12} {'points':>7}")
+    print(
+        f"{'rows':>10} {'mode':>13} {'s':>7} {'peak MiB':>9} {'samples MiB':>12} {'points':>7} "
+        f"{'page KiB':>9}"
+    )
     for rows in (int(r) for r in args.rows.split(",")):
         root = make_lake(rows, args.per_run)
-        for mode in ("runs only", "with samples"):
+        for mode in args.modes.split(","):
             found = [measure(mode, root) for _ in range(args.runs)]
             wall = statistics.median(f["wall_s"] for f in found)
             peak = statistics.median(f["peak_bytes"] for f in found) / 2**20
             held = found[0]["samples_bytes"] / 2**20
-            print(f"{rows:>10} {mode:>13} {wall:>7.2f} {peak:>9.0f} {held:>12.1f} {found[0]['points']:>7}")
+            page = found[0]["page_bytes"] / 2**10
+            print(
+                f"{rows:>10} {mode:>13} {wall:>7.2f} {peak:>9.0f} {held:>12.1f} {found[0]['points']:>7} "
+                f"{page:>9.0f}"
+            )
 
 
 if __name__ == "__main__":

@@ -85,6 +85,9 @@ def test_report_dag_prices_runs_from_the_lake_and_writes_parquet_and_csv(
     assert c2["p99_ttft_ms"] == pytest.approx(np.quantile(ttft * 1000, 0.99))
     assert c2["p99_ttft_ms_low"] < c2["p99_ttft_ms"] < c2["p99_ttft_ms_high"] < 2000
     html = Path(folder, "report.html").read_text()
-    assert html.count("<svg") == 3 and "g6e.xlarge" in html
+    # Each chart the page draws (its spec, drawn by the inline Vega) is also a static SVG beside it.
+    figures = sorted(p.stem for p in Path(folder, "figures").glob("*.svg"))
+    assert {"throughput_vs_latency", "cost_at_slo", "version_trend"} <= set(figures)
+    assert html.count('data-chart="chart-') == len(figures) and "g6e.xlarge" in html
     summary = json.loads(Path(folder, "summary.json").read_text())
     assert summary["rows"]["best_under_slo"] == 3 and summary["filter"]["tpot_p99_ms"] == 50

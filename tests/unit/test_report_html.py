@@ -8,7 +8,6 @@ from html.parser import HTMLParser
 
 from accelbench.report.build import ReportFilter, build_report
 from accelbench.report.html import render_html
-from accelbench.report.plots import PLOTS
 from accelbench.report.retractions import Retraction
 
 from tests.support.report_data import PRICES, RUNS
@@ -83,13 +82,15 @@ def test_best_table_shows_costs_and_leaves_per_accelerator_blank_for_cpu() -> No
 def test_page_is_self_contained_escaped_and_stable() -> None:
     runs = [r | {"model": HOSTILE} if r["instance_type"] == "r8g.large" else r for r in RUNS]
     html = _render(runs)
-    assert HOSTILE not in html and "&lt;script&gt;" in html  # tables and SVG text both escaped
+    assert HOSTILE not in html and "&lt;script&gt;" in html  # tables escaped, charts' JSON too
     assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", html)
-    # The only scripts are the capacity planner's (its data and its code) and the tables', inline: nothing
-    # fetched.
-    assert html.count("<script") == 3 and "<script src" not in html and "<link" not in html
-    assert html.count("<svg") == 3
-    assert _render(runs) == html  # same tables, same bytes (fixed SVG ids, no timestamps)
+    # The only scripts are inline, nothing fetched: the capacity planner's data and code, each drawn chart's
+    # spec (throughput vs latency, cost, frontier, version trend), the charts' library and what draws them,
+    # and the tables' sorting and filtering.
+    assert html.count('<script type="application/json" data-chart=') == 4
+    assert html.count("<script") == 2 + 4 + 2 + 1 and "<script src" not in html and "<link" not in html
+    assert html.count("vegaEmbed(") == 1  # the library once, however many charts
+    assert _render(runs) == html  # same tables, same bytes (no timestamps, data in a fixed order)
 
 
 def test_retracted_runs_have_their_own_section_and_leave_the_rest() -> None:
@@ -105,4 +106,4 @@ def test_retracted_runs_have_their_own_section_and_leave_the_rest() -> None:
 
 def test_empty_report_says_so_instead_of_plotting() -> None:
     html = _render(runs=[])
-    assert "<svg" not in html and html.count("Nothing to plot") == len(PLOTS) and 'id="no-answer"' in html
+    assert "data-chart=" not in html and 'id="plots"' not in html and 'id="no-answer"' in html

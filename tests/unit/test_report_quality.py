@@ -86,19 +86,21 @@ def test_an_undecided_gate_keeps_a_configuration_out_of_the_answer_and_says_so()
     assert rows[W8A8]["on_pareto_front"]
 
 
-def test_the_cost_quality_plot_draws_every_configuration_and_joins_the_front() -> None:
-    from accelbench.report.plots import cost_vs_quality, cost_vs_quality_figure
+def test_the_cost_quality_chart_draws_every_configuration_and_joins_the_front() -> None:
+    from accelbench.report.charts.bundle import spec_json
+    from accelbench.report.charts.quality import cost_vs_quality
 
     rows = _report((0.995, 0.992, 0.999))["quality"]
-    plot = cost_vs_quality_figure(rows, ReportFilter())
-    assert plot is not None
-    (ax,) = plot.figure.axes
+    spec = cost_vs_quality(rows, ReportFilter())
+    assert spec is not None
+    data = spec["datasets"]["quality"]
     costs = sorted(r["on_demand_usd_per_1m_output_tokens"] for r in rows)
-    front = [line for line in ax.get_lines() if len(line.get_xdata()) == 3]  # the front's line: 3 points
-    assert len(front) == 1 and list(front[0].get_xdata()) == pytest.approx(costs)
-    assert ax.get_legend() is not None and len(ax.get_legend().get_texts()) == 3
-    svg = cost_vs_quality(rows, ReportFilter())
-    assert svg is not None and svg.startswith("<svg") and "org/model-w4a16" in svg  # the hover titles
+    assert [d["x"] for d in data] == pytest.approx(costs)  # every configuration, cheapest first
+    assert all(d["front"] for d in data)  # the front's line joins the points on it (all three here)
+    (line,) = [layer for layer in spec["spec"]["layer"] if layer["mark"]["type"] == "line"]
+    assert line["transform"] == [{"filter": "datum.front"}]
+    assert len({d["series"] for d in data}) == 3 and {d["gate"] for d in data} == {"pass", "fail"}
+    assert "org/model-w4a16" in spec_json(spec) or "model-w4a16" in spec_json(spec)  # named in the legend
 
 
 def test_an_imported_accuracy_joins_the_configuration_of_its_model_and_instance_type() -> None:

@@ -31,9 +31,11 @@ from accelbench.report.searches import capacity_rows
 from accelbench.report.slos import DEFAULT_MAX_ERROR_RATE, Slos, best_under_slos
 from accelbench.report.table import Inputs, Table
 from accelbench.report.tables import TABLES
+from accelbench.report.trends import trend_points
 
 HTML_NAME = "report.html"
 SUMMARY_NAME = "summary.json"
+FIGURES = "figures"  # the charts as static SVG, beside the page
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,9 @@ def gather(
     their configurations (`accelbench.report.quality.grade`). `costs`: the lake's costs rows (what each
     server of a campaign cost, `accelbench.lake.costs`); `startups`: the lake's startups rows, each point's
     median start-up from them (`accelbench.report.startups`); `decisions`: the owners' answers to
-    regressions (the catalog's), those of the filter's models kept; `previous`: the previous report of the
-    same filter's answer cards (`accelbench.report.service.previous_cards`), which the cards compare with."""
+    regressions (the catalog's), those of the filter's models kept; each series' best level campaign by
+    campaign for the trends (`accelbench.report.trends`); `previous`: the previous report of the same
+    filter's answer cards (`accelbench.report.service.previous_cards`), which the cards compare with."""
     # A recheck (`runs.recheck`) is not one of its level's repeats: what it found is on its run's rows
     # (`host_drift`).
     chosen = [r for r in runs if flt.keeps(r) and not r.get("recheck")]
@@ -129,8 +132,19 @@ def gather(
     best = best_under_slos(points, flt.slos)
     spent = [c for c in costs or [] if flt.keeps(c)]
     answered = [d for d in decisions if not flt.models or d.model in flt.models]
+    trends = trend_points(kept, prices, flt.region, flt.slos, samples)
     return Inputs(
-        kept, gone, searched, points, best, samples or Samples.EMPTY, graded, spent, answered, list(previous)
+        kept,
+        gone,
+        searched,
+        points,
+        best,
+        samples or Samples.EMPTY,
+        graded,
+        spent,
+        answered,
+        list(previous),
+        trends,
     )
 
 
@@ -191,11 +205,13 @@ def write_report(
     *,
     registry: Sequence[Table] = TABLES,
 ) -> dict[str, str]:
-    """Under reports/<id>/: each table as Parquet (machine column names) and CSV (human headers), the
-    HTML report, and summary.json (what the Benchmarks view lists). The HTML and the summary come
+    """Under reports/<id>/: each table as Parquet (machine column names) and CSV (human headers), each
+    chart as a static SVG (figures/<chart id>.svg), the HTML report, and summary.json (what the
+    Benchmarks view lists). The HTML and the summary come
     last, so a listed report has all its files. Returns the written URIs by file name.
     """
-    from accelbench.report.html import render_html  # matplotlib and jinja2 only when HTML is made
+    from accelbench.report.charts import chart_svgs  # vl-convert and jinja2 only when HTML is made
+    from accelbench.report.html import render_html
 
     generated_at = generated_at or datetime.now(UTC)
     written = {}
@@ -207,6 +223,9 @@ def write_report(
         pacsv.write_csv(_flat(arrow).rename_columns([label(c) for c in arrow.column_names]), csv)
         for name, buf in ((t.parquet, parquet), (t.csv, csv)):
             written[name] = lake.uri_of(lake.put_bytes(buf.getvalue(), "reports", rid, name))
+    for name, svg in chart_svgs(tables, flt).items():  # for documents: figures/<chart id>.svg
+        path = lake.put_bytes(svg.encode(), "reports", rid, FIGURES, f"{name}.svg")
+        written[f"{FIGURES}/{name}.svg"] = lake.uri_of(path)
     html = render_html(rid, tables, flt, runs_read, generated_at, registry=registry)
     written[HTML_NAME] = lake.uri_of(lake.put_bytes(html.encode(), "reports", rid, HTML_NAME))
     summary = {

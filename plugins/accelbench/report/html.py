@@ -1,4 +1,5 @@
-"""The report as one self-contained HTML file: tables, inline SVG plots, inline CSS, no external link.
+"""The report as one self-contained HTML file: tables, interactive charts (their library inline), inline CSS,
+no external link.
 
 It opens offline from the lake, a laptop or the Airflow "Benchmarks" view alike.
 """
@@ -15,9 +16,9 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from accelbench.report.capacity_planner import planner_context
+from accelbench.report.charts import chart_html, page_script
 from accelbench.report.columns import label
 from accelbench.report.pages import environment
-from accelbench.report.plots import PLOTS
 from accelbench.report.records import Record, figure
 from accelbench.report.table import Table
 from accelbench.report.tables import TABLES
@@ -155,9 +156,7 @@ def render_html(
         if isinstance(value, list):
             value = ", ".join(value) or "all"
         shown_filters.append((label(f.name), "none" if value is None else value))
-    plots = [
-        (pid, title, fn(tables[source.name], report_filter)) for pid, (title, fn, source) in PLOTS.items()
-    ]
+    plots = chart_html(tables, report_filter)  # (id, title, HTML or None) per chart
     env = _environment()
     slos = report_filter.slos
     sections = [(t, _section(env, t, tables.get(t.name) or [], slos)) for t in registry]
@@ -176,4 +175,5 @@ def render_html(
         slos=slos,
         planner=planner_context(tables[points_table.TABLE.name], **asdict(slos)),
         plots=plots,
+        chart_script=page_script() if any(html for _id, _title, html in plots) else "",
     )

@@ -16,6 +16,7 @@ from accelbench.report.samples import Samples
 
 if TYPE_CHECKING:
     from accelbench.report.slos import BestPoint
+    from accelbench.report.trends import TrendPoint
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class Inputs:
     `costs`: the costs rows the filter keeps (what each server of a campaign cost, `accelbench.lake.costs`);
     `decisions`: the owners' answers to the regressions of the filter's models (`accelbench.decisions`);
     `previous`: the previous report of the same filter's answer cards as its `cards` file holds them (none:
-    no such report, or one from before the cards).
+    no such report, or one from before the cards);
+    `trends`: each series' best level under the SLOs campaign by campaign (`accelbench.report.trends`).
     """
 
     runs: list[LakeRow] = field(default_factory=list)
@@ -45,6 +47,7 @@ class Inputs:
     costs: list[LakeRow] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     previous: list[Record] = field(default_factory=list)
+    trends: list[TrendPoint] = field(default_factory=list)
 
 
 def _no_variables(rows: Sequence[Record]) -> Mapping[str, Any]:

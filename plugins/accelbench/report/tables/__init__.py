@@ -36,6 +36,7 @@ from accelbench.report.tables import (
     resolution,
     retracted,
     traces,
+    trends,
     version_deltas,
 )
 
@@ -51,6 +52,7 @@ TABLES: tuple[Table, ...] = (
     headroom.TABLE,
     frontier.TABLE,
     version_deltas.TABLE,
+    trends.TABLE,
     decisions.TABLE,
     prefix_caching.TABLE,
     traces.TABLE,
