@@ -180,7 +180,12 @@ def test_view_needs_an_airflow_user_and_serves_only_report_files(api_server) -> 
     assert index.status_code == 200 and REPORT_ID in index.text
     csv = httpx.get(f"{base}/accelbench/reports/{REPORT_ID}/best_under_slo.csv", headers=headers, timeout=10)
     assert csv.status_code == 200 and csv.text.startswith('"Tier","Instance type"')
+    svg = httpx.get(
+        f"{base}/accelbench/reports/{REPORT_ID}/figures/cost_at_slo.svg", headers=headers, timeout=10
+    )
+    assert svg.status_code == 200 and svg.headers["content-type"] == "image/svg+xml" and "<svg" in svg.text
     for bad in (
+        f"reports/{REPORT_ID}/figures/nothing.svg",  # not a chart of the report
         f"reports/{REPORT_ID}/..%2F..%2Fcatalog.db",  # decoded into more segments: no route
         f"reports/{REPORT_ID}/catalog.db",  # one segment, not a report file: the name check
         f"reports/{REPORT_ID}/.env",

@@ -114,4 +114,6 @@ def test_tables_sort_filter_and_link_their_csv(report_page: Path, browser: Any) 
     assert 0 < shown.count() < rows and all("g6e.xlarge" in r.inner_text() for r in shown.all())
     hrefs = {a.get_attribute("href") for a in page.get_by_role("link", name="Download CSV").all()}
     assert "points.csv" in hrefs and (report_page.parent / "points.csv").is_file()
+    svg = page.locator("#plot-throughput_vs_latency a.file-link").get_attribute("href")
+    assert svg == "figures/throughput_vs_latency.svg" and (report_page.parent / svg).is_file()
     page.close()

@@ -45,6 +45,10 @@ def create_app() -> FastAPI:
         html = _file(report_id, HTML_NAME).decode()
         return html.replace("<body>", f"<body>\n{_BACK}", 1)
 
+    @app.get("/reports/{report_id}/figures/{name}")
+    def figure(report_id: str, name: str) -> Response:
+        return Response(_file(report_id, f"figures/{name}"), media_type="image/svg+xml")
+
     @app.get("/reports/{report_id}/{name}")
     def download(report_id: str, name: str) -> Response:
         media = _MEDIA.get(name.rsplit(".", 1)[-1], "application/octet-stream")

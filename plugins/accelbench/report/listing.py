@@ -12,11 +12,16 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from accelbench.lake.store import Lake
-from accelbench.report.build import HTML_NAME, SUMMARY_NAME
+from accelbench.report.build import FIGURES, HTML_NAME, SUMMARY_NAME
+from accelbench.report.charts import CHARTS
 from accelbench.report.tables import TABLES
 
 REPORT_ID = re.compile(r"\d{8}T\d{6}Z")  # fullmatch only
-SERVED_FILES = frozenset({HTML_NAME, SUMMARY_NAME} | {name for t in TABLES for name in t.files})
+SERVED_FILES = frozenset(
+    {HTML_NAME, SUMMARY_NAME}
+    | {name for t in TABLES for name in t.files}
+    | {f"{FIGURES}/{chart}.svg" for chart in CHARTS}  # the charts as static SVG
+)
 
 
 class NoSuchReport(LookupError):

@@ -1,6 +1,6 @@
 // The report's tables: a click on a column heading sorts by it (again: the other way), a box above each
-// table keeps the rows holding its text, and the "All points" table links its CSV file (beside the page in
-// the lake's folder, or under the report's route in the Benchmarks view). No library: a few lines do it.
+// table keeps the rows holding its text; each table links its CSV file and each chart its static SVG (beside
+// the page in the lake's folder, or under the report's route in the Benchmarks view). No library: a few lines.
 (function () {
   "use strict";
   function cellValue(td) {
@@ -22,10 +22,11 @@
     });
     rows.forEach((r) => body.appendChild(r));
   }
-  function csvHref(name) {
+  function fileHref(name) {
     const path = window.location.pathname;
     return path.endsWith(".html") ? name : path.replace(/\/$/, "") + "/" + name;
   }
+  document.querySelectorAll("a[data-file]").forEach((a) => { a.href = fileHref(a.dataset.file); });
   document.querySelectorAll("table[id]").forEach((table) => {
     const box = table.parentElement;
     if (!table.tBodies.length || !box) return;
@@ -49,7 +50,7 @@
     const csv = box.dataset.csv;
     if (csv) {
       const link = document.createElement("a");
-      link.href = csvHref(csv);
+      link.href = fileHref(csv);
       link.download = csv;
       link.textContent = "Download CSV";
       tools.appendChild(link);
