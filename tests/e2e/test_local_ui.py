@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -52,13 +53,28 @@ SMALLEST = {
 PROMPTS = 3  # what the form changes prompts_per_level to
 
 
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 class UiCommand:
     """scripts/ui.sh running in a process group of its own: its output, and every process seen under it."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
         self.home = Path(env["ACCELBENCH_HOME"])
+        # SIGINT back to its default first: a shell started in the background (a CI runner's job) hands its
+        # children SIGINT ignored, and a script cannot trap a signal ignored on entry (bash's rule).
         self.proc = subprocess.Popen(
-            [str(REPO / "scripts" / "ui.sh"), "--port", str(free_port())],
+            [
+                sys.executable,
+                "-c",
+                _DEFAULT_SIGINT,
+                str(REPO / "scripts" / "ui.sh"),
+                "--port",
+                str(free_port()),
+            ],
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from accelbench.lake.schemas import IMPORTED_MODE
 from accelbench.report.records import Record, figure
 
-Spec = dict[str, Any]
+Spec = dict[str, Any]  # a Vega-Lite JSON document: its schema is Vega-Lite's, not ours
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 SERIES = "series"  # the field each chart colours by: one colour per configuration across the page
 SHOWN = "shown"  # the legend-bound selection: click a legend entry to show only that series
