@@ -117,3 +117,21 @@ def test_tables_sort_filter_and_link_their_csv(report_page: Path, browser: Any) 
     svg = page.locator("#plot-throughput_vs_latency a.file-link").get_attribute("href")
     assert svg == "figures/throughput_vs_latency.svg" and (report_page.parent / svg).is_file()
     page.close()
+
+
+def test_a_local_lake_says_in_one_line_why_nothing_is_priced(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    lake = Lake(str(tmp_path_factory.mktemp("local") / "lake"))
+    local = [r | {"run_id": f"l{i}"} for i, r in enumerate(RUNS) if r.get("execution_mode") == "local"]
+    tables = build_report(local, PRICES, [], FILTER)
+    written = write_report(
+        lake, "20261130T120000Z", tables, FILTER, len(local), datetime(2026, 11, 30, tzinfo=UTC)
+    )
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(Path(written["report.html"]).as_uri())
+    assert "execution_mode: kubernetes" in page.locator("#cards ~ p.lead").last.inner_text()
+    assert page.locator(".card").count() == 1 and "not priced" in page.locator(".card").inner_text()
+    words = page.evaluate(PROSE)
+    assert words["above"] <= MAX_WORDS_ABOVE_CARDS and words["total"] <= MAX_WORDS, words
+    page.close()

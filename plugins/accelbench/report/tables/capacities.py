@@ -35,7 +35,7 @@ TABLE = Table(
         "host",
     ),
     section=Section(
-        unmeasured="a load search (`load_mode: search`)",
+        unmeasured="`load_mode: search`",
         heading="Capacity under the SLOs",
         anchor="capacity",
         table_id="capacity-table",

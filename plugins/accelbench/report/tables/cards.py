@@ -249,8 +249,8 @@ def _rows(inputs: Inputs) -> list[Card]:
 # A card's HTML: the answer, its cost with its interval, the runner-up, what changed, what is undecided.
 _CARDS = """\
 {% if rows and not rows | selectattr("on_demand_usd_per_1m_output_tokens") | list %}
-<p class="lead">Nothing here is priced: these results ran on a local host, not on the instance types they
-name. For a priced answer, run the campaign with <code>execution_mode: kubernetes</code> on EKS.</p>
+<p class="lead">Not priced: measured on this host, not on the instance types named. For prices, run the
+campaign with <code>execution_mode: kubernetes</code> on EKS.</p>
 {% endif %}
 <div class="cards">
 {% for c in rows %}
@@ -313,10 +313,10 @@ TABLE = Table(
         scroll=False,
         body=_CARDS,
         lead="""\
-Cheapest configuration per model and workload that meets every SLO
+Cheapest configuration per model and workload meeting every SLO
 ({% for name, limit, unit in slos.shown() %}{{ name }} ≤ {{ limit }}{{ unit }}
 {{- ", " if not loop.last }}{% endfor %});
-brackets are 95% intervals.""",
+brackets: 95% intervals.""",
         text="""\
 <p>Per model and workload, among the configurations measured on their instance type whose best level
 meets every SLO with its whole 95% interval (a limit left empty is not applied) and that pass the quality

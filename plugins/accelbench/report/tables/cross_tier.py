@@ -165,7 +165,7 @@ TABLE = Table(
         "repeats_campaigns",
     ),
     section=Section(
-        unmeasured="instance types of two tiers or more in one campaign (`instance_types`)",
+        unmeasured="two tiers' `instance_types`",
         heading="Cross-tier comparison: the same model on the same workload",
         anchor="cross-tier",
         table_id="cross-tier",  # one table per group: cross-tier-<comparison id>

@@ -147,7 +147,7 @@ TABLE = Table(
         "change_method",
     ),
     section=Section(
-        unmeasured="one configuration with and without prefix caching (`extra_engine_args`)",
+        unmeasured="prefix caching on and off in `extra_engine_args`",
         heading="Prefix caching: TTFT with and without",
         anchor="prefix-caching",
         table_id="prefix-caching-table",

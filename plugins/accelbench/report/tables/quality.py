@@ -121,7 +121,7 @@ TABLE = Table(
         "on_pareto_front",
     ),
     section=Section(
-        unmeasured="a quantization matrix against its reference (`quantized_models`)",
+        unmeasured="`quantized_models`",
         heading="Quality beside cost: quantizations against their reference",
         anchor="quality",
         table_id="quality-table",

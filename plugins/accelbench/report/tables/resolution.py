@@ -138,7 +138,7 @@ TABLE = Table(
         "output_throughput_resolution",
     ),
     section=Section(
-        unmeasured="two repeats or more per level (`repeats`)",
+        unmeasured="`repeats` of 2 or more",
         heading="How much to measure",
         anchor="resolution",
         table_id="resolution-table",

@@ -30,7 +30,7 @@ TABLE = Table(
     section=Section(
         heading="Trends across campaigns",
         table_id="trends-table",
-        unmeasured="two campaigns or more of one configuration (a scheduled `accelbench_campaign`)",
+        unmeasured="a second campaign of a configuration",
         text="""\
 <p>Per configuration measured by two or more campaigns, its best level under the SLOs in each, priced at
 that campaign's time; a change of vLLM version or price since the campaign before is named.

@@ -206,7 +206,7 @@ TABLE = Table(
         "change_method",
     ),
     section=Section(
-        unmeasured="two vLLM versions of one configuration (`versions`)",
+        unmeasured="two `versions`",
         heading="Version-over-version changes",
         anchor="deltas",
         table_id="deltas-table",
