@@ -25,6 +25,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   env_uv=.venv/bin/uv  # what env_run runs: off a terminal, its summary lines and a heartbeat
   env_step "installing accelbench-campaigns and its pinned dependencies into .venv (uv $UV_VERSION)"
   env_run .venv/bin/uv pip install --python .venv/bin/python -c constraints.txt -e ".[test,bench]"
+  # The editable build leaves its metadata in plugins/ too, which is on sys.path: Airflow would find the
+  # plugin's entry point twice ("Plugin 'accelbench' already registered" on the UI's home page). The
+  # installed metadata is the venv's dist-info.
+  rm -rf plugins/*.egg-info
   echo "$want" > "$stamp"
   env_step "done: .venv"
 fi
