@@ -233,6 +233,9 @@ def test_a_campaign_from_the_local_uis_form_ends_in_the_benchmarks_view(ui_comma
     assert dags[CAMPAIGN]["timetable_summary"] is None and dags[CAMPAIGN]["next_dagrun_run_after"] is None
     assert dags[REPORT]["timetable_summary"] == "Asset"
     assert api.runs(CAMPAIGN) == [] and api.runs(REPORT) == []
+    # Nothing failed to load: no DAG import error, no plugin import error (the UI's home page shows either).
+    assert api.get("/importErrors")["total_entries"] == 0
+    assert api.get("/plugins/importErrors")["total_entries"] == 0, api.get("/plugins/importErrors")
     shots = artifacts_dir()
 
     with sync_playwright() as pw:
