@@ -105,3 +105,46 @@ def test_a_neuron_server_renders_its_compiled_batch_and_refuses_none() -> None:
     unset = neuron.model_copy(update={"tier_fields": NeuronServerFields()})
     with pytest.raises(ConfigError, match="compiles the model for a fixed batch"):
         recipe_for(neuron.runtime).args(unset)
+
+
+def test_a_process_that_imported_no_tier_still_reads_tier_settings_and_specs() -> None:
+    """Config and core sit below the tiers: a tier's setting or a GPU spec read first imports the registry."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from accelbench.config import Settings
+from accelbench.core.spec import ServerSpec
+assert "accelbench.tiers" not in sys.modules
+assert Settings.from_env("vllm_cpu_image_repository").tier("cpu").vllm_cpu_image_repository
+import json
+spec = ServerSpec.model_validate_json(sys.argv[1])
+print(type(spec.tier_fields).__name__, spec.tier_fields.gpu_memory_utilization)
+"""
+    flat = {
+        "runtime": "vllm-gpu",
+        "version": "0.32.0",
+        "image": "i",
+        "model": "m",
+        "served_model_name": "m",
+        "dtype": "bfloat16",
+        "tensor_parallel_size": 1,
+        "kv_cache_gib": 1,
+        "max_model_len": 64,
+        "instance_type": "g6e.xlarge",
+        "accelerator_type": "gpu",
+        "accelerator_count": 1,
+        "vcpu": 4,
+        "server_cpu": 3,
+        "server_memory_mib": 1024,
+        "model_weights_gib": 1.0,
+        "gpu_memory_utilization": 0.9,
+    }
+    import json
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(flat)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["GpuServerFields", "0.9"]

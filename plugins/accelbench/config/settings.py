@@ -7,6 +7,8 @@ here (`register_tier_settings`); a variable keeps its name `ACCELBENCH_<FIELD>` 
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
@@ -66,7 +68,7 @@ class Settings(BaseModel):
         """Every group in the environment now. With field names, only those variables are read and checked
         (the others keep their defaults): a reader of one setting, e.g. while a DAG file is parsed, is not
         failed by a bad value of another."""
-        unknown = sorted(set(only) - set(fields()))
+        unknown = sorted(set(only) - set(_fields_naming(*only)))
         if unknown:
             raise KeyError(f"not a setting: {', '.join(unknown)}")
 
@@ -110,6 +112,21 @@ def tier_groups() -> dict[str, type[TierSettings]]:
     return dict(_TIER_GROUPS)
 
 
+# The tiers register their groups when the registry is imported. Config sits below the tiers and cannot name
+# them at its top, so a name no group declares makes it import the registry by name once: a tier's setting
+# read before anything imported the tiers (a recipe's image, in a process that plans nothing) is known.
+_REGISTRY = "accelbench.tiers"
+
+
+def _fields_naming(*names: str) -> dict[str, FieldInfo]:
+    """`fields()`, with the tiers' groups registered first when one of `names` is not declared yet."""
+    found = fields()
+    if any(n not in found for n in names) and _REGISTRY not in sys.modules:
+        importlib.import_module(_REGISTRY)
+        found = fields()
+    return found
+
+
 def fields() -> dict[str, FieldInfo]:
     """Every declared field by name, once (the home is shared by the groups that live under it)."""
     found: dict[str, FieldInfo] = {}
@@ -122,16 +139,17 @@ def fields() -> dict[str, FieldInfo]:
 def env_name(field: str) -> str:
     """The environment variable of a settings field (home -> ACCELBENCH_HOME); a KeyError for a name that
     is not a field, so that a module constant cannot name an undeclared variable."""
-    if field not in fields():
+    if field not in _fields_naming(field):
         raise KeyError(f"{field!r} is not a field of accelbench.config.Settings")
     return ENV_PREFIX + field.upper()
 
 
 def setting_default(field: str) -> Any:
     """The default of a settings field, as declared (a factory's default made)."""
-    if field not in fields():
+    found = _fields_naming(field)
+    if field not in found:
         raise KeyError(f"{field!r} is not a field of accelbench.config.Settings")
-    return fields()[field].get_default(call_default_factory=True)
+    return found[field].get_default(call_default_factory=True)
 
 
 # Names callers put in messages; each derives from its field, so a renamed field cannot leave a stale one.
@@ -142,6 +160,6 @@ MODE_SETTING = env_name("execution_mode")
 def read_variable(variable: str) -> Any:
     """The value of one variable named in full (e.g. a form field's `default_env`), read and checked alone."""
     field = variable.removeprefix(ENV_PREFIX).lower()
-    if not variable.startswith(ENV_PREFIX) or field not in fields():
+    if not variable.startswith(ENV_PREFIX) or field not in _fields_naming(field):
         raise KeyError(f"{variable} is not an accelbench setting (accelbench.config.Settings)")
     return Settings.from_env(field).value(field)

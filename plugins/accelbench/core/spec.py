@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
+import sys
 from typing import Any, Literal
 
 from pydantic import (
@@ -40,6 +42,15 @@ class TierServerFields(_Frozen):
 
 # accelerator_type -> its tier's server fields (accelbench.tiers.register fills it); a tier absent: none.
 _TIER_FIELDS: dict[str, type[TierServerFields]] = {}
+# The tiers register their models when the registry is imported; core sits below the tiers, so a spec of a
+# tier not registered yet (read in a process that imported no tier) imports the registry by name once.
+_REGISTRY = "accelbench.tiers"
+
+
+def _tier_model(tier: str) -> type[TierServerFields]:
+    if tier not in _TIER_FIELDS and _REGISTRY not in sys.modules:
+        importlib.import_module(_REGISTRY)
+    return _TIER_FIELDS.get(tier, TierServerFields)
 
 
 def register_tier_fields(tier: str, model: type[TierServerFields] | None) -> None:
@@ -102,7 +113,7 @@ class ServerSpec(_Frozen):
         type; a tier with no fields of its own gets the empty base."""
         if not isinstance(data, dict) or isinstance(data.get("tier_fields"), TierServerFields):
             return data
-        model = _TIER_FIELDS.get(str(data.get("accelerator_type")), TierServerFields)
+        model = _tier_model(str(data.get("accelerator_type")))
         data = dict(data)
         given = data.pop("tier_fields", None) or {}
         lifted = {name: data.pop(name) for name in model.model_fields if name in data}

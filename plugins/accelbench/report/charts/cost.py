@@ -20,6 +20,7 @@ from accelbench.report.charts.spec import (
     Spec,
     bar,
     colour,
+    error_bar,
     faded,
     filter_fields,
     filters,
@@ -234,28 +235,8 @@ def frontier(rows: Sequence[Record], slos: SloLimits) -> Spec | None:
         {"field": "front", "title": "frontier"},
     ]
     layers: list[Spec] = [
-        {
-            "transform": [{"filter": "isValid(datum.low)"}],
-            "mark": {"type": "rule"},
-            "encoding": {
-                "x": x,
-                "y": y | {"field": "low"},
-                "y2": {"field": "high"},
-                "color": colour(),
-                "opacity": faded(0.7),
-            },
-        },
-        {
-            "transform": [{"filter": "isValid(datum.x_low)"}],
-            "mark": {"type": "rule"},
-            "encoding": {
-                "x": x | {"field": "x_low"},
-                "x2": {"field": "x_high"},
-                "y": y,
-                "color": colour(),
-                "opacity": faded(0.7),
-            },
-        },
+        error_bar(x, y, "low", "high"),
+        error_bar(x, y, "x_low", "x_high", along="x"),
         {
             "params": [legend_toggle()],
             "mark": {"type": "point", "filled": True, "size": 70},

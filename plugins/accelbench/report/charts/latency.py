@@ -22,6 +22,7 @@ from accelbench.report.charts.spec import (
     bar,
     colour,
     dashes,
+    error_bar,
     faded,
     legend_name,
     legend_toggle,
@@ -141,28 +142,8 @@ def throughput_vs_latency(rows: Sequence[Record], slos: SloLimits) -> Spec | Non
                 "opacity": faded(),
             },
         },
-        {
-            "transform": [{"filter": "isValid(datum.y_low)"}],
-            "mark": {"type": "rule", "strokeWidth": 1},
-            "encoding": {
-                "x": x,
-                "y": y | {"field": "y_low"},
-                "y2": {"field": "y_high"},
-                "color": colour(),
-                "opacity": faded(0.7),
-            },
-        },
-        {
-            "transform": [{"filter": "isValid(datum.x_low)"}],
-            "mark": {"type": "rule", "strokeWidth": 1},
-            "encoding": {
-                "x": x | {"field": "x_low"},
-                "x2": {"field": "x_high"},
-                "y": y,
-                "color": colour(),
-                "opacity": faded(0.7),
-            },
-        },
+        error_bar(x, y, "y_low", "y_high", strokeWidth=1),
+        error_bar(x, y, "x_low", "x_high", along="x", strokeWidth=1),
         {
             "params": [legend_toggle()],
             "mark": {"type": "point", "filled": True, "size": 40},

@@ -17,6 +17,7 @@ from accelbench.report.charts.spec import (
     Spec,
     bar,
     colour,
+    error_bar,
     faded,
     filter_fields,
     filters,
@@ -87,28 +88,8 @@ def cost_vs_quality(rows: Sequence[Record], slos: SloLimits) -> Spec | None:
             "mark": {"type": "rule", "color": SLO_COLOUR, "strokeDash": [5, 3]},
             "encoding": {"y": y | {"field": "gate_limit", "aggregate": "max"}},
         },
-        {
-            "transform": [{"filter": "isValid(datum.y_low)"}],
-            "mark": {"type": "rule"},
-            "encoding": {
-                "x": x,
-                "y": y | {"field": "y_low"},
-                "y2": {"field": "y_high"},
-                "color": colour(),
-                "opacity": faded(0.7),
-            },
-        },
-        {
-            "transform": [{"filter": "isValid(datum.x_low)"}],
-            "mark": {"type": "rule"},
-            "encoding": {
-                "x": x | {"field": "x_low"},
-                "x2": {"field": "x_high"},
-                "y": y,
-                "color": colour(),
-                "opacity": faded(0.7),
-            },
-        },
+        error_bar(x, y, "y_low", "y_high"),
+        error_bar(x, y, "x_low", "x_high", along="x"),
         {
             "params": [legend_toggle()],
             "mark": {"type": "point", "size": 60, "strokeWidth": 2},

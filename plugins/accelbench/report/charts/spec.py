@@ -193,6 +193,17 @@ def dashes() -> Spec:
     }
 
 
+def error_bar(x: Spec, y: Spec, low: str, high: str, along: str = "y", **mark: Any) -> Spec:
+    """A layer of 95% intervals along `along` ("x" or "y") from the fields `low` to `high`, in the series'
+    colours (the legend fades them with their series); rows without a bound draw none."""
+    at = {"x": x, "y": y} | {along: (y if along == "y" else x) | {"field": low}, f"{along}2": {"field": high}}
+    return {
+        "transform": [{"filter": f"isValid(datum.{low})"}],
+        "mark": {"type": "rule"} | mark,
+        "encoding": at | {"color": colour(), "opacity": faded(0.7)},
+    }
+
+
 def quantitative(field: str, title: str | None, **more: Any) -> Spec:
     return {"field": field, "type": "quantitative", "title": title, "axis": {"format": NUMBER}} | more
 

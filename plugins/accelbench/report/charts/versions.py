@@ -15,6 +15,7 @@ from accelbench.report.charts.spec import (
     bar,
     colour,
     dashes,
+    error_bar,
     faded,
     legend_name,
     legend_toggle,
@@ -79,17 +80,7 @@ def version_trend(rows: Sequence[Record], slos: SloLimits) -> Spec | None:
                 "opacity": faded(),
             },
         },
-        {
-            "transform": [{"filter": "isValid(datum.y_low)"}],
-            "mark": {"type": "rule"},
-            "encoding": {
-                "x": x,
-                "y": y | {"field": "y_low"},
-                "y2": {"field": "y_high"},
-                "color": colour(),
-                "opacity": faded(0.7),
-            },
-        },
+        error_bar(x, y, "y_low", "y_high"),
         {
             "params": [legend_toggle()],
             "mark": {"type": "point", "filled": True, "size": 50},
