@@ -29,6 +29,7 @@ from accelbench.report.charts.spec import (
     level,
     number,
     quantitative,
+    row_facet,
     top,
     where,
     with_interval,
@@ -162,20 +163,7 @@ def cost_at_slo(rows: Sequence[Record], slos: SloLimits) -> Spec | None:
         "on-demand and spot, cheapest first within each model and workload, with 95% intervals",
         {"costs": data},
         data={"name": "costs"},
-        facet={
-            "row": {
-                "field": "group",
-                "type": "nominal",
-                "sort": groups,
-                "title": None,
-                "header": {
-                    "labelAngle": 0,
-                    "labelAlign": "left",
-                    "labelOrient": "top",
-                    "labelFontWeight": "bold",
-                },
-            }
-        },
+        facet={"row": row_facet("group", sort=groups)},
         spec={"width": 2 * WIDTH, "height": {"step": ROW_PX // 2}, "layer": layers},
         resolve={"scale": {"y": "independent"}},
         title={"text": f"SLOs: {slo_words(slos)}", "anchor": "start", "fontSize": 11, "fontWeight": "normal"},
@@ -265,19 +253,7 @@ def frontier(rows: Sequence[Record], slos: SloLimits) -> Spec | None:
         data={"name": "best"},
         params=params,
         transform=kept,
-        facet={
-            "row": {
-                "field": "group",
-                "type": "nominal",
-                "title": None,
-                "header": {
-                    "labelAngle": 0,
-                    "labelAlign": "left",
-                    "labelOrient": "top",
-                    "labelFontWeight": "bold",
-                },
-            }
-        },
+        facet={"row": row_facet("group")},
         spec={"width": 2 * WIDTH, "height": HEIGHT + 40, "layer": layers},
         resolve={"scale": {"x": "independent", "y": "independent"}},
     )

@@ -28,6 +28,7 @@ from accelbench.report.charts.spec import (
     legend_toggle,
     level,
     quantitative,
+    row_facet,
     top,
     where,
     with_interval,
@@ -198,18 +199,7 @@ def throughput_vs_latency(rows: Sequence[Record], slos: SloLimits) -> Spec | Non
         {"points": data},
         data={"name": "points"},
         facet={
-            "row": {
-                "field": "workload",
-                "type": "nominal",
-                "sort": workloads,
-                "title": None,
-                "header": {
-                    "labelAngle": 0,
-                    "labelAlign": "left",
-                    "labelOrient": "top",
-                    "labelFontWeight": "bold",
-                },
-            },
+            "row": row_facet("workload", sort=workloads),
             "column": {
                 "field": "latency",
                 "type": "nominal",

@@ -23,6 +23,7 @@ from accelbench.report.charts.spec import (
     filters,
     legend_toggle,
     quantitative,
+    row_facet,
     top,
     with_interval,
 )
@@ -119,19 +120,7 @@ def cost_vs_quality(rows: Sequence[Record], slos: SloLimits) -> Spec | None:
         data={"name": "quality"},
         params=params,
         transform=kept,
-        facet={
-            "row": {
-                "field": "group",
-                "type": "nominal",
-                "title": None,
-                "header": {
-                    "labelAngle": 0,
-                    "labelAlign": "left",
-                    "labelOrient": "top",
-                    "labelFontWeight": "bold",
-                },
-            }
-        },
+        facet={"row": row_facet("group")},
         spec={"width": 2 * WIDTH, "height": HEIGHT, "layer": layers},
         resolve={"scale": {"x": "independent", "y": "independent"}},
     )

@@ -204,6 +204,13 @@ def error_bar(x: Spec, y: Spec, low: str, high: str, along: str = "y", **mark: A
     }
 
 
+def row_facet(field: str, sort: Sequence[str] | None = None) -> Spec:
+    """Panels in rows by `field` (a model and workload, a workload), each headed by its value in bold."""
+    header = {"labelAngle": 0, "labelAlign": "left", "labelOrient": "top", "labelFontWeight": "bold"}
+    found: Spec = {"field": field, "type": "nominal", "title": None, "header": header}
+    return found if sort is None else found | {"sort": list(sort)}
+
+
 def quantitative(field: str, title: str | None, **more: Any) -> Spec:
     return {"field": field, "type": "quantitative", "title": title, "axis": {"format": NUMBER}} | more
 
