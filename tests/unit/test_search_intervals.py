@@ -66,12 +66,13 @@ def _server(
 def test_a_clear_probe_is_decided_by_its_first_measurement() -> None:
     rng = np.random.default_rng(3)
     search = LoadSearch(_plan())
-    # 400 requests bound a p99 on both sides (368 at 95%): 200 ms [.., ..] is under 500 ms.
-    probe = search.record(ProbeResult(load=1, repeats=(_repeat(rng, 200.0, 400),)))
-    assert (probe.verdict, probe.requests, probe.extensions) == ("pass", 400, 0)
+    # 800 requests bound a p99 on both sides at each look's 97.5% (2 looks of 800 to max_requests=1600,
+    # Bonferroni; 437 requests needed; issue 48: was 400 requests at 95%): 200 ms [.., ..] is under 500 ms.
+    probe = search.record(ProbeResult(load=1, repeats=(_repeat(rng, 200.0, 800),)))
+    assert (probe.verdict, probe.requests, probe.extensions) == ("pass", 800, 0)
     (bound,) = probe.bounds
     assert bound.verdict == "meets" and bound.high is not None and bound.high < LIMIT
-    assert bound.method.startswith("order statistics, 400 requests")
+    assert bound.method.startswith("order statistics, 800 requests")
     # 100 requests bound it below only: a p99 far over the limit still misses.
     probe = search.record(ProbeResult(load=2, repeats=(_repeat(rng, 3000.0, 100),)))
     assert probe.verdict == "fail" and probe.limiting == "p99 TTFT"
@@ -79,10 +80,11 @@ def test_a_clear_probe_is_decided_by_its_first_measurement() -> None:
 
 
 def test_a_probe_whose_interval_holds_the_limit_gets_more_requests() -> None:
-    """A true p99 10% under the limit cannot be told from it with 200 requests (no upper bound), and
-    is with more: the search measures the same load again instead of deciding by noise."""
+    """A true p99 25% under the limit cannot be told from it with 200 requests (no upper bound), and
+    is with more: the search measures the same load again instead of deciding by noise. (Issue 48: 10%
+    under it before; each of the 8 looks is now judged at 99.4%, Bonferroni.)"""
     search = LoadSearch(_plan())
-    server = _server(lambda load: 0.9 * LIMIT, requests=200, seed=5)
+    server = _server(lambda load: 0.75 * LIMIT, requests=200, seed=5)
     verdicts = []
     while search.next_load() == 1:
         probe = search.record(server(1))
@@ -269,23 +271,28 @@ def test_bracketing_stops_at_over_saturation_by_a_slope_test() -> None:
     assert result.outcome == "upper_bound", result.summary()
 
 
-def test_the_host_s_run_to_run_spread_from_the_recheck_widens_the_capacity_interval() -> None:
-    """A probe's interval holds its own requests' noise, not how the host's runs differ. The recheck is the
-    one load measured twice: a 40% slower recheck (short of a drift, 2x) widens every bound by that spread,
-    so the capacity interval holds the one the same probes give without it, and more."""
+def test_the_host_s_run_to_run_spread_of_the_p99_widens_the_capacity_interval() -> None:
+    """A probe's interval holds its own requests' noise, not how the host's runs differ. Every load measured
+    more than once (a probe measured again, the first probe and its recheck) shows it: a host whose every
+    run again is 30% (log sd) faster or slower widens every bound by that spread (issue 48: the recheck
+    alone, on the median, before), so the capacity interval holds the one the same probes give without
+    it, and more."""
     rng = np.random.default_rng(12)
-    calls: list[float] = []
+
+    seen: set[float] = set()
 
     def probe(load: float) -> ProbeResult:
-        calls.append(load)
-        slow = 1.4 if load == 1 and len(calls) > 1 else 1.0
+        # A run again at a load measured before (the runs the spread is seen in): faster or slower.
+        slow = float(np.exp(rng.normal(0, 0.3))) if load in seen else 1.0
+        seen.add(load)
         return ProbeResult(load=load, repeats=(_repeat(rng, _smooth(20.5, slow)(load), 400),))
 
     plan = _plan(upper=64)
     result = run_search(plan, probe)
     assert result.outcome == "capacity", result.summary()
-    assert result.capacity_method is not None and "widened by the host's run-to-run spread (" in (
-        result.capacity_method
+    assert (
+        result.capacity_method is not None
+        and "widened by the host's run-to-run spread of the p99 (p99 TTFT" in (result.capacity_method)
     )
     narrow = fit_capacity(plan, [p for p in result.probes if p.phase != "recheck"])
     assert narrow is not None and narrow.low is not None and result.capacity_low is not None

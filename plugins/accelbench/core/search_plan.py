@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from accelbench.core.intervals import Interval, SloVerdict, slo_verdict
+from accelbench.core.intervals import CONFIDENCE, Interval, SloVerdict, slo_verdict
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
 
 # time_scale: a timed trace's pace (its headroom: how many times the recorded traffic a server holds)
@@ -146,6 +146,22 @@ class SearchPlan(_Frozen):
         what the choice of `min_requests` itself means. Without an error-rate limit: `min_requests`."""
         allowed = self.slos.max_error_rate or 0.0
         return max(1, math.ceil(self.min_requests * (1 - allowed) - 1e-9))
+
+    def looks(self, batch: int | None = None) -> int:
+        """The most times one probe's verdict is judged: its first measurement and each time it is measured
+        again, a repeat growing by `batch` requests (its first measurement's; `min_requests`, the fewest,
+        when not given) while it stays within `max_requests`. 1 under the point rule. Known before the
+        first look (the driver's level size, not what it measures), so a correction over it is fixed in
+        advance."""
+        if self.max_requests is None:
+            return 1
+        return max(1, self.max_requests // max(batch or self.min_requests, 1))
+
+    def look_confidence(self, batch: int | None = None) -> float:
+        """The confidence each look judges a probe's p99 intervals at: Bonferroni over its `looks`, each
+        at 1 - 0.05 / looks, so the chance that any look of a probe decides wrongly stays within 5% however
+        often it is measured again (an undecided probe re-judged at 95% each time spends 5% per look)."""
+        return 1 - (1 - CONFIDENCE) / self.looks(batch)
 
     def precise(self, passing: float, failing: float) -> bool:
         """Whether the bracket [passing, failing] is as narrow as the plan asks (one concurrency step is
@@ -299,9 +315,13 @@ class SearchResult(_Frozen):
     capacity_low: float | None = None
     capacity_high: float | None = None
     capacity_method: str | None = None
+    # The upper end is a load no probe judged to miss, only one the search could not show meeting (undecided
+    # at the cap): said as "4 undecided" beside it.
+    capacity_high_undecided: bool = False
 
     def capacity_text(self) -> str:
-        """ "26 concurrent [24, 28] at 95%" (an open end: "-"), or "26 concurrent" without an interval."""
+        """ "26 concurrent [24, 28] at 95%" (an open end: "-"; an undecided upper end: ", 28 undecided"),
+        or "26 concurrent" without an interval."""
         assert self.capacity is not None
         return capacity_words(
             self.capacity,
@@ -309,6 +329,7 @@ class SearchResult(_Frozen):
             self.capacity_low,
             self.capacity_high,
             interval=self.capacity_method is not None,
+            high_undecided=self.capacity_high_undecided,
         )
 
     def summary(self) -> str:
@@ -352,6 +373,16 @@ class CapacityFit(_Frozen):
     low: float | None
     high: float | None
     method: str
+    high_undecided: bool = False  # `high` is the smallest load not shown to meet, none judged to miss
+
+
+UNDECIDED_HIGH = "undecided"  # the words after an upper end no probe judged to miss ("4 undecided")
+
+
+def says_high_undecided(method: str | None, high: float | None) -> bool:
+    """Whether a capacity's method (the lake's `capacity_method`) says its upper end is undecided, not a
+    load judged to miss (`accelbench.search.statistics.fit_capacity`): no column of its own, schema kept."""
+    return high is not None and f"upper end {high:g} {UNDECIDED_HIGH}" in (method or "")
 
 
 def bound_text(load: float | None) -> str:
@@ -359,10 +390,20 @@ def bound_text(load: float | None) -> str:
 
 
 def capacity_words(
-    capacity: float, unit: str, low: float | None = None, high: float | None = None, *, interval: bool = True
+    capacity: float,
+    unit: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    interval: bool = True,
+    high_undecided: bool = False,
 ) -> str:
-    """ "26 concurrent [24, 28] at 95%" (an open end: "-"); "26 concurrent" for a search without an
-    interval (the point rule: `interval` false). One wording for the search's log, the campaign's and the
-    lake's rows."""
+    """ "26 concurrent [24, 28] at 95%" (an open end: "-"; an upper end undecided at the cap, not judged to
+    miss: "26 concurrent [24, 28] at 95%, 28 undecided"); "26 concurrent" for a search without an interval
+    (the point rule: `interval` false). One wording for the search's log, the campaign's and the lake's
+    rows."""
     text = f"{capacity:g} {unit}"
-    return f"{text} [{bound_text(low)}, {bound_text(high)}] at 95%" if interval else text
+    if not interval:
+        return text
+    text += f" [{bound_text(low)}, {bound_text(high)}] at 95%"
+    return text + (f", {high:g} {UNDECIDED_HIGH}" if high_undecided and high is not None else "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelbench.core.search_plan import UNITS, capacity_words
+from accelbench.core.search_plan import UNITS, capacity_words, says_high_undecided
 from accelbench.report.labels import bracket_text
 
 
@@ -23,5 +23,6 @@ def capacity_text(c: dict[str, Any]) -> str:
         c.get("capacity_low"),
         c.get("capacity_high"),
         interval=c.get("capacity_method") is not None,
+        high_undecided=says_high_undecided(c.get("capacity_method"), c.get("capacity_high")),
     )
     return f"capacity {value} (bracket {bracket}{limited}{why}; {cost})"

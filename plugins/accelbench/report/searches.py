@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from accelbench.core.price import Price
-from accelbench.core.search_plan import LEVEL_KINDS, UNITS
+from accelbench.core.search_plan import LEVEL_KINDS, UNDECIDED_HIGH, UNITS, says_high_undecided
 from accelbench.lake.schemas import LakeRow
 from accelbench.report.hosts import host_label
 from accelbench.report.labels import bracket_text, level_label, short_model, slos_text, trace_label
@@ -43,7 +43,10 @@ def bracket_with_interval(capacity: LakeRow) -> str | None:
     if capacity.get("capacity_method") is None:
         return bracket
     ends = ["-" if capacity.get(k) is None else f"{capacity[k]:g}" for k in ("capacity_low", "capacity_high")]
-    return f"{bracket or '[, ]'}; 95%: [{ends[0]}, {ends[1]}]"
+    # An upper end no probe judged to miss (issue 48): the method says "upper end 4 undecided".
+    undecided = says_high_undecided(capacity.get("capacity_method"), capacity.get("capacity_high"))
+    text = f"{bracket or '[, ]'}; 95%: [{ends[0]}, {ends[1]}]"
+    return text + (f", {ends[1]} {UNDECIDED_HIGH}" if undecided else "")
 
 
 def outcome_text(capacity: LakeRow) -> str | None:

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -84,7 +84,14 @@ from accelbench.core.search_plan import (
     SloBound,
 )
 from accelbench.core.slos import LIMITS, Limit
-from accelbench.search.statistics import fit_capacity, host_spread, merged_repeats, probe_drift, saturation
+from accelbench.search.statistics import (
+    Spread,
+    fit_capacity,
+    host_spread,
+    merged_repeats,
+    probe_drift,
+    saturation,
+)
 
 
 def _excess(limit: Limit, bound: float, point: dict[str, float | None]) -> float:
@@ -113,7 +120,9 @@ class LoadSearch:
         self._drift: str | None = None  # what the recheck found changed
         self._last_pass: tuple[float, list[RepeatResult]] | None = None  # the last passing bracket probe
         self._saturated: str | None = None  # why bracketing stopped at over-saturation
-        self._host_sd = 0.0  # the host's run-to-run spread the recheck showed (log scale)
+        # Every measurement of each load (a probe measured again, the first probe and its recheck): the runs
+        # the host's run-to-run spread is pooled from (`host_spread`).
+        self._measured: dict[float, list[list[RepeatResult]]] = {}
 
     def next_load(self) -> float | None:
         return self._next
@@ -150,12 +159,12 @@ class LoadSearch:
         if extend:
             return probe
         merged = merged_repeats(self._batches)
+        self._measured.setdefault(probe.load, []).extend(list(b.repeats) for b in self._batches)
         self._batches = []
         self._probes.append(probe)
         if self._rechecking:
             assert self._first is not None
             self._drift = probe_drift(self.plan, self._first, merged, probe.load)
-            self._host_sd = host_spread(self.plan, self._first, merged)
             self._next = None
             return probe
         if self._first is None:
@@ -241,13 +250,17 @@ class LoadSearch:
                 if limit.fails(bound, point) and (worst is None or _excess(limit, bound, point) > worst[0]):
                     worst = (_excess(limit, bound, point), limit.label)
         bounds: list[SloBound] = []
+        first_batch = max(r.completed + r.failed for r in batches[0].repeats)
         if intervals and trusted and not small:
             for limit in TAIL_LIMITS:
                 bound = getattr(plan.slos, limit.param)
                 if bound is None:
                     continue
                 groups = [np.asarray(r.samples(limit), dtype=float) for r in trusted]
-                judged = SloBound.of(limit, bound, pooled_quantile_interval(groups, 0.99))
+                # Each look at the plan's corrected confidence: a probe is judged again each time it is
+                # measured again (`SearchPlan.look_confidence`, Bonferroni over its most looks).
+                interval = pooled_quantile_interval(groups, 0.99, plan.look_confidence(first_batch))
+                judged = SloBound.of(limit, bound, interval)
                 if judged.estimate is None:  # no request measured it: it fails, as in the report
                     judged = judged.model_copy(update={"verdict": "misses"})
                 bounds.append(judged)
@@ -290,7 +303,14 @@ class LoadSearch:
             return min(max(rounded, passing + 1), failing - 1)
         return rounded if passing < rounded < failing else middle
 
-    def result(self) -> SearchResult:
+    def spread(self, extra: Mapping[str, Sequence[Spread]] | None = None) -> Spread:
+        """The host's run-to-run spread of the judged p99s over every load measured more than once so
+        far, pooled with `extra` (earlier runs' spreads: `statistics.host_spread`)."""
+        return host_spread(self.plan, list(self._measured.values()), extra)
+
+    def result(self, extra_spreads: Mapping[str, Sequence[Spread]] | None = None) -> SearchResult:
+        """What the search found; `extra_spreads`: the same p99s' run-to-run spreads from earlier runs
+        (the lake's), pooled into the host's spread that widens the capacity interval."""
         stopped, failing_probe = self._stopped, self._failing_probe
         outcome: Outcome
         if self._drift is not None:
@@ -309,7 +329,7 @@ class LoadSearch:
             outcome = "capacity"
         capacity = self._passing if outcome in ("capacity", "upper_bound", "saturated") else None
         measured = [p for p in self._probes if p.phase != "recheck"]
-        fit = fit_capacity(self.plan, measured, self._host_sd) if capacity is not None else None
+        fit = fit_capacity(self.plan, measured, self.spread(extra_spreads)) if capacity is not None else None
         if capacity is not None and fit is not None and fit.estimate is not None:
             # From every probe together: the largest passing load at or under the fitted crossing (a
             # probed load, so that the report prices the capacity from its own probe).
@@ -322,6 +342,7 @@ class LoadSearch:
             capacity_low=fit.low if fit is not None else None,
             capacity_high=fit.high if fit is not None else None,
             capacity_method=fit.method if fit is not None else None,
+            capacity_high_undecided=fit is not None and fit.high_undecided,
             passing=self._passing,
             failing=self._failing,
             limiting=failing_probe.limiting if failing_probe is not None else None,

@@ -1,29 +1,157 @@
 """The load search's statistics under the interval rule: the capacity fitted from every probe together
-(`fit_capacity`), the host's run-to-run spread the recheck shows (`host_spread`), drift between two
+(`fit_capacity`), the host's run-to-run spread of the judged p99 over every load measured twice
+(`host_spread`, `Spread`), drift between two
 measurements of one load (`probe_drift`, `repeats_drift`) and over-saturation (`saturation`). See
 `accelbench.search.load_search` for the rule and the algorithm."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from accelbench.core.drift import drift
-from accelbench.core.intervals import pooled_quantile_interval
-from accelbench.core.search_plan import TAIL_LIMITS, CapacityFit, Probe, ProbeResult, RepeatResult, SearchPlan
+from accelbench.core.intervals import (
+    CONFIDENCE,
+    pooled_quantile_interval,
+    quantile_interval,
+    repeat_quantiles,
+    t_quantile,
+)
+from accelbench.core.search_plan import (
+    TAIL_LIMITS,
+    UNDECIDED_HIGH,
+    CapacityFit,
+    Probe,
+    ProbeResult,
+    RepeatResult,
+    SearchPlan,
+)
 from accelbench.core.slos import Limit
 
 
-def fit_capacity(plan: SearchPlan, probes: Sequence[Probe], host_sd: float = 0.0) -> CapacityFit | None:
-    """The `CapacityFit` of the probes with intervals (None under the point rule, or none measured).
-    `host_sd`: the host's run-to-run spread of a latency on the log scale (`host_spread`), which a
-    probe's within-run interval does not hold: each bound is moved out by it, in quadrature with the
-    interval's own half-width on the log scale (two independent errors of one log figure)."""
+@dataclass(frozen=True)
+class Spread:
+    """A run-to-run spread on the log scale (`sd`) and the degrees of freedom it rests on (`df`: 0, none
+    measured). `metric` names the statistic ("p99 E2E latency")."""
+
+    sd: float = 0.0
+    df: int = 0
+    metric: str | None = None
+
+    def pooled(self, others: Sequence[Spread]) -> Spread:
+        """Pooled with `others` of the same statistic: variances weighted by their degrees of freedom (as
+        a one-way analysis of variance pools its groups), the degrees of freedom added."""
+        spreads = [s for s in (self, *others) if s.df > 0]
+        df = sum(s.df for s in spreads)
+        if not df:
+            return Spread(metric=self.metric)
+        return Spread(math.sqrt(sum(s.df * s.sd**2 for s in spreads) / df), df, self.metric)
+
+    def quantile(self, confidence: float = CONFIDENCE) -> float:
+        """The half-width multiplier at `confidence`: Student t with the spread's degrees of freedom (a sd
+        from 1 pair is itself a rough guess: t = 12.7 where a normal says 1.96); 0 without a spread."""
+        return t_quantile(confidence, self.df) * self.sd if self.df > 0 and self.sd > 0 else 0.0
+
+    def text(self) -> str:
+        """ "p99 E2E latency 16% (3 df)" """
+        return f"{self.metric or 'latency'} {math.expm1(self.sd):.0%} ({self.df} df)"
+
+
+def run_spread(
+    groups: Sequence[Sequence[float]],
+    metric: str | None = None,
+    sampling: Sequence[Sequence[float]] | None = None,
+) -> Spread:
+    """The host's spread of one run's statistic from runs at the same load (each group: the statistic's
+    values, > 0, of 2 or more runs at one load): the pooled within-group variance of their logs (the host's
+    noise scales latencies), sum of squared deviations over sum of (runs - 1), which is the df; less the
+    runs' mean sampling variance on the log scale (`sampling`, the same shape: each run's own requests'
+    noise, which a probe's interval already holds), floored at 0 (a method-of-moments estimate; its df
+    taken as the pooled variance's). A pair of runs without `sampling` gives |log ratio| / sqrt(2), 1 df."""
+    ss, df, own, runs = 0.0, 0, 0.0, 0
+    for k, group in enumerate(groups):
+        values = np.asarray(group, dtype=float)
+        variances = np.asarray(sampling[k], dtype=float) if sampling is not None else np.zeros(values.size)
+        keep = np.isfinite(values) & (values > 0) & np.isfinite(variances)
+        values, variances = values[keep], variances[keep]
+        if values.size < 2:
+            continue
+        logs = np.log(values)
+        ss += float(((logs - logs.mean()) ** 2).sum())
+        df += int(values.size - 1)
+        own, runs = own + float(variances.sum()), runs + int(values.size)
+    if not df:
+        return Spread(metric=metric)
+    return Spread(math.sqrt(max(ss / df - own / runs, 0.0)), df, metric)
+
+
+def host_spread(
+    plan: SearchPlan,
+    measured: Sequence[Sequence[Sequence[RepeatResult]]],
+    extra: Mapping[str, Sequence[Spread]] | None = None,
+) -> Spread:
+    """The host's run-to-run spread of the statistic the SLOs judge: for each limited latency, the p99 of
+    each measurement of one load (`measured`: per load, its measurements, each a probe's repeats: a probe
+    measured again while undecided, and the first probe with its recheck), the geometric mean of its
+    repeats' median-unbiased p99s, pooled by `run_spread` over every load measured more than once (less
+    each run's sampling variance, `_run_p99`) and with `extra` (earlier runs' spreads of the same p99,
+    keyed by the limit's label: "p99 TTFT"); the metric with the largest sd. The median, the rule before
+    (issue 48), moved 1.6% where the p99 moved 16%."""
+    spreads = [Spread()]
+    for limit in TAIL_LIMITS:
+        if getattr(plan.slos, limit.param) is None:
+            continue
+        runs = [[_run_p99(limit, repeats) for repeats in m] for m in measured if len(m) > 1]
+        groups = [[value for value, _ in group] for group in runs]
+        sampling = [[variance for _, variance in group] for group in runs]
+        spread = run_spread(groups, limit.label, sampling).pooled((extra or {}).get(limit.label, ()))
+        spreads.append(spread)
+    return max(spreads, key=lambda s: (s.sd, s.df))
+
+
+SAMPLING_CONFIDENCE = 0.5  # the order-statistic interval a run's sampling sd is read from (138 requests on)
+
+
+def _run_p99(limit: Limit, repeats: Sequence[RepeatResult]) -> tuple[float, float]:
+    """One measurement's p99 of `limit`'s metric, the geometric mean of its repeats' median-unbiased p99s
+    (`pooled_quantile_interval`'s centre), and its sampling variance on the log scale: each repeat's from
+    its p99's 50% order-statistic interval (half-width / 0.674, a normal's quartile; 0 where too few
+    requests bound it: the spread then errs wide), their mean over the repeats' count. nan without
+    requests or a p99 <= 0."""
     from scipy.stats import norm  # scipy at call time: DAG files import accelbench.core
 
-    widen = float(norm.ppf(0.975)) * host_sd
+    groups = [np.asarray(r.samples(limit), dtype=float) for r in repeats if r.samples(limit)]
+    quantiles = repeat_quantiles(groups, 0.99) if groups else np.array([])
+    if not quantiles.size or (quantiles <= 0).any():
+        return math.nan, math.nan
+    z = float(norm.ppf((1 + SAMPLING_CONFIDENCE) / 2))
+    variances = []
+    for group in groups:
+        interval = quantile_interval(group, 0.99, SAMPLING_CONFIDENCE)
+        ok = interval.low is not None and interval.high is not None and interval.low > 0
+        sd = (math.log(interval.high) - math.log(interval.low)) / (2 * z) if ok else 0.0  # type: ignore[arg-type]
+        variances.append(sd**2)
+    return float(np.exp(np.log(quantiles).mean())), float(np.mean(variances)) / len(variances)
+
+
+def fit_capacity(
+    plan: SearchPlan, probes: Sequence[Probe], spread: Spread | None = None
+) -> CapacityFit | None:
+    """The `CapacityFit` of the probes with intervals (None under the point rule, or none measured).
+    `spread`: the host's run-to-run spread of the judged p99 (`host_spread`), which a probe's within-run
+    interval does not hold: each bound is moved out by its t half-width (t with the spread's df, at 95%),
+    in quadrature with the interval's own half-width on the log scale (two independent errors of one log
+    figure).
+
+    The upper end: the smallest load judged to miss (its fitted low bound over the limit, or its own
+    widened low bound: a pooled fit must not lose a decided miss to an undecided probe above it, issue 48),
+    or a failing probe (error rate). Where none is, the smallest load the search did not show meeting
+    (undecided at the cap, or a miss that the widening leaves undecided) is the upper end, said undecided
+    (`CapacityFit.high_undecided`); where there is none either, the end is open and the method says so."""
+    widen = spread.quantile() if spread is not None else 0.0
     judged = [p for p in probes if p.bounds]
     if not judged:
         return None
@@ -37,12 +165,15 @@ def fit_capacity(plan: SearchPlan, probes: Sequence[Probe], host_sd: float = 0.0
         w = weights[[i for i, _ in rows]]
         # A bound the requests could not give: the high one unbounded (never "sure to meet"), the low one 0.
         estimate = fitted([b.estimate if b.estimate is not None else np.inf for _, b in rows], w)
-        low = fitted([widened(b.estimate, b.low, -widen) if b.low is not None else 0.0 for _, b in rows], w)
+        own_low = np.array(
+            [widened(b.estimate, b.low, -widen) if b.low is not None else 0.0 for _, b in rows]
+        )
+        low = fitted(own_low, w)
         high = fitted(
             [widened(b.estimate, b.high, widen) if b.high is not None else np.inf for _, b in rows], w
         )
         meets_high = at[high <= limit]
-        misses_low = at[low > limit]
+        misses_low = at[(low > limit) | (own_low > limit)]
         ends.append(
             (
                 crossing(at, estimate, limit),
@@ -51,22 +182,38 @@ def fit_capacity(plan: SearchPlan, probes: Sequence[Probe], host_sd: float = 0.0
             )
         )
 
-    def smallest(values: list[float | None]) -> float | None:
+    def smallest(values: Sequence[float | None]) -> float | None:
         known = [v for v in values if v is not None]
         return min(known) if known else None
 
     estimate_, low_, high_ = (smallest([e[k] for e in ends]) for k in range(3))
+    # A probe failed on what no interval holds (its error rate, a fact) misses as surely.
+    high_ = smallest([high_, *(p.load for p in probes if p.verdict == "fail" and not _missed_p99(p))])
+    high_undecided = False
+    not_meeting = [p.load for p in probes if p.verdict in ("fail", "undecided")]
+    if high_ is None and not_meeting:
+        high_, high_undecided = min(not_meeting), True
     if plan.variable == "concurrency" and estimate_ is not None:
         estimate_ = float(math.floor(estimate_))
     if estimate_ is not None:  # the crossing lies within what the bounds allow
         estimate_ = max(estimate_, low_) if low_ is not None else estimate_
         estimate_ = min(estimate_, high_) if high_ is not None else estimate_
-    method = f"monotone fit of {len(judged)} probes' p99 intervals (isotonic, weighted by requests), 95%"
-    if host_sd > 0:
-        method += (
-            f", widened by the host's run-to-run spread ({math.expm1(host_sd):.0%}, first probe vs recheck)"
-        )
-    return CapacityFit(estimate=estimate_, low=low_, high=high_, method=method)
+    method = (
+        f"monotone fit of {len(judged)} probes' p99 intervals (isotonic, weighted by requests), 95%"
+        " (each probe's looks Bonferroni-corrected: 1 - 5% / its most looks each)"
+    )
+    if spread is not None and spread.df > 0:
+        method += f", widened by the host's run-to-run spread of the p99 ({spread.text()}, t interval)"
+    if high_undecided and high_ is not None:
+        method += f"; upper end {high_:g} {UNDECIDED_HIGH}: no load judged to miss"
+    elif high_ is None:
+        method += f"; upper end open: no load up to {float(loads.max()):g} judged to miss"
+    return CapacityFit(estimate=estimate_, low=low_, high=high_, method=method, high_undecided=high_undecided)
+
+
+def _missed_p99(probe: Probe) -> bool:
+    """Whether a probe's miss was a p99's interval (judged with the host's spread by the fit above)."""
+    return any(b.verdict == "misses" for b in probe.bounds)
 
 
 def widened(estimate: float | None, bound: float, widen: float) -> float:
@@ -78,28 +225,7 @@ def widened(estimate: float | None, bound: float, widen: float) -> float:
     return estimate * math.exp(math.copysign(math.hypot(own, widen), widen))
 
 
-def host_spread(plan: SearchPlan, first: list[RepeatResult], again: list[RepeatResult]) -> float:
-    """The host's run-to-run spread on the log scale, from the one load measured twice (the first probe
-    and its recheck): the difference of their log medians of each limited latency (the host's noise
-    scales latencies) is that of two runs' host effects, so sd = |difference| / sqrt(2); the largest over
-    the metrics. One pair: a rough estimate (1 degree of freedom), but the only between-run figure a
-    search of single repeats has, and without it a probe's within-run interval claims more than it knows
-    (benchmarks/search_coverage.py)."""
-    spreads = [0.0]
-    for limit in TAIL_LIMITS:
-        if getattr(plan.slos, limit.param) is None:
-            continue
-        medians = [
-            pooled_quantile_interval([np.asarray(r.samples(limit), dtype=float) for r in side], 0.5).estimate
-            for side in (first, again)
-        ]
-        if all(m is not None and m > 0 for m in medians):
-            before, after = (float(m) for m in medians if m is not None)
-            spreads.append(abs(math.log(after / before)) / math.sqrt(2))
-    return max(spreads)
-
-
-def fitted(values: Sequence[float], weights: np.ndarray) -> np.ndarray:
+def fitted(values: Sequence[float] | np.ndarray, weights: np.ndarray) -> np.ndarray:
     from scipy.optimize import isotonic_regression  # scipy at call time: DAG files import accelbench.core
 
     fitted: np.ndarray = isotonic_regression(np.asarray(values, dtype=float), weights=weights).x
