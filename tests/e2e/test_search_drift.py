@@ -24,8 +24,9 @@ from accelbench.report.slos import slo_judgement
 from tests.support.specs import tiny_spec
 from tests.support.zero import zero_server
 
-# One request in flight answers in TTFT_MS. The interval rule needs 368 requests of a repeat to bound a p99 on
-# both sides: the first probe (1 concurrent) is measured 4 x 100 requests. From the request after SLOW_AFTER
+# One request in flight answers in TTFT_MS. The interval rule, at 98.75% a look (its 4 looks Bonferroni-
+# corrected), needs 505 requests of a repeat to bound a p99 on both sides: the first probe (1 concurrent) is
+# measured 4 x 100 requests and stays undecided at its cap. From the request after SLOW_AFTER
 # (2 warm-ups, the first probe's 400) on, the server is SLOW x slower (160 ms), and two in flight 3x slower
 # again (degrade after 1, slope 2: 480 ms): 2 concurrent misses the SLO, decided from its first 100 requests
 # (its lower bound is over the limit), and the recheck of the first probe finds its median TTFT 8x what it
