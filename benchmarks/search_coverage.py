@@ -23,6 +23,10 @@ server-seconds against one grid pass's (the mean pass: `vllm bench serve`'s own 
 as SearchResult.server_s).
 Acceptance (issue 29): at least 9 of 10 intervals contain the reference, each search at most half the
 grid's server-seconds.
+
+Simulated (issue 48, point 4): benchmarks/search_coverage_sim.py drives 1,000 searches of the same plan
+(these defaults: UPPER, PROMPTS, MAX_REQUESTS, SLOPE) through the real `LoadSearch` and `fit_capacity`
+on a simulated server whose p99 wanders from run to run, no server needed.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ from accelbench.loadgen.driver import Driver
 from zero_pipeline import CLIENT_CPU, VLLM_BIN, spec, zero_server
 
 TARGET_COVERED, TARGET_RATIO = 9, 0.5  # of 10 searches; search server-s / grid server-s
+# The plan and the server's slope, shared with the simulated mode (search_coverage_sim.py).
+UPPER, PROMPTS, MAX_REQUESTS = 8, 200, 800  # concurrency 1..UPPER; requests per probe measurement; the cap
+TTFT_MS, SLOPE = 20.0, 0.25  # each delay x (1 + SLOPE x in flight)
+GRID_PROMPTS, GRID_PASSES = 1500, 3  # the reference grid: requests per level, passes (median over them)
 
 
 def grid(
@@ -94,14 +102,16 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--searches", type=int, default=10)
-    parser.add_argument("--grid-prompts", type=int, default=1500)
-    parser.add_argument("--grid-passes", type=int, default=3)
-    parser.add_argument("--prompts", type=int, default=200, help="per probe measurement, and min_requests")
-    parser.add_argument("--max-requests", type=int, default=800)
-    parser.add_argument("--ttft-ms", type=float, default=20.0)
-    parser.add_argument("--slope", type=float, default=0.25)
+    parser.add_argument("--grid-prompts", type=int, default=GRID_PROMPTS)
+    parser.add_argument("--grid-passes", type=int, default=GRID_PASSES)
+    parser.add_argument(
+        "--prompts", type=int, default=PROMPTS, help="per probe measurement, and min_requests"
+    )
+    parser.add_argument("--max-requests", type=int, default=MAX_REQUESTS)
+    parser.add_argument("--ttft-ms", type=float, default=TTFT_MS)
+    parser.add_argument("--slope", type=float, default=SLOPE)
     parser.add_argument("--slo-ms", type=float, default=52.0)
-    parser.add_argument("--upper", type=int, default=8)
+    parser.add_argument("--upper", type=int, default=UPPER)
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory() as tmp,
