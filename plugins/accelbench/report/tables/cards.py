@@ -18,7 +18,6 @@ answer": something meets them where nothing did.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -29,7 +28,7 @@ from accelbench.report.model import NO_INTERVAL, Point
 from accelbench.report.pricing import cost_order
 from accelbench.report.records import Record, figure
 from accelbench.report.table import Inputs, Section, Table
-from accelbench.report.tables.headline import answer_for, family, undecided_levels
+from accelbench.report.tables.headline import answer_groups, undecided_levels
 
 # The change kinds a card can carry, in the order a notification lists them; the first four change its answer.
 ANSWER_CHANGES = ("new cheapest", "no answer", "first answer", "newly undecided")
@@ -154,35 +153,25 @@ def _key(model: str, workload: str, on_instance: bool) -> tuple[str, str, bool]:
 
 
 def cards(inputs: Inputs) -> list[Card]:
-    """The cards, per model and workload (on the instance first), from the typed points and their best
-    levels under the SLOs; each compared with `inputs.previous`, the previous report's cards."""
-    measured: dict[tuple[str, str, bool], set[str]] = defaultdict(set)
-    levels: dict[tuple[str, str, bool], list[Point]] = defaultdict(list)
-    for p in inputs.points:
-        key = _key(family(p), p.workload, p.measured_on_instance)
-        measured[key].add(p.configuration_id)
-        levels[key].append(p)
-    chosen: dict[tuple[str, str, bool], list[Point]] = defaultdict(list)
-    for b in inputs.best:
-        chosen[_key(family(b.point), b.point.workload, b.point.measured_on_instance)].append(b.point)
+    """The cards, one per answer the headline gives (`headline.answer_groups`), each compared with
+    `inputs.previous`, the previous report's cards."""
     before = {_key(r["model"], r["workload"], bool(r["on_instance"])): r for r in inputs.previous}
     runs = {r["run_id"]: r for r in inputs.runs if r.get("run_id")}
     found = []
-    for key in sorted(measured, key=lambda k: (k[0], k[1], not k[2])):
-        model, workload, on_instance = key
-        answer, top = answer_for(on_instance, chosen.get(key, []))
+    for group in answer_groups(inputs.points, inputs.best):
+        answer, top = group.answer()
         card = Card(
-            model=model,
-            model_short=short_model(model),
-            workload=workload,
-            on_instance=on_instance,
+            model=group.model,
+            model_short=short_model(group.model),
+            workload=group.workload,
+            on_instance=group.on_instance,
             answer=answer,
-            configurations_measured=len(measured[key]),
-            configurations_meeting_slos=len(chosen.get(key, [])),
-            undecided=undecided_levels(levels[key], top, on_instance),
+            configurations_measured=group.configurations,
+            configurations_meeting_slos=len(group.candidates),
+            undecided=undecided_levels(group.levels, top, group.on_instance),
         )
-        card = _runner_up(_top(card, top), top, chosen.get(key, []), runs)
-        found.append(_compared(card, before.get(key)))
+        card = _runner_up(_top(card, top), top, group.candidates, runs)
+        found.append(_compared(card, before.get(_key(group.model, group.workload, group.on_instance))))
     return found
 
 

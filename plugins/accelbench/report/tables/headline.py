@@ -155,12 +155,28 @@ def undecided_levels(points: Sequence[Point], top: Point | None, on_instance: bo
     return " | ".join(named) + (f" | and {more} more (all points table)" if more > 0 else "")
 
 
-def headline(points: Sequence[Point], best: Sequence[BestPoint]) -> list[Headline]:
-    """The answer, per model and workload: the cheapest configuration measured on its instance type
-    that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
+@dataclass(frozen=True, slots=True)
+class AnswerGroup:
+    """What one answer is chosen from: one model and workload (one comparison, keys.COMPARISON_KEY, its
+    quantizations in it), measured on the instance type or not; its levels and, of them, each
+    configuration's best level under the SLOs (`candidates`). The headline and the cards read the same."""
+
+    model: str
+    workload: str
+    on_instance: bool
+    configurations: int
+    levels: list[Point]
+    candidates: list[Point]
+
+    def answer(self) -> tuple[str, Point | None]:
+        return answer_for(self.on_instance, self.candidates)
+
+
+def answer_groups(points: Sequence[Point], best: Sequence[BestPoint]) -> list[AnswerGroup]:
+    """The points by model and workload, on the instance first."""
     measured: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     levels: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
-    for p in points:  # per model and workload: one comparison (keys.COMPARISON_KEY), its quantizations in it
+    for p in points:
         key = (family(p), p.workload, p.comparison_id, p.measured_on_instance)
         measured[key].add(p.configuration_id)
         levels[key].append(p)
@@ -168,21 +184,28 @@ def headline(points: Sequence[Point], best: Sequence[BestPoint]) -> list[Headlin
     for b in best:
         p = b.point
         chosen[(family(p), p.workload, p.comparison_id, p.measured_on_instance)].append(p)
+    return [
+        AnswerGroup(key[0], key[1], key[3], len(measured[key]), levels[key], chosen.get(key, []))
+        for key in sorted(measured, key=lambda k: (str(k[0]), k[1], k[2], not k[3]))
+    ]
+
+
+def headline(points: Sequence[Point], best: Sequence[BestPoint]) -> list[Headline]:
+    """The answer, per model and workload: the cheapest configuration measured on its instance type
+    that meets every SLO; where none does, say so; local results get their own, unpriced, line."""
     rows = []
-    for key in sorted(measured, key=lambda k: (str(k[0]), k[1], k[2], not k[3])):
-        model, workload, _, on_instance = key
-        candidates = chosen.get(key, [])
-        answer, top = answer_for(on_instance, candidates)
+    for group in answer_groups(points, best):
+        answer, top = group.answer()
         rows.append(
             Headline(
-                model=model,
-                model_short=short_model(model),
-                workload=workload,
-                configurations_measured=len(measured[key]),
-                configurations_meeting_slos=len(candidates),
+                model=group.model,
+                model_short=short_model(group.model),
+                workload=group.workload,
+                configurations_measured=group.configurations,
+                configurations_meeting_slos=len(group.candidates),
                 answer=answer,
-                undecided=undecided_levels(levels[key], top, on_instance),
-                quality_skipped=_quality_skipped(candidates),
+                undecided=undecided_levels(group.levels, top, group.on_instance),
+                quality_skipped=_quality_skipped(group.candidates),
                 top=Answer.of(top),
             )
         )
