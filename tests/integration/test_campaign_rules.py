@@ -280,3 +280,42 @@ def test_planning_says_what_the_planned_repeats_resolve_from_the_lakes_earlier_r
     assert (
         "no earlier repeats of these points" in unknown and "this campaign's 3 repeats measure it" in unknown
     )
+
+
+def test_a_search_pools_the_lakes_earlier_runs_of_its_point_into_the_hosts_p99_spread(tmp_path: Path) -> None:
+    """Issue 48, point 1: a search's widening comes from more than its one recheck pair where the lake has
+    more. Two earlier runs of the point at one load (landed by the real ingest) give the search the p99
+    TTFT's spread with its df, |log ratio| / sqrt(2) on 1 df; the search's judged p99 is the one with an SLO
+    (no E2E latency limit: none of it); other modes' runs are not this point."""
+    from accelbench.core.search_plan import SearchPlan
+    from accelbench.core.slos import Slos
+    from accelbench.core.spec import BenchmarkSpec, LoadPlan
+    from accelbench.lake.spreads import search_spreads
+    from accelbench.local.tiny_model import server_spec
+    from accelbench.search.load_search import LoadSearch
+
+    from tests.support.lake_rows import land_campaign
+
+    result = json.loads((REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json").read_text())
+    slower = result | {"p99_ttft_ms": result["p99_ttft_ms"] * 1.3}
+    server = server_spec("Qwen/Qwen2.5-0.5B-Instruct").model_copy(update={"instance_type": "m8g.xlarge"})
+    earlier = BenchmarkSpec(
+        server=server,
+        load=LoadPlan(input_len=64, output_len=32, concurrency=(2,), repeats=2),
+        campaign_id="earlier",
+    )
+    lake = Lake(str(tmp_path / "lake"))
+    land_campaign(lake, earlier, {2: [result, slower]})
+    plan = SearchPlan(
+        variable="concurrency", lower=1, upper=8, min_requests=200, max_requests=800, slos=Slos(ttft_p99_ms=500)
+    )
+    searching = BenchmarkSpec(
+        server=server, load=LoadPlan(input_len=64, output_len=32, search=plan), campaign_id="now"
+    )
+    found = search_spreads(lake, searching, "kubernetes")
+    assert list(found) == ["p99 TTFT"]
+    (spread,) = found["p99 TTFT"]
+    assert (spread.df, spread.sd) == (1, pytest.approx(math.log(1.3) / math.sqrt(2)))
+    assert search_spreads(lake, searching, "local") == {}
+    # The search pools it with its prior: 3 df of the prior and 1 of the lake before it measures anything.
+    assert LoadSearch(plan, found).spread().df == 4

@@ -98,9 +98,10 @@ def test_a_probe_whose_interval_holds_the_limit_gets_more_requests() -> None:
 
 
 def test_at_the_cap_a_probe_stays_undecided_and_never_counts_as_meeting() -> None:
-    """True p99 exactly at the limit: no amount of requests decides it. At max_requests the probe is
-    undecided, and bounds the bracket from above like a miss: the capacity is the largest load known to
-    meet its SLOs."""
+    """True p99 exactly at the limit from 5 to 8: no amount of requests decides it. At max_requests such a
+    probe is undecided, and is no end of the bracket (issue 48: taken as a miss, it hid every load above
+    it): the search goes on up to a load judged to miss, 9, which is the interval's upper end; the capacity
+    is the largest load known to meet its SLOs, 4, and the interval holds the true capacity, 8."""
     plan = _plan(max_requests=600)
 
     def true_p99(load: float) -> float:
@@ -111,7 +112,11 @@ def test_at_the_cap_a_probe_stays_undecided_and_never_counts_as_meeting() -> Non
     undecided = [p for p in result.probes if p.verdict == "undecided" and p.phase != "recheck"]
     assert undecided and all(p.requests == 600 and p.extensions == 2 for p in undecided)
     assert all("the cap, max_requests=600" in (p.why or "") for p in undecided)
-    assert result.outcome == "capacity" and result.capacity == 4 and result.failing == 5
+    assert result.outcome == "capacity" and result.capacity == 4 and result.failing == 9, result.summary()
+    assert result.capacity_low is not None and result.capacity_high == 9
+    assert not result.capacity_high_undecided
+    assert result.capacity_low <= 8 <= result.capacity_high, result.summary()
+    assert {5, 6, 7, 8} & {p.load for p in undecided}, [(p.load, p.verdict) for p in result.probes]
     assert result.capacity not in {p.load for p in undecided}
     # Every measurement of a load is one probe: the loads probed are distinct (the recheck aside).
     searched = [p.load for p in result.probes if p.phase != "recheck"]

@@ -215,6 +215,16 @@ def pooled_quantile_interval(
     return Interval(math.exp(centre), math.exp(centre - half), math.exp(centre + half), confidence, method)
 
 
+def widened(estimate: float | None, bound: float, widen: float) -> float:
+    """`bound` moved out from `estimate` by `widen` (log scale, signed: negative for a low bound), in
+    quadrature with its own distance from it (two independent errors of one log figure: a run's own
+    requests, and the host's run-to-run spread the requests cannot show)."""
+    if not widen or estimate is None or estimate <= 0 or bound <= 0:
+        return bound
+    own = math.log(bound / estimate)
+    return estimate * math.exp(math.copysign(math.hypot(own, widen), widen))
+
+
 def slo_verdict(
     interval: Interval, limit: float | None, *, higher_is_worse: bool = True
 ) -> SloVerdict | None:

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from accelbench.core.intervals import CONFIDENCE, Interval, SloVerdict, slo_verdict
+from accelbench.core.intervals import CONFIDENCE, Interval, SloVerdict, slo_verdict, widened
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
 
 # time_scale: a timed trace's pace (its headroom: how many times the recorded traffic a server holds)
@@ -248,8 +248,10 @@ class ProbeResult(_Frozen):
 
 
 class SloBound(_Frozen):
-    """One tail SLO of a probe under the interval rule: the p99's 95% interval over the probe's requests
-    (`accelbench.core.intervals.pooled_quantile_interval`) and what it says of the limit."""
+    """One tail SLO of a probe under the interval rule: the p99's interval over the probe's requests
+    (`accelbench.core.intervals.pooled_quantile_interval`, at the look's confidence), widened by the host's
+    run-to-run spread where one run's requests cannot show it (`low`/`high`; the requests' own: `own_low`/
+    `own_high`), and what it says of the limit."""
 
     metric: str  # "p99 TTFT"
     limit: float
@@ -258,18 +260,29 @@ class SloBound(_Frozen):
     high: float | None
     verdict: SloVerdict
     method: str
+    own_low: float | None = None  # before the widening (the same as low/high without one)
+    own_high: float | None = None
 
     @classmethod
-    def of(cls, limit: Limit, bound: float, interval: Interval) -> SloBound:
-        verdict = slo_verdict(interval, bound) or "undecided"
+    def of(
+        cls, limit: Limit, bound: float, interval: Interval, widen: float = 0.0, why: str = ""
+    ) -> SloBound:
+        """Judged on `interval` moved out by `widen` on the log scale (`intervals.widened`); `why` says
+        what the widening is."""
+        low = widened(interval.estimate, interval.low, -widen) if interval.low is not None else None
+        high = widened(interval.estimate, interval.high, widen) if interval.high is not None else None
+        judged = Interval(interval.estimate, low, high, interval.confidence, interval.method)
+        verdict = slo_verdict(judged, bound) or "undecided"
         return cls(
             metric=limit.label,
             limit=bound,
             estimate=interval.estimate,
-            low=interval.low,
-            high=interval.high,
+            low=low,
+            high=high,
             verdict=verdict,
-            method=interval.method,
+            method=interval.method + (f", {why}" if widen and why else ""),
+            own_low=interval.low,
+            own_high=interval.high,
         )
 
     def text(self) -> str:

@@ -2,6 +2,10 @@
 planning turns into "with 2 repeats, p99 TTFT changes under +-15% cannot be told from noise on this host"
 (`accelbench.core.changes.resolution_words`), the same words the report's "How much to measure" uses.
 
+A load search's p99s (`search_spreads`): the same configuration's earlier runs at one load in one campaign
+(a probe measured again, the first probe and its recheck, repeats), pooled into the host's run-to-run
+spread that widens the search's p99 intervals (`accelbench.search.statistics.host_spread`, issue 48).
+
 The same point, for its noise: the same instance type, model, workload, lengths, engine arguments, data
 type, execution mode and load level, from any campaign and any vLLM version (a new version's noise is not
 known before it runs; the host's and the workload's are). Its spread is pooled within campaigns, as the
@@ -17,9 +21,12 @@ import pyarrow.dataset as ds
 
 from accelbench.core.changes import Spread, repeat_spread, resolution_words
 from accelbench.core.levels import levels
+from accelbench.core.search_plan import TAIL_LIMITS
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.ingest import model_columns
 from accelbench.lake.store import Lake
+from accelbench.search.statistics import Spread as RunSpread
+from accelbench.search.statistics import run_spread
 
 METRICS = {"p99_ttft_ms": "p99 TTFT", "output_throughput": "output tokens/s"}
 
@@ -37,22 +44,11 @@ class EarlierSpread:
 def earlier_spreads(lake: Lake, spec: BenchmarkSpec, execution_mode: str) -> dict[float, EarlierSpread]:
     """Per planned level value (a search's levels are not known before it runs: none), the spread of
     each metric over the lake's earlier ok runs of the same point, where it has a level of two repeats."""
-    server, load = spec.server, spec.load
-    if load.search is not None:
+    if spec.load.search is not None:
         return {}
     planned = levels(spec)
-    where = (
-        (ds.field("instance_type") == server.instance_type)
-        & (ds.field("model") == model_columns(server)["model"])
-        & (ds.field("workload") == load.runs.name)
-        & (ds.field("input_len") == load.input_len)
-        & (ds.field("output_len") == load.output_len)
-        & (ds.field("engine_args") == " ".join(server.extra_engine_args))
-        & (ds.field("dtype") == server.dtype)
-        & (ds.field("execution_mode") == execution_mode)
-        & (ds.field("status") == "ok")
-        & ds.field("level_kind").isin(sorted({level.kind for level in planned}))
-    )
+    kinds = sorted({level.kind for level in planned})
+    where = _same_point(spec, execution_mode) & ds.field("level_kind").isin(kinds)
     columns = ["campaign_id", "level_value", "vllm_version", "completed", "recheck", *METRICS]
     rows = lake.read("runs", where=where, columns=columns).to_pylist()
     by_level: dict[float, dict[str, list[Mapping[str, object]]]] = defaultdict(lambda: defaultdict(list))
@@ -74,6 +70,49 @@ def earlier_spreads(lake: Lake, spec: BenchmarkSpec, execution_mode: str) -> dic
             found[float(level.value)] = EarlierSpread(
                 spreads, len(campaigns), versions, min(completed) if completed else None
             )
+    return found
+
+
+def _same_point(spec: BenchmarkSpec, execution_mode: str) -> ds.Expression:
+    """The lake's ok runs of `spec`'s point for its noise (see the module's docstring), any load level."""
+    server, load = spec.server, spec.load
+    return (
+        (ds.field("instance_type") == server.instance_type)
+        & (ds.field("model") == model_columns(server)["model"])
+        & (ds.field("workload") == load.runs.name)
+        & (ds.field("input_len") == load.input_len)
+        & (ds.field("output_len") == load.output_len)
+        & (ds.field("engine_args") == " ".join(server.extra_engine_args))
+        & (ds.field("dtype") == server.dtype)
+        & (ds.field("execution_mode") == execution_mode)
+        & (ds.field("status") == "ok")
+    )
+
+
+def search_spreads(lake: Lake, spec: BenchmarkSpec, execution_mode: str) -> dict[str, list[RunSpread]]:
+    """For a search's spec, the run-to-run spread of each limited p99 (keyed by the limit's label, "p99
+    TTFT") over the lake's earlier runs of the same point at its search variable: the runs at one load in
+    one campaign form a group (`run_spread`: pooled log variance, each group's runs less one as its df;
+    their own sampling noise stays in, so it errs wide). Empty when the spec searches nothing or the lake
+    has no load measured twice."""
+    plan = spec.load.search
+    if plan is None:
+        return {}
+    limits = [limit for limit in TAIL_LIMITS if getattr(plan.slos, limit.param) is not None]
+    where = _same_point(spec, execution_mode) & (ds.field("level_kind") == plan.level_kind)
+    columns = ["campaign_id", "level_value", *(limit.field for limit in limits)]
+    rows = lake.read("runs", where=where, columns=columns).to_pylist()
+    groups: dict[tuple[str, float], list[Mapping[str, object]]] = defaultdict(list)
+    for row in rows:
+        groups[(str(row["campaign_id"]), float(row["level_value"]))].append(row)
+    found: dict[str, list[RunSpread]] = {}
+    for limit in limits:
+        values = [
+            [v for r in group if (v := _number(r.get(limit.field))) is not None] for group in groups.values()
+        ]
+        spread = run_spread(values, limit.label)
+        if spread.df:
+            found[limit.label] = [spread]
     return found
 
 

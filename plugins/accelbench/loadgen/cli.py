@@ -24,6 +24,7 @@ from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import LAKE_DATE_ENV, LOADGEN_SETTINGS, SPEC_ENV
 from accelbench.loadgen.driver import Driver
+from accelbench.loadgen.earlier import earlier_search_spreads
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
 from accelbench.loadgen.quality_step import LM_EVAL_PYTHON_ENV, measure_quality
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
     env = Settings.from_env(*LOADGEN_SETTINGS)
+    lake = Lake(args.lake) if args.lake else None
+    # Unset outside a pod: a stand-alone run says so rather than claim the default mode.
+    mode = env.library.execution_mode if "execution_mode" in env.library.model_fields_set else "standalone"
     driver = Driver(
         spec,
         args.server_url,
@@ -75,6 +79,7 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
         vllm=args.vllm,
         server_pid=args.server_pid or find_server_pid(),
         attempt=env.loadgen.attempt or None,
+        earlier_spreads=earlier_search_spreads(lake, spec, mode),
     )
     date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
     envelope = driver.run()
@@ -86,12 +91,9 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
     result = finish(
         envelope,
         driver.spec_dir,
-        Lake(args.lake) if args.lake else None,
+        lake,
         date,
-        # Unset outside a pod: a stand-alone run says so rather than claim the default mode.
-        execution_mode=env.library.execution_mode
-        if "execution_mode" in env.library.model_fields_set
-        else "standalone",
+        execution_mode=mode,
         node=env.loadgen.node_name or socket.gethostname(),
         **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
     )

@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,7 +64,7 @@ from accelbench.loadgen.bench_client import BenchClient, BenchProcessError
 from accelbench.loadgen.bench_command import bench_args, repeat_seed
 from accelbench.loadgen.sampling import Sampler, memory_probe
 from accelbench.search.load_search import LoadSearch
-from accelbench.search.statistics import repeats_drift
+from accelbench.search.statistics import Spread, repeats_drift
 
 log = logging.getLogger(__name__)
 REQUIRED_RESULT_KEYS = (
@@ -171,6 +171,8 @@ class Driver:
     client: BenchClient | None = None
     # How the server died, where the executor can see its process (local mode); checked after each level.
     server_exit: ServerExit | None = None
+    # The judged p99s' run-to-run spreads from the lake's earlier runs (`loadgen.earlier`), for a search.
+    earlier_spreads: Mapping[str, Sequence[Spread]] | None = None
     records: list[LevelRecord] = field(default_factory=list)
 
     @property
@@ -380,7 +382,7 @@ class Driver:
     def _search(self, plan: SearchPlan) -> tuple[str | None, SearchResult | None]:
         """Probe the loads the search asks for until it is done: (failure, result); a failed level stops
         it with the outcome "probe_failed" and the bracket found before it."""
-        search = LoadSearch(plan)
+        search = LoadSearch(plan, self.earlier_spreads)
         while (load := search.next_load()) is not None:
             level, step = Level(plan.level_kind, load), search.step
             # A load measured again (a probe made longer, the recheck) numbers its repeats on: run ids differ.

@@ -18,6 +18,7 @@ from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import pooled
 from accelbench.loadgen.driver import Driver
+from accelbench.loadgen.earlier import earlier_search_spreads
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
 from accelbench.loadgen.quality_step import measure_quality
@@ -86,6 +87,7 @@ def run_local(
             attempt=attempt,
             client=client,
             server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
+            earlier_spreads=earlier_search_spreads(lake, spec, "local"),
         )
         envelope = driver.run()
         if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server

@@ -65,6 +65,7 @@ the recheck that sees a host drifting under the search.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -85,11 +86,13 @@ from accelbench.core.search_plan import (
 )
 from accelbench.core.slos import LIMITS, Limit
 from accelbench.search.statistics import (
+    PRIOR_SPREAD,
     Spread,
     fit_capacity,
     host_spread,
     merged_repeats,
     probe_drift,
+    run_widening,
     saturation,
 )
 
@@ -106,8 +109,19 @@ class LoadSearch:
     """The search as a stepper: probe `next_load()` (None once done), `record()` what it measured, read
     `result()`. See the module's docstring for the rule and the algorithm."""
 
-    def __init__(self, plan: SearchPlan) -> None:
+    def __init__(
+        self,
+        plan: SearchPlan,
+        earlier: Mapping[str, Sequence[Spread]] | None = None,
+        prior: Spread | None = PRIOR_SPREAD,
+    ) -> None:
+        """`earlier`: the judged p99s' run-to-run spreads from the lake's earlier runs of this configuration
+        on this host (keyed by the limit's label, "p99 TTFT"), and `prior` the spread assumed before any
+        (`statistics.PRIOR_SPREAD`): both pooled with this search's own runs of one load measured twice."""
         self.plan = plan
+        self._earlier = earlier
+        self._prior = prior
+        self._undecided: list[float] = []  # loads left undecided at the cap: no end of the bracket
         self._probes: list[Probe] = []
         self._passing: float | None = None
         self._failing: float | None = None
@@ -175,9 +189,11 @@ class LoadSearch:
                 self._saturated = why
         if probe.verdict == "pass":
             self._passing = probe.load if self._passing is None else max(self._passing, probe.load)
-        elif probe.verdict in ("fail", "undecided"):  # undecided at the cap: never counted as meeting
+        elif probe.verdict == "fail":
             if self._failing is None or probe.load < self._failing:
                 self._failing, self._failing_probe = probe.load, probe
+        elif probe.verdict == "undecided":  # at the cap: neither end of the bracket; the search goes around
+            self._undecided.append(probe.load)
         else:
             self._stopped = probe
         self._next = None if self._saturated else self._following()
@@ -252,6 +268,10 @@ class LoadSearch:
         bounds: list[SloBound] = []
         first_batch = max(r.completed + r.failed for r in batches[0].repeats)
         if intervals and trusted and not small:
+            # The host's run-to-run spread so far (this load's runs included), over this probe's runs.
+            spread = self._spread_with(batches)
+            widen = run_widening(plan, spread, len(batches), plan.look_confidence(first_batch))
+            why = f"widened by the host's run-to-run spread ({spread.text()}) over {len(batches)} run(s)"
             for limit in TAIL_LIMITS:
                 bound = getattr(plan.slos, limit.param)
                 if bound is None:
@@ -260,7 +280,7 @@ class LoadSearch:
                 # Each look at the plan's corrected confidence: a probe is judged again each time it is
                 # measured again (`SearchPlan.look_confidence`, Bonferroni over its most looks).
                 interval = pooled_quantile_interval(groups, 0.99, plan.look_confidence(first_batch))
-                judged = SloBound.of(limit, bound, interval)
+                judged = SloBound.of(limit, bound, interval, widen, why)
                 if judged.estimate is None:  # no request measured it: it fails, as in the report
                     judged = judged.model_copy(update={"verdict": "misses"})
                 bounds.append(judged)
@@ -287,31 +307,57 @@ class LoadSearch:
         return Probe(**common, verdict="undecided", limiting=open_[0].metric, why=why), extend
 
     def _following(self) -> float | None:
+        """The next load: growing from the highest load not shown to miss until one is (loads undecided
+        at the cap are gone around, not taken as an end), then the middle of the widest gap between the
+        loads measured inside the bracket, until the bracket is as precise as the plan asks or no load
+        is left to measure inside it."""
         plan, passing, failing = self.plan, self._passing, self._failing
         if self._stopped is not None or passing is None:  # stopped, or the lower bound failed
             return None
         if failing is None:  # still bracketing
-            if passing >= plan.upper:
+            top = max([passing, *self._undecided])
+            if top >= plan.upper:
                 return None
-            grown = plan.normalise(passing * plan.growth)
-            return min(max(grown, passing + 1) if plan.variable == "concurrency" else grown, plan.upper)
-        if plan.precise(passing, failing):
+            grown = plan.normalise(top * plan.growth)
+            return min(max(grown, top + 1) if plan.variable == "concurrency" else grown, plan.upper)
+        if passing >= failing or plan.precise(passing, failing):
             return None
-        middle = math.sqrt(passing * failing) if plan.relative is not None else (passing + failing) / 2
+        inside = sorted({passing, failing, *(u for u in self._undecided if passing < u < failing)})
+        gaps = [(a, b) for a, b in itertools.pairwise(inside) if not plan.precise(a, b)]
+        if not gaps:
+            return None
+        widest = max(gaps, key=lambda g: math.log(g[1] / g[0]) if plan.relative is not None else g[1] - g[0])
+        return self._middle(*widest)
+
+    def _middle(self, low: float, high: float) -> float:
+        """A load between `low` and `high` (both measured): the middle, geometric for a relative precision."""
+        plan = self.plan
+        middle = math.sqrt(low * high) if plan.relative is not None else (low + high) / 2
         rounded = plan.normalise(middle)
         if plan.variable == "concurrency":  # the gap is 2 or more here: a whole number lies inside it
-            return min(max(rounded, passing + 1), failing - 1)
-        return rounded if passing < rounded < failing else middle
+            return min(max(rounded, low + 1), high - 1)
+        return rounded if low < rounded < high else middle
 
-    def spread(self, extra: Mapping[str, Sequence[Spread]] | None = None) -> Spread:
+    def _spread_with(self, batches: Sequence[ProbeResult]) -> Spread:
+        """The host's spread (`spread`) with the measurements of the probe being judged."""
+        measured = {load: list(runs) for load, runs in self._measured.items()}
+        measured.setdefault(batches[0].load, []).extend(list(b.repeats) for b in batches)
+        return host_spread(self.plan, list(measured.values()), self._earlier, self._prior)
+
+    def spread(self) -> Spread:
         """The host's run-to-run spread of the judged p99s over every load measured more than once so
-        far, pooled with `extra` (earlier runs' spreads: `statistics.host_spread`)."""
-        return host_spread(self.plan, list(self._measured.values()), extra)
+        far, pooled with the earlier runs' and the prior (`statistics.host_spread`)."""
+        return host_spread(self.plan, list(self._measured.values()), self._earlier, self._prior)
 
-    def result(self, extra_spreads: Mapping[str, Sequence[Spread]] | None = None) -> SearchResult:
-        """What the search found; `extra_spreads`: the same p99s' run-to-run spreads from earlier runs
-        (the lake's), pooled into the host's spread that widens the capacity interval."""
-        stopped, failing_probe = self._stopped, self._failing_probe
+    def result(self) -> SearchResult:
+        """What the search found."""
+        stopped, failing_probe, failing = self._stopped, self._failing_probe, self._failing
+        if failing is None:
+            # No load judged to miss: the bracket ends at the lowest load above it left undecided.
+            floor = self._passing if self._passing is not None else -math.inf
+            above = [p for p in self._probes if p.verdict == "undecided" and p.load > floor]
+            failing_probe = min(above, key=lambda p: p.load) if above else None
+            failing = failing_probe.load if failing_probe is not None else None
         outcome: Outcome
         if self._drift is not None:
             outcome = "drifted"
@@ -323,17 +369,19 @@ class LoadSearch:
                 outcome = stopped.verdict
         elif self._passing is None:
             outcome = "below_lower"
-        elif self._failing is None:
+        elif failing is None:
             outcome = "upper_bound"
         else:
             outcome = "capacity"
         capacity = self._passing if outcome in ("capacity", "upper_bound", "saturated") else None
         measured = [p for p in self._probes if p.phase != "recheck"]
-        fit = fit_capacity(self.plan, measured, self.spread(extra_spreads)) if capacity is not None else None
+        fit = fit_capacity(self.plan, measured, self.spread()) if capacity is not None else None
         if capacity is not None and fit is not None and fit.estimate is not None:
-            # From every probe together: the largest passing load at or under the fitted crossing (a
-            # probed load, so that the report prices the capacity from its own probe).
-            below = [p.load for p in self._probes if p.verdict == "pass" and p.load <= fit.estimate]
+            # From every probe together: the largest load shown to meet at or under the fitted crossing (a
+            # passing probe, or the fit's lower end: a probed load, so that the report prices the capacity
+            # from its own probe).
+            shown = [p.load for p in self._probes if p.verdict == "pass"] + [fit.low] * (fit.low is not None)
+            below = [load for load in shown if load is not None and load <= fit.estimate]
             capacity = max(below) if below else capacity
         return SearchResult(
             plan=self.plan,
@@ -344,7 +392,7 @@ class LoadSearch:
             capacity_method=fit.method if fit is not None else None,
             capacity_high_undecided=fit is not None and fit.high_undecided,
             passing=self._passing,
-            failing=self._failing,
+            failing=failing,
             limiting=failing_probe.limiting if failing_probe is not None else None,
             stopped_at=(
                 self._probes[0].load

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from accelbench.core.intervals import (
     quantile_interval,
     repeat_quantiles,
     t_quantile,
+    widened,
 )
 from accelbench.core.search_plan import (
     TAIL_LIMITS,
@@ -28,6 +30,7 @@ from accelbench.core.search_plan import (
     ProbeResult,
     RepeatResult,
     SearchPlan,
+    SloBound,
 )
 from accelbench.core.slos import Limit
 
@@ -92,13 +95,15 @@ def host_spread(
     plan: SearchPlan,
     measured: Sequence[Sequence[Sequence[RepeatResult]]],
     extra: Mapping[str, Sequence[Spread]] | None = None,
+    prior: Spread | None = None,
 ) -> Spread:
     """The host's run-to-run spread of the statistic the SLOs judge: for each limited latency, the p99 of
     each measurement of one load (`measured`: per load, its measurements, each a probe's repeats: a probe
     measured again while undecided, and the first probe with its recheck), the geometric mean of its
     repeats' median-unbiased p99s, pooled by `run_spread` over every load measured more than once (less
     each run's sampling variance, `_run_p99`) and with `extra` (earlier runs' spreads of the same p99,
-    keyed by the limit's label: "p99 TTFT"); the metric with the largest sd. The median, the rule before
+    keyed by the limit's label: "p99 TTFT") and the `prior` (`PRIOR_SPREAD`: any metric's); the metric
+    with the largest sd. The median, the rule before
     (issue 48), moved 1.6% where the p99 moved 16%."""
     spreads = [Spread()]
     for limit in TAIL_LIMITS:
@@ -107,7 +112,8 @@ def host_spread(
         runs = [[_run_p99(limit, repeats) for repeats in m] for m in measured if len(m) > 1]
         groups = [[value for value, _ in group] for group in runs]
         sampling = [[variance for _, variance in group] for group in runs]
-        spread = run_spread(groups, limit.label, sampling).pooled((extra or {}).get(limit.label, ()))
+        earlier = [*(extra or {}).get(limit.label, ()), *([prior] if prior is not None else [])]
+        spread = run_spread(groups, limit.label, sampling).pooled(earlier)
         spreads.append(spread)
     return max(spreads, key=lambda s: (s.sd, s.df))
 
@@ -137,41 +143,54 @@ def _run_p99(limit: Limit, repeats: Sequence[RepeatResult]) -> tuple[float, floa
     return float(np.exp(np.log(quantiles).mean())), float(np.mean(variances)) / len(variances)
 
 
+# The host's run-to-run spread of one run's p99 (log sd) before this search or the lake has measured any:
+# issue 48's four p99 E2EL of one load on the 2-vCPU host (284, 295, 377, 313 ms: log sd 0.126 on 3 degrees
+# of freedom, each run's own sampling noise included, so it errs wide), pooled as 3 df of data (a scaled
+# inverse chi-square prior): the search's own runs of one load measured twice and the lake's earlier runs
+# outweigh it after a few. Without it a search's first looks would judge a p99 by its requests alone (the
+# host's 20-40% swings unseen), and its one recheck pair (1 df: t = 12.7) would stretch the interval to
+# nothing.
+PRIOR_SPREAD = Spread(0.126, 3, "p99 (prior: issue 48's runs on a 2-vCPU host)")
+
+
+def run_widening(plan: SearchPlan, spread: Spread | None, runs: int, confidence: float = CONFIDENCE) -> float:
+    """How far (log scale) a probe's p99 interval moves out for the host's run-to-run spread: the spread's
+    t half-width at `confidence` over the mean of the probe's `runs` (each measurement of its load is one
+    run, its own host state: sd / sqrt(runs)). 0 with repeats > 1: their t interval over repeats already
+    holds the runs' spread."""
+    if spread is None or plan.repeats > 1:
+        return 0.0
+    return spread.quantile(confidence) / math.sqrt(max(runs, 1))
+
+
 def fit_capacity(
     plan: SearchPlan, probes: Sequence[Probe], spread: Spread | None = None
 ) -> CapacityFit | None:
     """The `CapacityFit` of the probes with intervals (None under the point rule, or none measured).
-    `spread`: the host's run-to-run spread of the judged p99 (`host_spread`), which a probe's within-run
-    interval does not hold: each bound is moved out by its t half-width (t with the spread's df, at 95%),
-    in quadrature with the interval's own half-width on the log scale (two independent errors of one log
-    figure).
+    `spread`: the host's run-to-run spread of the judged p99 (`host_spread`), which a probe's requests do
+    not show: each probe's own p99 interval is moved out by `run_widening` (t with the spread's df, at
+    95%, over the probe's runs), in quadrature with its own half-width on the log scale.
 
-    The upper end: the smallest load judged to miss (its fitted low bound over the limit, or its own
-    widened low bound: a pooled fit must not lose a decided miss to an undecided probe above it, issue 48),
-    or a failing probe (error rate). Where none is, the smallest load the search did not show meeting
-    (undecided at the cap, or a miss that the widening leaves undecided) is the upper end, said undecided
-    (`CapacityFit.high_undecided`); where there is none either, the end is open and the method says so."""
-    widen = spread.quantile() if spread is not None else 0.0
-    judged = [p for p in probes if p.bounds]
+    The upper end: the smallest load whose fitted (or own) widened low bound is over the limit, else the
+    smallest load the search judged to miss (a probe failed: bounds never lost to a pooled fit, issue 48).
+    Without one, the highest load measured when it was undecided (the search's range ends there): the
+    upper end said undecided (`CapacityFit.high_undecided`); else the end is open and the method says so."""
+    judged = sorted((p for p in probes if p.bounds), key=lambda p: p.load)
     if not judged:
         return None
-    judged.sort(key=lambda p: p.load)
     loads = np.array([p.load for p in judged])
     weights = np.array([max(p.requests, 1) for p in judged], dtype=float)
+    widen = [run_widening(plan, spread, p.extensions + 1) for p in judged]
     ends: list[tuple[float | None, float | None, float | None]] = []
     for metric in sorted({b.metric for p in judged for b in p.bounds}):
         rows = [(i, b) for i, p in enumerate(judged) for b in p.bounds if b.metric == metric]
-        at, limit = loads[[i for i, _ in rows]], rows[0][1].limit
-        w = weights[[i for i, _ in rows]]
+        index = [i for i, _ in rows]
+        at, limit, w = loads[index], rows[0][1].limit, weights[index]
         # A bound the requests could not give: the high one unbounded (never "sure to meet"), the low one 0.
         estimate = fitted([b.estimate if b.estimate is not None else np.inf for _, b in rows], w)
-        own_low = np.array(
-            [widened(b.estimate, b.low, -widen) if b.low is not None else 0.0 for _, b in rows]
-        )
+        own_low = np.array([_moved(b.estimate, _own(b, "low"), -widen[i], 0.0) for i, b in rows])
         low = fitted(own_low, w)
-        high = fitted(
-            [widened(b.estimate, b.high, widen) if b.high is not None else np.inf for _, b in rows], w
-        )
+        high = fitted(np.array([_moved(b.estimate, _own(b, "high"), widen[i], np.inf) for i, b in rows]), w)
         meets_high = at[high <= limit]
         misses_low = at[(low > limit) | (own_low > limit)]
         ends.append(
@@ -187,12 +206,11 @@ def fit_capacity(
         return min(known) if known else None
 
     estimate_, low_, high_ = (smallest([e[k] for e in ends]) for k in range(3))
-    # A probe failed on what no interval holds (its error rate, a fact) misses as surely.
-    high_ = smallest([high_, *(p.load for p in probes if p.verdict == "fail" and not _missed_p99(p))])
+    high_ = smallest([high_, *(p.load for p in probes if p.verdict == "fail")])
     high_undecided = False
-    not_meeting = [p.load for p in probes if p.verdict in ("fail", "undecided")]
-    if high_ is None and not_meeting:
-        high_, high_undecided = min(not_meeting), True
+    top = max(probes, key=lambda p: p.load)
+    if high_ is None and top.verdict == "undecided":
+        high_, high_undecided = top.load, True
     if plan.variable == "concurrency" and estimate_ is not None:
         estimate_ = float(math.floor(estimate_))
     if estimate_ is not None:  # the crossing lies within what the bounds allow
@@ -202,7 +220,7 @@ def fit_capacity(
         f"monotone fit of {len(judged)} probes' p99 intervals (isotonic, weighted by requests), 95%"
         " (each probe's looks Bonferroni-corrected: 1 - 5% / its most looks each)"
     )
-    if spread is not None and spread.df > 0:
+    if spread is not None and spread.df > 0 and plan.repeats == 1:
         method += f", widened by the host's run-to-run spread of the p99 ({spread.text()}, t interval)"
     if high_undecided and high_ is not None:
         method += f"; upper end {high_:g} {UNDECIDED_HIGH}: no load judged to miss"
@@ -211,18 +229,16 @@ def fit_capacity(
     return CapacityFit(estimate=estimate_, low=low_, high=high_, method=method, high_undecided=high_undecided)
 
 
-def _missed_p99(probe: Probe) -> bool:
-    """Whether a probe's miss was a p99's interval (judged with the host's spread by the fit above)."""
-    return any(b.verdict == "misses" for b in probe.bounds)
+def _own(bound: SloBound, end: Literal["low", "high"]) -> float | None:
+    """A bound's end from its requests alone (before any widening at its look)."""
+    if end == "low":
+        return bound.own_low if bound.own_low is not None else bound.low
+    return bound.own_high if bound.own_high is not None else bound.high
 
 
-def widened(estimate: float | None, bound: float, widen: float) -> float:
-    """`bound` moved out from `estimate` by `widen` (log scale, signed), in quadrature with its own
-    distance from it."""
-    if not widen or estimate is None or estimate <= 0 or bound <= 0:
-        return bound
-    own = math.log(bound / estimate)
-    return estimate * math.exp(math.copysign(math.hypot(own, widen), widen))
+def _moved(estimate: float | None, end: float | None, widen: float, missing: float) -> float:
+    """`end` widened by `widen` (`intervals.widened`); `missing` where the requests gave none."""
+    return missing if end is None else widened(estimate, end, widen)
 
 
 def fitted(values: Sequence[float] | np.ndarray, weights: np.ndarray) -> np.ndarray:
