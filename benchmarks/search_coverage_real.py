@@ -136,6 +136,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=100, help="per probe measurement, and min_requests")
     parser.add_argument("--max-requests", type=int, default=400)
     parser.add_argument("--upper", type=int, default=6)
+    parser.add_argument("--input-len", type=int, default=INPUT_LEN)
+    parser.add_argument("--output-len", type=int, default=OUTPUT_LEN)
     parser.add_argument(
         "--target", type=int, default=3, help="the SLO between this load's p99 and the next's"
     )

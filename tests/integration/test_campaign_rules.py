@@ -307,7 +307,12 @@ def test_a_search_pools_the_lakes_earlier_runs_of_its_point_into_the_hosts_p99_s
     lake = Lake(str(tmp_path / "lake"))
     land_campaign(lake, earlier, {2: [result, slower]})
     plan = SearchPlan(
-        variable="concurrency", lower=1, upper=8, min_requests=200, max_requests=800, slos=Slos(ttft_p99_ms=500)
+        variable="concurrency",
+        lower=1,
+        upper=8,
+        min_requests=200,
+        max_requests=800,
+        slos=Slos(ttft_p99_ms=500),
     )
     searching = BenchmarkSpec(
         server=server, load=LoadPlan(input_len=64, output_len=32, search=plan), campaign_id="now"
@@ -315,7 +320,7 @@ def test_a_search_pools_the_lakes_earlier_runs_of_its_point_into_the_hosts_p99_s
     found = search_spreads(lake, searching, "kubernetes")
     assert list(found) == ["p99 TTFT"]
     (spread,) = found["p99 TTFT"]
-    assert (spread.df, spread.sd) == (1, pytest.approx(math.log(1.3) / math.sqrt(2)))
+    assert (spread.df, spread.log_sd) == (1, pytest.approx(math.log(1.3) / math.sqrt(2)))
     assert search_spreads(lake, searching, "local") == {}
     # The search pools it with its prior: 3 df of the prior and 1 of the lake before it measures anything.
     assert LoadSearch(plan, found).spread().df == 4

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from accelbench.core.changes import Spread
 from accelbench.core.intervals import quantile_bounds
 from accelbench.core.search_plan import (
     Probe,
@@ -17,7 +18,7 @@ from accelbench.core.search_plan import (
     capacity_words,
 )
 from accelbench.core.slos import Slos
-from accelbench.search.statistics import Spread, fit_capacity, host_spread, run_spread
+from accelbench.search.statistics import fit_capacity, host_spread, run_spread
 
 LIMIT = 296.9  # p99 E2EL, ms: the issue's SLO
 PLAN = SearchPlan(
@@ -113,13 +114,13 @@ def test_the_spread_is_the_judged_p99_s_pooled_with_its_degrees_of_freedom() -> 
     measured = _runs(rng, 0.2, 6, 2)
     spread = host_spread(PLAN, measured)
     assert spread.df == 6 and spread.metric == "p99 E2E latency"
-    assert 0.1 < spread.sd < 0.35, spread
+    assert 0.1 < spread.log_sd < 0.35, spread
     medians = [[float(np.median(run[0].e2el_ms)) for run in group] for group in measured]
-    assert run_spread(medians).sd < 0.05  # the median-only rule misses the p99's spread
+    assert run_spread(medians).log_sd < 0.05  # the median-only rule misses the p99's spread
     # A quiet host: the p99s differ by their sampling noise only, which is taken out.
-    assert host_spread(PLAN, _runs(rng, 0.0, 6, 2)).sd < 0.05
+    assert host_spread(PLAN, _runs(rng, 0.0, 6, 2)).log_sd < 0.05
     # Earlier runs' spreads pool in with their degrees of freedom; the t quantile carries them.
-    pooled = spread.pooled([Spread(0.1, 10, "p99 E2E latency")])
-    assert pooled.df == 16 and min(spread.sd, 0.1) < pooled.sd < max(spread.sd, 0.1)
-    assert pooled.quantile() < spread.quantile() * pooled.sd / spread.sd
+    pooled = spread.pooled([Spread(0.1, 10, 12, "p99 E2E latency")])
+    assert pooled.df == 16 and min(spread.log_sd, 0.1) < pooled.log_sd < max(spread.log_sd, 0.1)
+    assert pooled.quantile() < spread.quantile() * pooled.log_sd / spread.log_sd
     assert Spread(0.1, 1).quantile() > 6 * Spread(0.1, 100).quantile()

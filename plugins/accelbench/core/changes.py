@@ -219,14 +219,37 @@ class Spread:
     pooled standard deviation of its log within groups of repeats (each group measured together, one point
     of one campaign: the spread the gate's test sees on each side), on `df` degrees of freedom."""
 
-    log_sd: float
-    df: int
-    repeats: int  # all the repeats it comes from
+    log_sd: float = 0.0
+    df: int = 0  # 0: none measured
+    repeats: int = 0  # all the repeats (or runs) it comes from
+    metric: str | None = None  # the figure it is of ("p99 E2E latency"), where the caller names it
 
     @property
     def relative(self) -> float:
         """One repeat's typical deviation, as a fraction of the figure: exp(sd) - 1."""
         return math.expm1(self.log_sd)
+
+    def pooled(self, others: Sequence[Spread]) -> Spread:
+        """Pooled with `others` of the same figure: variances weighted by their degrees of freedom (as a
+        one-way analysis of variance pools its groups), the degrees of freedom and repeats added."""
+        spreads = [s for s in (self, *others) if s.df > 0]
+        df = sum(s.df for s in spreads)
+        if not df:
+            return Spread(metric=self.metric)
+        sd = math.sqrt(sum(s.df * s.log_sd**2 for s in spreads) / df)
+        return Spread(sd, df, sum(s.repeats for s in spreads), self.metric)
+
+    def quantile(self, confidence: float = CONFIDENCE) -> float:
+        """The half-width on the log scale of one figure's deviation at `confidence`: Student t with the
+        spread's degrees of freedom x sd (a sd from 1 pair is itself a rough guess: t = 12.7 where a normal
+        says 1.96); 0 without a spread."""
+        from accelbench.core.intervals import t_quantile
+
+        return t_quantile(confidence, self.df) * self.log_sd if self.df > 0 and self.log_sd > 0 else 0.0
+
+    def text(self) -> str:
+        """ "p99 E2E latency 16% (3 df)" """
+        return f"{self.metric or 'latency'} {self.relative:.0%} ({self.df} df)"
 
 
 def repeat_spread(groups: Sequence[Sequence[float | None]]) -> Spread | None:

@@ -25,7 +25,6 @@ from accelbench.core.search_plan import TAIL_LIMITS
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.ingest import model_columns
 from accelbench.lake.store import Lake
-from accelbench.search.statistics import Spread as RunSpread
 from accelbench.search.statistics import run_spread
 
 METRICS = {"p99_ttft_ms": "p99 TTFT", "output_throughput": "output tokens/s"}
@@ -89,7 +88,7 @@ def _same_point(spec: BenchmarkSpec, execution_mode: str) -> ds.Expression:
     )
 
 
-def search_spreads(lake: Lake, spec: BenchmarkSpec, execution_mode: str) -> dict[str, list[RunSpread]]:
+def search_spreads(lake: Lake, spec: BenchmarkSpec, execution_mode: str) -> dict[str, list[Spread]]:
     """For a search's spec, the run-to-run spread of each limited p99 (keyed by the limit's label, "p99
     TTFT") over the lake's earlier runs of the same point at its search variable: the runs at one load in
     one campaign form a group (`run_spread`: pooled log variance, each group's runs less one as its df;
@@ -105,7 +104,7 @@ def search_spreads(lake: Lake, spec: BenchmarkSpec, execution_mode: str) -> dict
     groups: dict[tuple[str, float], list[Mapping[str, object]]] = defaultdict(list)
     for row in rows:
         groups[(str(row["campaign_id"]), float(row["level_value"]))].append(row)
-    found: dict[str, list[RunSpread]] = {}
+    found: dict[str, list[Spread]] = {}
     for limit in limits:
         values = [
             [v for r in group if (v := _number(r.get(limit.field))) is not None] for group in groups.values()

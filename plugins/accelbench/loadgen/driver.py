@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from accelbench import __version__
+from accelbench.core.changes import Spread
 from accelbench.core.evidence import Envelope, LevelRecord, LevelStatus, RunSummary
 from accelbench.core.levels import Level, levels
 from accelbench.core.metrics import CLIENT_LIMITED_RATIO, arrival_rate, peak_concurrency
@@ -64,7 +65,7 @@ from accelbench.loadgen.bench_client import BenchClient, BenchProcessError
 from accelbench.loadgen.bench_command import bench_args, repeat_seed
 from accelbench.loadgen.sampling import Sampler, memory_probe
 from accelbench.search.load_search import LoadSearch
-from accelbench.search.statistics import Spread, repeats_drift
+from accelbench.search.statistics import repeats_drift
 
 log = logging.getLogger(__name__)
 REQUIRED_RESULT_KEYS = (

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import logging
 
+from accelbench.core.changes import Spread
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.spreads import search_spreads
 from accelbench.lake.store import Lake
-from accelbench.search.statistics import Spread
 
 log = logging.getLogger(__name__)
 

@@ -72,6 +72,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.core.changes import Spread
 from accelbench.core.intervals import pooled_quantile_interval
 from accelbench.core.search_plan import (
     TAIL_LIMITS,
@@ -87,7 +88,6 @@ from accelbench.core.search_plan import (
 from accelbench.core.slos import LIMITS, Limit
 from accelbench.search.statistics import (
     PRIOR_SPREAD,
-    Spread,
     fit_capacity,
     host_spread,
     merged_repeats,

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from accelbench.core.changes import Spread
 from accelbench.core.drift import drift
 from accelbench.core.intervals import (
     CONFIDENCE,
     pooled_quantile_interval,
     quantile_interval,
     repeat_quantiles,
-    t_quantile,
     widened,
 )
 from accelbench.core.search_plan import (
@@ -33,34 +32,6 @@ from accelbench.core.search_plan import (
     SloBound,
 )
 from accelbench.core.slos import Limit
-
-
-@dataclass(frozen=True)
-class Spread:
-    """A run-to-run spread on the log scale (`sd`) and the degrees of freedom it rests on (`df`: 0, none
-    measured). `metric` names the statistic ("p99 E2E latency")."""
-
-    sd: float = 0.0
-    df: int = 0
-    metric: str | None = None
-
-    def pooled(self, others: Sequence[Spread]) -> Spread:
-        """Pooled with `others` of the same statistic: variances weighted by their degrees of freedom (as
-        a one-way analysis of variance pools its groups), the degrees of freedom added."""
-        spreads = [s for s in (self, *others) if s.df > 0]
-        df = sum(s.df for s in spreads)
-        if not df:
-            return Spread(metric=self.metric)
-        return Spread(math.sqrt(sum(s.df * s.sd**2 for s in spreads) / df), df, self.metric)
-
-    def quantile(self, confidence: float = CONFIDENCE) -> float:
-        """The half-width multiplier at `confidence`: Student t with the spread's degrees of freedom (a sd
-        from 1 pair is itself a rough guess: t = 12.7 where a normal says 1.96); 0 without a spread."""
-        return t_quantile(confidence, self.df) * self.sd if self.df > 0 and self.sd > 0 else 0.0
-
-    def text(self) -> str:
-        """ "p99 E2E latency 16% (3 df)" """
-        return f"{self.metric or 'latency'} {math.expm1(self.sd):.0%} ({self.df} df)"
 
 
 def run_spread(
@@ -88,7 +59,7 @@ def run_spread(
         own, runs = own + float(variances.sum()), runs + int(values.size)
     if not df:
         return Spread(metric=metric)
-    return Spread(math.sqrt(max(ss / df - own / runs, 0.0)), df, metric)
+    return Spread(math.sqrt(max(ss / df - own / runs, 0.0)), df, runs, metric)
 
 
 def host_spread(
@@ -115,7 +86,7 @@ def host_spread(
         earlier = [*(extra or {}).get(limit.label, ()), *([prior] if prior is not None else [])]
         spread = run_spread(groups, limit.label, sampling).pooled(earlier)
         spreads.append(spread)
-    return max(spreads, key=lambda s: (s.sd, s.df))
+    return max(spreads, key=lambda s: (s.log_sd, s.df))
 
 
 SAMPLING_CONFIDENCE = 0.5  # the order-statistic interval a run's sampling sd is read from (138 requests on)
@@ -150,7 +121,7 @@ def _run_p99(limit: Limit, repeats: Sequence[RepeatResult]) -> tuple[float, floa
 # outweigh it after a few. Without it a search's first looks would judge a p99 by its requests alone (the
 # host's 20-40% swings unseen), and its one recheck pair (1 df: t = 12.7) would stretch the interval to
 # nothing.
-PRIOR_SPREAD = Spread(0.126, 3, "p99 (prior: issue 48's runs on a 2-vCPU host)")
+PRIOR_SPREAD = Spread(0.126, 3, 4, "p99 (prior: issue 48's runs on a 2-vCPU host)")
 
 
 def run_widening(plan: SearchPlan, spread: Spread | None, runs: int, confidence: float = CONFIDENCE) -> float:
