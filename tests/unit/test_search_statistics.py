@@ -124,3 +124,27 @@ def test_the_spread_is_the_judged_p99_s_pooled_with_its_degrees_of_freedom() -> 
     assert pooled.df == 16 and min(spread.log_sd, 0.1) < pooled.log_sd < max(spread.log_sd, 0.1)
     assert pooled.quantile() < spread.quantile() * pooled.log_sd / spread.log_sd
     assert Spread(0.1, 1).quantile() > 6 * Spread(0.1, 100).quantile()
+
+
+def test_a_cap_that_cannot_bound_a_p99_at_the_corrected_looks_is_refused_naming_max_requests() -> None:
+    """Found on the real model (issue 48): 100-request probes capped at 400 are judged 4 times at 98.75%,
+    where a p99's upper bound needs 505 requests, so every probe ended undecided. Planning says so, with the
+    smallest cap that works (600: 6 looks at 99.17% need 546); probes of the whole cap are one look at 95%."""
+    import pytest
+    from accelbench.core.intervals import min_requests
+    from accelbench.core.spec import LoadPlan
+
+    plan = SearchPlan(
+        variable="concurrency",
+        lower=1,
+        upper=8,
+        min_requests=100,
+        max_requests=400,
+        slos=Slos(e2el_p99_ms=LIMIT),
+    )
+    assert min_requests(0.99, plan.look_confidence(100)) == 505
+    with pytest.raises(ValueError, match=r"max_requests=400: .* 505 requests .* give max_requests >= 600"):
+        LoadPlan(input_len=8, output_len=4, prompts_per_level=100, search=plan)
+    assert LoadPlan(input_len=8, output_len=4, prompts_per_level=400, search=plan).search == plan
+    wider = plan.model_copy(update={"max_requests": 600})
+    assert wider.unbounded(100) is None and min_requests(0.99, wider.look_confidence(100)) == 546

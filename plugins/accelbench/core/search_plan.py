@@ -163,6 +163,29 @@ class SearchPlan(_Frozen):
         often it is measured again (an undecided probe re-judged at 95% each time spends 5% per look)."""
         return 1 - (1 - CONFIDENCE) / self.looks(batch)
 
+    def unbounded(self, batch: int) -> str | None:
+        """Why probes measured `batch` requests at a time could never be shown to meet a p99 limit, or
+        None: with `max_requests` a repeat reaches batch x looks requests, and each look's corrected
+        confidence (`look_confidence`) needs more than that to bound a p99 from above (505 requests at
+        98.75%, 4 looks), so every probe would end undecided at the cap. Says the smallest cap that works."""
+        if self.max_requests is None or all(getattr(self.slos, limit.param) is None for limit in TAIL_LIMITS):
+            return None
+        from accelbench.core.intervals import min_requests
+
+        looks = self.looks(batch)
+        need = min_requests(0.99, self.look_confidence(batch))
+        if batch * looks >= need:
+            return None
+        cap = batch * looks
+        while cap < min_requests(0.99, 1 - (1 - CONFIDENCE) / (cap // batch)):
+            cap += batch
+        return (
+            f"max_requests={self.max_requests}: a probe of {batch} requests a measurement is judged up to"
+            f" {looks} times, each at {self.look_confidence(batch):.2%} (Bonferroni), where a p99 needs"
+            f" {need} requests to be bounded from above: no probe could be shown to meet a p99 limit; give"
+            f" max_requests >= {cap}"
+        )
+
     def precise(self, passing: float, failing: float) -> bool:
         """Whether the bracket [passing, failing] is as narrow as the plan asks (one concurrency step is
         always the finest there is)."""

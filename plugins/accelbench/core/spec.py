@@ -175,6 +175,8 @@ class LoadPlan(_Frozen):
                 f"prompts_per_level={self.prompts_per_level}: below the search's min_requests="
                 f"{plan.min_requests}, no probe's p99 would be trusted"
             )
+        elif why := plan.unbounded(self.prompts_per_level):
+            problems.append(why)
         if problems:
             raise ValueError("; ".join(problems))
         return self
