@@ -145,3 +145,10 @@ def test_the_interval_rule_is_the_requests_default_and_the_point_rule_keeps_the_
         with pytest.raises(ConfigError) as refused:
             CampaignRequest(**base, **conf).search_plan()
         assert refused.value.field == field, conf
+    # Probes of 100 requests: 4 x 100 cannot bound a p99 at 98.75% a look (505 requests), so the default
+    # cap is the smallest that can (600), and a cap given below it is refused naming it (issue 48).
+    small = base | {"prompts_per_level": 100, "search_min_requests": 100}
+    assert (CampaignRequest(**small).search_plan() or default).max_requests == 600
+    with pytest.raises(ConfigError) as refused:
+        CampaignRequest(**small, search_max_requests=400).search_plan()
+    assert refused.value.field == "search_max_requests" and "give max_requests >= 600" in str(refused.value)

@@ -33,7 +33,7 @@ from pydantic import (
 from accelbench.config import ENV_PREFIX, MODE_SETTING, env_name, read_variable
 from accelbench.config import setting_default as field_default
 from accelbench.core.modes import ExecutionMode
-from accelbench.core.search_plan import MIN_P99_REQUESTS, SearchPlan, SearchVariable
+from accelbench.core.search_plan import MIN_P99_REQUESTS, SearchPlan, SearchVariable, smallest_cap
 from accelbench.core.slos import SAMPLE_WARNING_REQUESTS, Slos
 from accelbench.core.spec import POISSON, QUALITY_PROMPTS, QUALITY_QUESTIONS
 from accelbench.core.workloads import DEFAULT_WORKLOAD, Workload, WorkloadName, profile
@@ -322,7 +322,8 @@ class CampaignRequest(BaseModel):
         ge=MIN_P99_REQUESTS,
         le=MAX_SEARCH_REQUESTS,
         description=f"The interval rule: the most requests a repeat of an undecided probe grows to; empty: "
-        f"{SEARCH_CAP_FACTOR} x search_min_requests",
+        f"{SEARCH_CAP_FACTOR} x search_min_requests, or more where a p99 needs it (each of a probe's looks "
+        "is judged at 1 - 5% / its looks: 600 for probes of 100 requests)",
         json_schema_extra={"section": _SEARCH},
     )
     burstiness: PositiveFloat = Field(
@@ -459,9 +460,12 @@ class CampaignRequest(BaseModel):
         values = {plan: getattr(self, name) for name, plan in SEARCH_FIELDS.items()}
         values["max_requests"] = self._search_cap()
         try:
-            return SearchPlan(**values, slos=Slos(**self.slos))
+            plan = SearchPlan(**values, slos=Slos(**self.slos))
         except ValidationError as exc:
             raise _search_error(exc) from None
+        if self.search_variable != "time_scale" and (why := plan.unbounded(self.prompts_per_level)):
+            raise ConfigError("search_max_requests", plan.max_requests, why.split(": ", 1)[1])
+        return plan
 
     def _search_cap(self) -> int | None:
         """The interval rule's cap on a repeat's requests (None: the point rule, which has none)."""
@@ -475,7 +479,9 @@ class CampaignRequest(BaseModel):
             return None
         if self.search_max_requests is not None:
             return self.search_max_requests
-        return min(SEARCH_CAP_FACTOR * self.search_min_requests, MAX_SEARCH_REQUESTS)
+        # At least the smallest cap whose looks can bound a p99 (`smallest_cap`: 600 for 100-request probes).
+        cap = max(SEARCH_CAP_FACTOR * self.search_min_requests, smallest_cap(self.prompts_per_level))
+        return min(cap, MAX_SEARCH_REQUESTS)
 
     def with_trace(self, workload: Workload) -> CampaignRequest:
         """This request with its trace workload as planning read it (`workload_specs`, `context_len`)."""

@@ -168,17 +168,16 @@ class SearchPlan(_Frozen):
         None: with `max_requests` a repeat reaches batch x looks requests, and each look's corrected
         confidence (`look_confidence`) needs more than that to bound a p99 from above (505 requests at
         98.75%, 4 looks), so every probe would end undecided at the cap. Says the smallest cap that works."""
+        from accelbench.core.intervals import min_requests
+
         if self.max_requests is None or all(getattr(self.slos, limit.param) is None for limit in TAIL_LIMITS):
             return None
-        from accelbench.core.intervals import min_requests
 
         looks = self.looks(batch)
         need = min_requests(0.99, self.look_confidence(batch))
         if batch * looks >= need:
             return None
-        cap = batch * looks
-        while cap < min_requests(0.99, 1 - (1 - CONFIDENCE) / (cap // batch)):
-            cap += batch
+        cap = smallest_cap(batch)
         return (
             f"max_requests={self.max_requests}: a probe of {batch} requests a measurement is judged up to"
             f" {looks} times, each at {self.look_confidence(batch):.2%} (Bonferroni), where a p99 needs"
@@ -268,6 +267,17 @@ class ProbeResult(_Frozen):
 
     load: float
     repeats: tuple[RepeatResult, ...] = Field(min_length=1)
+
+
+def smallest_cap(batch: int) -> int:
+    """The smallest `max_requests` at which probes of `batch` requests a measurement can bound a p99 from
+    above at every look's corrected confidence (`SearchPlan.look_confidence`): 600 for 100, 400 for 400."""
+    from accelbench.core.intervals import min_requests
+
+    cap = batch
+    while cap < min_requests(0.99, 1 - (1 - CONFIDENCE) / (cap // batch)):
+        cap += batch
+    return cap
 
 
 class SloBound(_Frozen):
