@@ -12,10 +12,10 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from accelbench.core.changes import FDR, Change
+from accelbench.core.changes import FDR
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.model import MetricChange, Point, prefixed
-from accelbench.report.noise import TestedChanges, noise_words, point_change, runs_by_id, tested_changes
+from accelbench.report.noise import Sides, TestedChanges, compare_pairs, noise_words
 from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
@@ -161,9 +161,7 @@ def version_deltas(
     for p in points:
         fields = p.config.key_fields() | {"level_kind": p.level_kind, "level_value": p.level_value}
         series[tuple(fields[k] for k in POINT_KEY if k != "vllm_version")].append(p)
-    by_id = runs_by_id(runs)
     pairs: list[tuple[Point, Point]] = []
-    compared: list[tuple[str | None, dict[str, Change]]] = []
     for key in sorted(series, key=lambda k: tuple(str(v) for v in k)):
         ordered = sorted(series[key], key=lambda p: version_key(p.vllm_version))
         for prev, cur in pairwise(ordered):
@@ -172,13 +170,10 @@ def version_deltas(
             ):
                 continue
             pairs.append((prev, cur))
-            changes = {
-                m: point_change(m, record(prev), record(cur), worse, by_id, samples) for m, worse in JUDGED
-            }
-            compared.append((_drift(prev, cur), changes))
+    sides = [Sides(record(prev), record(cur), _drift(prev, cur)) for prev, cur in pairs]
     return [
         _delta(prev, cur, found)
-        for (prev, cur), found in zip(pairs, tested_changes(compared, fdr), strict=True)
+        for (prev, cur), found in zip(pairs, compare_pairs(sides, JUDGED, runs, samples, fdr), strict=True)
     ]
 
 
