@@ -55,6 +55,11 @@ def noise_words() -> dict[str, str]:
     return {"min_effect": f"{MIN_EFFECT:.0%}", "fdr": f"{FDR:g}", "confidence": f"{CONFIDENCE:.0%}"}
 
 
+def noise_variables(rows: Sequence[Any]) -> Mapping[str, Any]:
+    """A judged table's section variables (`Section.variables`): the test's figures in words."""
+    return noise_words()
+
+
 def point_change(
     metric: str,
     before: Mapping[str, Any],

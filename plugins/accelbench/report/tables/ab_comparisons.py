@@ -18,9 +18,8 @@ from typing import Any
 from accelbench.core.changes import FDR
 from accelbench.lake.schemas import MEASURED_STATUSES, LakeRow
 from accelbench.report.labels import level_label, short_model
-from accelbench.report.model import MetricChange, prefixed
-from accelbench.report.noise import Sides, TestedChanges, compare_pairs, noise_words
-from accelbench.report.records import Record
+from accelbench.report.model import MetricChange, metric_change, prefixed
+from accelbench.report.noise import Sides, TestedChanges, compare_pairs, noise_variables
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -76,10 +75,7 @@ class AbComparison:
 
     def change(self, metric: str) -> MetricChange:
         """The change of a judged metric (AB_JUDGED) by its name."""
-        found = getattr(self, metric)
-        if not isinstance(found, MetricChange):
-            raise KeyError(metric)
-        return found
+        return metric_change(self, metric)
 
     @property
     def flagged(self) -> tuple[str, ...]:
@@ -180,10 +176,6 @@ def _rows(inputs: Inputs) -> list[AbComparison]:
     return ab_comparisons(inputs.runs, inputs.samples)
 
 
-def _noise(rows: Sequence[Record]) -> Mapping[str, Any]:
-    return noise_words()
-
-
 TABLE = Table(
     name="ab_comparisons",
     row=AbComparison,
@@ -206,7 +198,7 @@ TABLE = Table(
         heading="A/B comparisons",
         anchor="ab",
         table_id="ab-table",
-        variables=_noise,
+        variables=noise_variables,
         lead="Each variant against the comparison's first, level by level: a change with its interval, or "
         "the smallest change the samples resolve.",
         text="""\

@@ -5,7 +5,7 @@ the false discovery rate controlled across the table. The regression gate reads 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -14,9 +14,9 @@ from packaging.version import InvalidVersion, Version
 
 from accelbench.core.changes import FDR
 from accelbench.report.keys import POINT_KEY
-from accelbench.report.model import MetricChange, Point, prefixed
-from accelbench.report.noise import Sides, TestedChanges, compare_pairs, noise_words
-from accelbench.report.records import Record, record
+from accelbench.report.model import MetricChange, Point, metric_change, prefixed
+from accelbench.report.noise import Sides, TestedChanges, compare_pairs, noise_variables
+from accelbench.report.records import record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -87,10 +87,7 @@ class VersionDelta:
 
     def change(self, metric: str) -> MetricChange:
         """The change of a judged metric (JUDGED) by its name."""
-        found = getattr(self, metric)
-        if not isinstance(found, MetricChange):
-            raise KeyError(metric)
-        return found
+        return metric_change(self, metric)
 
 
 def _delta(prev: Point, cur: Point, found: TestedChanges) -> VersionDelta:
@@ -181,10 +178,6 @@ def _rows(inputs: Inputs) -> list[VersionDelta]:
     return version_deltas(inputs.points, inputs.runs, inputs.samples)
 
 
-def _noise(rows: Sequence[Record]) -> Mapping[str, Any]:
-    return noise_words()
-
-
 TABLE = Table(
     name="version_deltas",
     row=VersionDelta,
@@ -205,7 +198,7 @@ TABLE = Table(
         heading="Version-over-version changes",
         anchor="deltas",
         table_id="deltas-table",
-        variables=_noise,
+        variables=noise_variables,
         text="""\
 <p>For each point, the change from the previous vLLM version that has it, with its {{ confidence }}
 interval and q-value. Each repeat gives one figure (its percentile of its own requests, or its
