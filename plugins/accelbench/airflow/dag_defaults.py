@@ -47,6 +47,8 @@ CAMPAIGN_FORM_FIELDS = (
     "search_max_requests",
     "burstiness",
     "extra_engine_args",
+    "variants",
+    "rounds",
     "gpu_memory_utilization",
     "slos",
     "max_campaign_usd",

@@ -184,6 +184,11 @@ def request_servers(req: CampaignRequest) -> list[tuple[str, LoadPlan]]:
     workloads = req.workload_specs()
     load, _ = build_load_plan(req, Checked([], [], None, workloads, req.search_plan()))
     loads = [for_workload(req, load, w) for w in workloads]
+    if req.variants:  # an A/B comparison: a server per variant and round, each round its share of the repeats
+        rounds = range(min(req.rounds, req.repeats))
+        share = [load.model_copy(update={"repeats": -(-load.repeats // len(rounds))}) for load in loads]
+        types = [v.instance_type or req.instance_types[0] for v in req.variants]
+        return [(t, one) for _ in rounds for t in types for one in share]
     models = 1 + len(req.quantized_models)
     return [(t, one) for t in req.instance_types for _ in range(models) for one in loads]
 

@@ -19,6 +19,8 @@ from accelbench.campaign.quantization import configurations, matrix_problems, re
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.size import RuntimeBuild, size_instances
 from accelbench.campaign.specs import make_specs
+from accelbench.campaign.variants import interleaved, variant_problems, variant_requests
+from accelbench.campaign.variants import renamed as variant_renamed
 from accelbench.catalog.seed_file import InstanceSpec
 from accelbench.core.problems import PlanningError, Problem, problems_from_validation
 from accelbench.core.spec import BenchmarkSpec
@@ -70,6 +72,8 @@ def plan_campaign(
             request, catalog, version, campaign_id, load_shape, image_digest, found, builds, unavailable
         )
 
+    if req.variants:
+        return plan_variants(req, preflight, one)
     if not req.quantized_models:
         return one(req, preflight)
     plans, problems = {}, []
@@ -85,6 +89,30 @@ def plan_campaign(
     specs = with_quality(req, [spec for plan in plans.values() for spec in plan.specs])
     warnings = list(dict.fromkeys(w for plan in plans.values() for w in plan.warnings))
     return Plan(specs, fits=first.fits, warnings=warnings, shape=first.shape)
+
+
+def plan_variants(
+    req: CampaignRequest,
+    preflight: Sequence[Problem],
+    one: Callable[[CampaignRequest, Sequence[Problem]], Plan],
+) -> Plan:
+    """An A/B comparison: each variant planned by `one` as the request with what it changes (the first with
+    `preflight`), the servers in rounds (accelbench.campaign.variants); every variant's problems at once, a
+    problem of a field a variant changed named by the variant's field."""
+    problems = variant_problems(req)
+    plans: list[Plan] = []
+    for i, (where, request) in enumerate(variant_requests(req)):
+        try:
+            plans.append(one(request, preflight if i == 0 else ()))
+        except PlanningError as exc:
+            found = [variant_renamed(p, where, req.variants[i]) for p in exc.problems]
+            problems += [p for p in found if p not in problems]
+    if problems:
+        raise PlanningError(problems)
+    specs = interleaved(req, [plan.specs for plan in plans])
+    warnings = list(dict.fromkeys(w for plan in plans for w in plan.warnings))
+    fits = {k: v for plan in plans for k, v in plan.fits.items()}
+    return Plan(specs, fits=fits, warnings=warnings, shape=plans[0].shape)
 
 
 def _plan_one(

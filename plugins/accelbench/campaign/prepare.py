@@ -8,14 +8,14 @@ execution mode's needs), plans, and splits off what the lake already holds, retu
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import Engine
 
 from accelbench import tiers
-from accelbench.campaign.plan import plan_campaign
+from accelbench.campaign.plan import Plan, plan_campaign, plan_variants
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.size import RuntimeBuild
 from accelbench.catalog import queries
@@ -111,17 +111,36 @@ def prepare_campaign(
     problems = [] if local else checks.kubernetes_problems(request.model)
     catalog = queries.instance_catalog(engine)
     builds, unavailable = runtime_builds(request, engine, catalog, checks, local, as_of, problems)
-    first = builds.get(tiers.CPU.runtime) or next(iter(builds.values()), None)
-    version = first.version if first else request.version or "unknown"
-    specs = plan_campaign(
-        request, catalog, version, campaign_id, preflight=problems, builds=builds, unavailable=unavailable
-    ).specs
-    if lake is None:
+    version = _main_version(request, builds)
+
+    def one(req: CampaignRequest, found: Sequence[Problem]) -> Plan:
+        """A variant of an A/B comparison at its own builds (it may pin other versions)."""
+        own: list[Problem] = []
+        built, missing = runtime_builds(req, engine, catalog, checks, local, as_of, own)
+        found = [*found, *(p for p in own if p not in found)]
+        main = _main_version(req, built)
+        return plan_campaign(
+            req, catalog, main, campaign_id, preflight=found, builds=built, unavailable=missing
+        )
+
+    if request.variants:
+        specs = plan_variants(request, problems, one).specs
+    else:
+        specs = plan_campaign(
+            request, catalog, version, campaign_id, preflight=problems, builds=builds, unavailable=unavailable
+        ).specs
+    if lake is None or request.variants:  # an A/B's rounds are measured anew: they compare with each other
         return Prepared(version, specs)
     measured = measured_specs(lake, specs, retracted_run_ids(engine))
     done = {s.matrix_key for s in measured}
     todo = specs if force else [s for s in specs if s.matrix_key not in done]
     return Prepared(version, todo, measured, forced=force and bool(measured))
+
+
+def _main_version(request: CampaignRequest, builds: Mapping[str, RuntimeBuild]) -> str:
+    """The campaign's version as its rows and logs name it: the CPU runtime's build, else the first's."""
+    first = builds.get(tiers.CPU.runtime) or next(iter(builds.values()), None)
+    return first.version if first else request.version or "unknown"
 
 
 def runtime_builds(

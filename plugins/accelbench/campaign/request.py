@@ -106,6 +106,57 @@ SEARCH_FIELDS = {
 }
 
 
+VARIANT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"  # a variant's name: a label in rows and tables
+MAX_VARIANTS = 4
+# What a variant may change; everything else (the workload: lengths, levels, prompts, repeats) it shares.
+VARIANT_FIELDS = ("extra_engine_args", "model", "quantization", "versions", "instance_type")
+
+
+class Variant(BaseModel):
+    """One side of an A/B comparison (`CampaignRequest.variants`): a name, and what it changes of the
+    campaign's configuration; a field left out is the campaign's. Two variants that change nothing are an
+    A/A comparison: the host's self-check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=40, pattern=VARIANT_NAME_PATTERN)
+    extra_engine_args: list[Annotated[str, Field(pattern=ENGINE_ARG_PATTERN)]] | None = Field(
+        default=None, description="Replaces the campaign's extra_engine_args for this variant"
+    )
+    model: ModelName | None = Field(default=None, description="Another checkpoint of the model")
+    quantization: Quantization | None = None
+    versions: dict[TierName, VersionText] | None = Field(
+        default=None, description="Versions by tier, over the campaign's"
+    )
+    instance_type: str | None = Field(
+        default=None, min_length=1, description="Another instance type, in place of the campaign's"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shares_the_workload(cls, data: Any) -> Any:
+        """A field of the campaign's workload (or any other the variants share) is refused by name."""
+        if isinstance(data, dict):
+            shared = sorted(k for k in data if k != "name" and k not in VARIANT_FIELDS)
+            if shared:
+                raise ValueError(
+                    f"{', '.join(shared)}: the variants share the campaign's workload and settings; a "
+                    "variant "
+                    f"may change only {', '.join(VARIANT_FIELDS)}"
+                )
+        return data
+
+
+def _variants_schema() -> dict[str, Any]:
+    """The form's schema of `variants`: an array of Variant objects, inline (a Param has no $defs)."""
+    item = Variant.model_json_schema()
+    item.pop("title", None)
+    item.pop("description", None)
+    for prop in item["properties"].values():
+        prop.pop("title", None)
+    return {"type": "array", "items": item, "maxItems": MAX_VARIANTS}
+
+
 class CampaignRequest(BaseModel):
     """Fields mirror the DAG params; their names are what error messages cite."""
 
@@ -159,6 +210,23 @@ class CampaignRequest(BaseModel):
         "paths), each served like it, one server per type and checkpoint; `model` is the reference (its "
         "bf16 checkpoint) that their quality is measured against after the load levels",
         json_schema_extra=_UNIQUE,
+    )
+    variants: Annotated[list[Variant], WithJsonSchema(_variants_schema())] = Field(
+        default_factory=list,
+        max_length=MAX_VARIANTS,
+        description="An A/B comparison: two or more named variants of this configuration, each changing only "
+        'what it names (e.g. [{"name": "a"}, {"name": "b", "extra_engine_args": ["--max-num-active-seqs", '
+        '"2"]}]; two that change nothing: an A/A, the host\'s self-check), on one instance type and this '
+        "workload. Their servers run interleaved in `rounds` (a, b, a, b ...); every later variant is "
+        "compared "
+        "with the first on each level and metric, as the regression gate compares versions",
+    )
+    rounds: int = Field(
+        default=2,
+        ge=1,
+        le=20,
+        description="An A/B comparison: rounds of its interleaved servers, each round one server of every "
+        "variant; a variant's `repeats` of each level are split over its rounds (so at most `repeats`)",
     )
     quality_questions: int = Field(
         default=QUALITY_QUESTIONS,
@@ -429,6 +497,20 @@ class CampaignRequest(BaseModel):
         if len(set(values)) != len(values):
             raise ValueError("lists each value more than once")
         return values
+
+    @field_validator("variants")
+    @classmethod
+    def _a_comparison(cls, variants: list[Variant]) -> list[Variant]:
+        """None, or two or more variants with names of their own (a name labels its rows and table lines)."""
+        if len(variants) == 1:
+            raise ValueError(
+                "an A/B comparison needs two variants or more (two that change nothing: an A/A self-check)"
+            )
+        names = [v.name for v in variants]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"names each variant once: {', '.join(twice)} more than once")
+        return variants
 
     def search_plan(self) -> SearchPlan | None:
         """The load search this request asks for (None: the fixed levels). The fields are checked together

@@ -20,6 +20,7 @@ from accelbench.campaign.estimate import ServerEstimate, estimate, over_budget
 from accelbench.campaign.matrix import VERSION_MATRIX_SETTING, matrix_at
 from accelbench.campaign.prepare import ModeChecks, Prepared, prepare_campaign, unconfigured
 from accelbench.campaign.request import CampaignRequest
+from accelbench.campaign.variants import rounds_words
 from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.decisions import decisions
 from accelbench.config import Settings
@@ -74,6 +75,8 @@ def plan(
         planned = prepare_campaign(request, engine, campaign_id, checks, as_of=as_of)
         found = prices(engine, {s.server.instance_type for s in planned.specs})
     log.info("planned %d benchmark pods", len(planned.specs))
+    if rounds := rounds_words(planned.specs):
+        log.info("%s", rounds)
     mode = check_mode(request.execution_mode or default_mode())
     try:
         opened: Lake | None = lake()

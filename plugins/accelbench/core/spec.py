@@ -237,19 +237,41 @@ class QualityPlan(_Frozen):
     questions: int = Field(default=QUALITY_QUESTIONS, ge=4, le=5000)
 
 
+class VariantRound(_Frozen):
+    """A server of an A/B comparison (the request's `variants`): which variant it serves, of which
+    comparison (the variants' names in order, "a vs b": the first is the baseline), and which round of the
+    interleaved servers it is (A, B, A, B ...: each round runs every variant once, so host drift falls on
+    all). Its level repeats are numbered on from `first_repeat`, so the rounds of a variant are one point's
+    repeats with distinct run ids and repeat numbers. Not part of the matrix key (the server and load are)."""
+
+    comparison: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    round: int = Field(ge=0)
+    rounds: int = Field(ge=1)
+    first_repeat: int = Field(default=0, ge=0)
+
+
 class BenchmarkSpec(_Frozen):
     server: ServerSpec
     load: LoadPlan
     campaign_id: str
     quality: QualityPlan | None = None  # None: the load levels only
+    variant: VariantRound | None = None  # None: no A/B comparison
 
     @model_serializer(mode="wrap")
     def _without_no_quality(self, handler: SerializerFunctionWrapHandler, _: SerializationInfo) -> Any:
-        """A spec without a quality plan dumps as before the field existed: its spec_id stays."""
+        """A spec without a quality plan or a variant dumps as before the fields existed: its spec_id
+        stays."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("quality") is None:
-            data.pop("quality", None)
+        for name in ("quality", "variant"):
+            if isinstance(data, dict) and data.get(name) is None:
+                data.pop(name, None)
         return data
+
+    @property
+    def first_repeat(self) -> int:
+        """The number of the levels' first repeat: 0, or an A/B round's (`VariantRound.first_repeat`)."""
+        return self.variant.first_repeat if self.variant is not None else 0
 
     @property
     def spec_id(self) -> str:

@@ -244,6 +244,9 @@ def run_row(
         "host_drift": envelope.drift,
         **trace_columns(load),
         "time_scale": level.level_value if level.level_kind == "scale" else None,
+        "ab_comparison": spec.variant.comparison if spec.variant else None,
+        "variant": spec.variant.name if spec.variant else None,
+        "variant_round": spec.variant.round if spec.variant else None,
     }
     return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 

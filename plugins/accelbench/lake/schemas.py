@@ -21,10 +21,11 @@ from accelbench.core.startup_phases import FIGURES, PHASES
 # (runs.host_drift), and the quantization the server's log reported (runs.server_quantization); 10: the
 # quality table (a quantization matrix's configurations against their reference); 11: the startups table (a
 # server's start-up in phases) and the costs table (what each server of a campaign cost); 12: a trace
-# workload's identity (runs and capacities: trace_*) and a level's time-scale (runs.time_scale).
+# workload's identity (runs and capacities: trace_*) and a level's time-scale (runs.time_scale); 13: an A/B
+# comparison's variant of a run (runs.comparison, variant, variant_round).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -187,6 +188,12 @@ RUNS = pa.schema(
         *TRACE_COLUMNS,
         # a trace workload's level: the trace at this multiple of its recorded pace (2 = twice as fast)
         ("time_scale", pa.float64()),
+        # an A/B comparison's run (CampaignRequest.variants): the comparison ("a vs b", its variants in order,
+        # the first the baseline), the variant this run's server served and its round of the interleaved
+        # servers (0 first); null outside a comparison
+        ("ab_comparison", pa.string()),
+        ("variant", pa.string()),
+        ("variant_round", pa.int16()),
     ]
 )
 

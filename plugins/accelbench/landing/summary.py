@@ -18,7 +18,10 @@ from accelbench.lake.store import Lake
 from accelbench.landing.capacity import capacity_text
 from accelbench.report.hosts import host_label, measured_on_instance
 from accelbench.report.quality import quality_gate, quality_text
+from accelbench.report.records import records
+from accelbench.report.samples import read_samples
 from accelbench.report.sources import price_history
+from accelbench.report.tables.ab_comparisons import ab_comparisons
 
 log = logging.getLogger(__name__)
 HEADER = (
@@ -42,6 +45,8 @@ class CampaignSummary:
     quality: dict[str, str] = field(default_factory=dict)  # spec_id -> the quality gate's verdict
     cost_usd: float | None = None
     unpriced_servers: int = 0
+    # An A/B comparison's rows (accelbench.report.tables.ab_comparisons), as the report's files hold them.
+    ab: list[dict[str, Any]] = field(default_factory=list)
     skip: str | None = None
 
     def xcom(self) -> dict[str, Any]:
@@ -56,6 +61,7 @@ class CampaignSummary:
             "quality": self.quality,
             "cost_usd": self.cost_usd,
             "unpriced_servers": self.unpriced_servers,
+            "ab": self.ab,
             "lake": self.lake,
         }
 
@@ -84,6 +90,8 @@ def summarize(lake: Lake, campaign: str, date: str, catalog: CatalogOpener) -> C
             f"what the campaign cost: {spent:.4f} USD over {len(costs) - unpriced} priced server(s)"
             + (f"; {unpriced} unpriced" if unpriced else "")
         )
+    compared = _ab(lake, mine, where)
+    lines += [f"A/B {row.line}" for row in compared]
     log.info("campaign %s, lake %s:\n%s", campaign, lake.uri, "\n".join(lines))
     return CampaignSummary(
         campaign,
@@ -97,7 +105,16 @@ def summarize(lake: Lake, campaign: str, date: str, catalog: CatalogOpener) -> C
         quality={q["spec_id"]: quality_gate(q)[0] for q in quality},
         cost_usd=round(spent, 6) if costs else None,
         unpriced_servers=unpriced,
+        ab=records(compared),
     )
+
+
+def _ab(lake: Lake, mine: list[dict[str, Any]], where: ds.Expression) -> list[Any]:
+    """An A/B campaign's comparisons (none without variants), each tested from its runs' requests."""
+    ids = [r["run_id"] for r in mine if r.get("ab_comparison")]
+    if not ids:
+        return []
+    return ab_comparisons(mine, read_samples(lake, ids, where))
 
 
 def _run_line(r: dict[str, Any]) -> str:

@@ -408,7 +408,7 @@ class Driver:
         drift)."""
         planned = levels(self.spec)
         for level in planned:
-            if failure := self._level(level)[1]:
+            if failure := self._level(level, first=self.spec.first_repeat)[1]:
                 return failure, None
         return self._recheck(planned)
 
@@ -420,11 +420,14 @@ class Driver:
         if len(planned) < 2:
             return None, None
         first = planned[0]
-        done, failure = self._level(first, first=self.spec.load.repeats, count=1, recheck=True)
+        at = self.spec.first_repeat
+        done, failure = self._level(first, first=at + self.spec.load.repeats, count=1, recheck=True)
         if failure:
             return failure, None
         start = next(
-            r for r in self.records if (r.level_kind, r.level_value, r.repeat) == (first.kind, first.value, 0)
+            r
+            for r in self.records
+            if (r.level_kind, r.level_value, r.repeat) == (first.kind, first.value, at)
         )
         found = repeats_drift(
             TAIL_LIMITS, [self.repeat_result(start)], [self.repeat_result(done[0])], first.words

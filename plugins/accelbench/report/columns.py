@@ -115,6 +115,13 @@ LABELS: dict[str, str] = {
     "spot_price_source": "Spot price source",
     "spot_usd_per_1m_output_tokens": "Spot USD / 1M output tokens",
     "spot_usd_per_1m_total_tokens": "Spot USD / 1M total tokens",
+    "ab_comparison": "A/B comparison (its variants; the first is the baseline)",
+    "baseline": "Baseline variant",
+    "variant": "Variant",
+    "differs": "What the variant changes",
+    "ab_verdict": "Verdict",
+    "repeats_baseline": "Baseline's repeats",
+    "repeats_variant": "Variant's repeats",
     "from_version": "From vLLM version",
     "to_version": "To vLLM version",
     "run_id": "Run id",
@@ -171,7 +178,8 @@ LABELS: dict[str, str] = {
     "accuracy_ratio": "Accuracy, share of the reference's",
     "on_pareto_front": "On the cost-quality Pareto front",
 }
-# The changes tested between two points (accelbench.report.noise: the version deltas, prefix caching).
+# The changes tested between two points (accelbench.report.noise: the version deltas, prefix caching, the
+# A/B comparisons).
 LABELS |= (
     {
         f"{metric}_{suffix}": f"{name}: {what}"
@@ -180,6 +188,8 @@ LABELS |= (
             ("p99_ttft_ms", "p99 TTFT"),
             ("p50_ttft_ms", "p50 TTFT"),
             ("p99_tpot_ms", "p99 TPOT"),
+            ("p50_tpot_ms", "p50 TPOT"),
+            ("p99_e2el_ms", "p99 E2EL"),
         )
         for suffix, what in (
             ("finding", "change [95% interval], q-value"),

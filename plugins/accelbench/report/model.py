@@ -199,6 +199,14 @@ class MetricChange:
     finding: str | None = None
 
 
+def metric_change(row: object, metric: str) -> MetricChange:
+    """The `MetricChange` a judged row holds under `metric`'s name (KeyError: none such)."""
+    found = getattr(row, metric, None)
+    if not isinstance(found, MetricChange):
+        raise KeyError(metric)
+    return found
+
+
 def prefixed(prefix: str) -> dict[str, str]:
     """A part written under `prefix` (`accelbench.report.records`)."""
     return {"prefix": prefix}

@@ -25,13 +25,21 @@ from accelbench.report.model import MetricChange
 from accelbench.report.samples import Samples
 
 # The percentiles a change is tested on from request samples: metric -> (samples' metric, quantile).
-QUANTILES = {"p99_ttft_ms": ("ttft", 0.99), "p50_ttft_ms": ("ttft", 0.5), "p99_tpot_ms": ("tpot", 0.99)}
+QUANTILES = {
+    "p99_ttft_ms": ("ttft", 0.99),
+    "p50_ttft_ms": ("ttft", 0.5),
+    "p99_tpot_ms": ("tpot", 0.99),
+    "p50_tpot_ms": ("tpot", 0.5),
+    "p99_e2el_ms": ("e2el", 0.99),
+}
 # How a finding names a metric.
 NAMES = {
     "output_throughput": "output tokens/s",
     "p99_ttft_ms": "p99 TTFT",
     "p50_ttft_ms": "p50 TTFT",
     "p99_tpot_ms": "p99 TPOT",
+    "p50_tpot_ms": "p50 TPOT",
+    "p99_e2el_ms": "p99 E2EL",
 }
 
 
@@ -45,6 +53,11 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
 def noise_words() -> dict[str, str]:
     """The test's figures as a section of the page writes them: "5%", "0.05", "95%"."""
     return {"min_effect": f"{MIN_EFFECT:.0%}", "fdr": f"{FDR:g}", "confidence": f"{CONFIDENCE:.0%}"}
+
+
+def noise_variables(rows: Sequence[Any]) -> Mapping[str, Any]:
+    """A judged table's section variables (`Section.variables`): the test's figures in words."""
+    return noise_words()
 
 
 def point_change(
@@ -106,6 +119,40 @@ def tested_changes(
             TestedChanges(found, "; ".join(f"{', '.join(names)}: {m}" for m, names in methods.items()))
         )
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Sides:
+    """Two points compared: `before` and `after` (each a mapping with `run_ids`, its repeats), and the drift
+    of a side's host, if any (every metric of the pair undecided then)."""
+
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    drift: str | None = None
+
+
+def compare_pairs(
+    pairs: Sequence[Sides],
+    judged: Sequence[tuple[str, int]],
+    runs: Iterable[Mapping[str, Any]] = (),
+    samples: Samples = Samples.EMPTY,
+    fdr: float = FDR,
+) -> list[TestedChanges]:
+    """The one comparison of two points every judged table and gate uses (the version deltas and the
+    regression gate, the A/B comparisons, the prefix-caching pairs): per pair, each judged metric (name,
+    the sign of a worse change: +1 a latency, -1 a throughput) tested from the request samples of both
+    points' repeats, else from the repeats in `runs` (`point_change`), and all of them judged as one family
+    (`tested_changes`: Benjamini-Hochberg across every pair and metric, each change's interval, verdict and
+    what it resolves)."""
+    by_id = runs_by_id(runs)
+    compared = [
+        (
+            pair.drift,
+            {m: point_change(m, pair.before, pair.after, worse, by_id, samples) for m, worse in judged},
+        )
+        for pair in pairs
+    ]
+    return tested_changes(compared, fdr)
 
 
 def runs_by_id(runs: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:

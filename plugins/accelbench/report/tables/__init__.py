@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from accelbench.report.table import Table
 from accelbench.report.tables import (
+    ab_comparisons,
     best_under_slo,
     capacities,
     cards,
@@ -52,6 +53,7 @@ TABLES: tuple[Table, ...] = (
     headroom.TABLE,
     frontier.TABLE,
     version_deltas.TABLE,
+    ab_comparisons.TABLE,
     trends.TABLE,
     decisions.TABLE,
     prefix_caching.TABLE,

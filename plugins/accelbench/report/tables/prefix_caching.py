@@ -10,11 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from accelbench.core.changes import Change
 from accelbench.report.keys import POINT_KEY
 from accelbench.report.labels import configuration_label
 from accelbench.report.model import INLINE, MetricChange, Point, PointKey, prefixed
-from accelbench.report.noise import TestedChanges, noise_words, point_change, runs_by_id, tested_changes
+from accelbench.report.noise import Sides, TestedChanges, compare_pairs, noise_words
 from accelbench.report.records import Record, record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
@@ -102,20 +101,18 @@ def prefix_caching(
         if state is not None:
             key = dataclasses.astuple(replace(p.key(), engine_args=rest))
             sides[key][state].append(p)
-    by_id = runs_by_id(runs)
     pairs: list[tuple[Point, Point, str]] = []
-    compared: list[tuple[str | None, dict[str, Change]]] = []
     for key in sorted(sides, key=lambda k: tuple(str(v) for v in k)):
         rest = key[POINT_KEY.index("engine_args")]
         for on in sides[key][True]:
             for off in sides[key][False]:
                 pairs.append((on, off, rest))
-                before, after = record(off), record(on)
-                changes = {
-                    m: point_change(m, before, after, 1, by_id, samples) for m in PREFIX_CACHING_METRICS
-                }
-                compared.append((None, changes))
-    judged = tested_changes(compared)
+    judged = compare_pairs(
+        [Sides(record(off), record(on)) for on, off, _ in pairs],
+        [(m, 1) for m in PREFIX_CACHING_METRICS],
+        runs,
+        samples,
+    )
     rows = [_pair(on, off, rest, found) for (on, off, rest), found in zip(pairs, judged, strict=True)]
     return sorted(
         rows,

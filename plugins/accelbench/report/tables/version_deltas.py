@@ -5,18 +5,18 @@ the false discovery rate controlled across the table. The regression gate reads 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from accelbench.core.changes import FDR, Change
+from accelbench.core.changes import FDR
 from accelbench.report.keys import POINT_KEY
-from accelbench.report.model import MetricChange, Point, prefixed
-from accelbench.report.noise import TestedChanges, noise_words, point_change, runs_by_id, tested_changes
-from accelbench.report.records import Record, record
+from accelbench.report.model import MetricChange, Point, metric_change, prefixed
+from accelbench.report.noise import Sides, TestedChanges, compare_pairs, noise_variables
+from accelbench.report.records import record
 from accelbench.report.samples import Samples
 from accelbench.report.table import Inputs, Section, Table
 
@@ -87,10 +87,7 @@ class VersionDelta:
 
     def change(self, metric: str) -> MetricChange:
         """The change of a judged metric (JUDGED) by its name."""
-        found = getattr(self, metric)
-        if not isinstance(found, MetricChange):
-            raise KeyError(metric)
-        return found
+        return metric_change(self, metric)
 
 
 def _delta(prev: Point, cur: Point, found: TestedChanges) -> VersionDelta:
@@ -161,9 +158,7 @@ def version_deltas(
     for p in points:
         fields = p.config.key_fields() | {"level_kind": p.level_kind, "level_value": p.level_value}
         series[tuple(fields[k] for k in POINT_KEY if k != "vllm_version")].append(p)
-    by_id = runs_by_id(runs)
     pairs: list[tuple[Point, Point]] = []
-    compared: list[tuple[str | None, dict[str, Change]]] = []
     for key in sorted(series, key=lambda k: tuple(str(v) for v in k)):
         ordered = sorted(series[key], key=lambda p: version_key(p.vllm_version))
         for prev, cur in pairwise(ordered):
@@ -172,22 +167,15 @@ def version_deltas(
             ):
                 continue
             pairs.append((prev, cur))
-            changes = {
-                m: point_change(m, record(prev), record(cur), worse, by_id, samples) for m, worse in JUDGED
-            }
-            compared.append((_drift(prev, cur), changes))
+    sides = [Sides(record(prev), record(cur), _drift(prev, cur)) for prev, cur in pairs]
     return [
         _delta(prev, cur, found)
-        for (prev, cur), found in zip(pairs, tested_changes(compared, fdr), strict=True)
+        for (prev, cur), found in zip(pairs, compare_pairs(sides, JUDGED, runs, samples, fdr), strict=True)
     ]
 
 
 def _rows(inputs: Inputs) -> list[VersionDelta]:
     return version_deltas(inputs.points, inputs.runs, inputs.samples)
-
-
-def _noise(rows: Sequence[Record]) -> Mapping[str, Any]:
-    return noise_words()
 
 
 TABLE = Table(
@@ -210,7 +198,7 @@ TABLE = Table(
         heading="Version-over-version changes",
         anchor="deltas",
         table_id="deltas-table",
-        variables=_noise,
+        variables=noise_variables,
         text="""\
 <p>For each point, the change from the previous vLLM version that has it, with its {{ confidence }}
 interval and q-value. Each repeat gives one figure (its percentile of its own requests, or its
