@@ -1,17 +1,17 @@
-"""A/B comparisons through the campaign DAG (issue 48, point 5): a campaign of two variants of the tiny
-model's server, their servers interleaved in rounds (a, b, a, b), judged by the regression gate's test.
+"""A/B comparisons through the campaign DAG (issue 48, point 5): one campaign of three variants of the tiny
+model's server, their servers interleaved in rounds (a, a-again, b, a, a-again, b), each later variant judged
+against the first by the regression gate's test, BH across both comparisons' metrics.
 
-A/B: `--max-num-active-seqs=2` at 8 concurrent requests lets the engine run 2 of them at once, the other 6
-waiting: output throughput falls and TTFT rises (the library's reference run when the issue was filed:
-throughput -45% [-47%, -43%], p99 TTFT +429%), so the campaign flags it, with an interval excluding 0. A/A:
-two variants that change nothing flag nothing (the host's self-check).
+A/A: `a-again` changes nothing and flags nothing (the host's self-check). A/B: `b` adds
+`--max-num-active-seqs=2`: at 8 concurrent requests the engine runs 2 of them at once, the other 6 waiting, so
+output throughput falls and TTFT rises (the library's reference run when the issue was filed: throughput -45%
+[-47%, -43%], p99 TTFT +429%), and the campaign flags it, with an interval excluding 0.
 
-Cheap enough for CI: one level, 4 repeats of 24 short requests per variant, in 2 rounds (4 servers a
-campaign)."""
+Cheap enough for CI: one campaign (the A/A and the A/B share its baseline's servers), one level, 4 repeats of
+24 short requests per variant, in 2 rounds (6 servers)."""
 
 from __future__ import annotations
 
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +53,18 @@ def _campaign(airflow_db, tiny_model: Path, variants: list[dict[str, Any]], monk
     return run, run.get_task_instance("summary").xcom_pull(task_ids="summary")
 
 
-def _interleaved(lake: Lake, names: tuple[str, str]) -> list[dict[str, Any]]:
-    """The runs in the order they ran: the variants' servers alternate (a, b, a, b: the scheduler starts the
-    mapped benchmarks in the plan's order; dag.test() runs the first one last, b, a, b, a, which alternates
-    as well), each round its share of the repeats, numbered on."""
+def _interleaved(run: Any, lake: Lake, names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The plan maps the variants' servers in rounds (a, a-again, b, a, a-again, b: the scheduler starts the
+    mapped benchmarks in that order; dag.test() runs them in an order of its own, so the runs' order is not
+    asserted), each round its share of the repeats, numbered on: the runs, each server's consecutive."""
+    planned = run.get_task_instance("plan").xcom_pull(task_ids="plan")
+    rounds = [(s["variant"]["name"], s["variant"]["round"]) for s in planned]
+    assert rounds == [(name, k) for k in range(ROUNDS) for name in names], rounds
     runs = sorted(lake.read("runs").to_pylist(), key=lambda r: r["started_at"])
-    assert {r["status"] for r in runs} == {"ok"} and len(runs) == 2 * REPEATS
+    assert {r["status"] for r in runs} == {"ok"} and len(runs) == len(names) * REPEATS
     servers = [(r["variant"], r["variant_round"]) for r in runs]
     order = list(dict.fromkeys(servers))  # each server's runs are consecutive
     assert sorted(order) == sorted((name, k) for name in names for k in range(ROUNDS)), servers
-    assert all(a[0] != b[0] for a, b in pairwise(order)), servers  # never one variant twice running
     for name in names:
         mine = [r for r in runs if r["variant"] == name]
         assert sorted(r["repeat"] for r in mine) == list(range(REPEATS))  # one point's repeats, across rounds
@@ -71,23 +73,42 @@ def _interleaved(lake: Lake, names: tuple[str, str]) -> list[dict[str, Any]]:
     return runs
 
 
-def test_an_ab_campaign_flags_a_known_slowdown_with_an_interval_excluding_zero(
+def test_an_ab_campaign_flags_a_known_slowdown_and_its_aa_pair_flags_nothing(
     airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch
 ) -> None:
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
-    variants = [{"name": "a"}, {"name": "b", "extra_engine_args": ["--enforce-eager", SLOWER]}]
-    _, summary = _campaign(airflow_db, tiny_model, variants, monkeypatch)
+    variants = [
+        {"name": "a"},
+        {"name": "a-again"},
+        {"name": "b", "extra_engine_args": ["--enforce-eager", SLOWER]},
+    ]
+    run, summary = _campaign(airflow_db, tiny_model, variants, monkeypatch)
     lake = Lake(str(accelbench_env / "lake"))
-    runs = _interleaved(lake, ("a", "b"))
+    runs = _interleaved(run, lake, ("a", "a-again", "b"))
     assert {r["engine_args"] for r in runs if r["variant"] == "b"} == {f"--enforce-eager {SLOWER}"}
+    same = {r["matrix_key"] for r in runs if r["variant_round"] == 0 and r["variant"] != "b"}
+    assert len(same) == 1  # the A/A pair: the same server and load
 
-    (row,) = summary["ab"]  # b against a at the one level
-    assert (row["baseline"], row["variant"], row["level_value"]) == ("a", "b", float(LEVEL))
-    assert row["repeats_baseline"] == row["repeats_variant"] == REPEATS
+    rows = {row["variant"]: row for row in summary["ab"]}  # each later variant against a, at the one level
+    assert sorted(rows) == ["a-again", "b"] and {r["baseline"] for r in rows.values()} == {"a"}
+
+    # A/A: nothing flagged; an undecided metric says what the samples resolve ("no change beyond +-X%").
+    aa = rows["a-again"]
+    assert aa["differs"].startswith("nothing (A/A")
+    findings = [aa[f"{m}_finding"] for m in METRICS]
+    assert aa["ab_verdict"] in ("no difference", "undecided"), findings
+    for metric in METRICS:
+        assert aa[f"{metric}_verdict"] in ("no change", "undecided"), findings
+        assert aa[f"{metric}_q"] is not None and aa[f"{metric}_q"] > 0.05, findings
+        if aa[f"{metric}_verdict"] == "undecided":
+            assert "no change beyond" in aa[f"{metric}_finding"], findings
+
+    # A/B: the slowdown, throughput down and TTFT up, flagged as regressions (q <= 0.05, beyond 5%), each
+    # with an interval that excludes 0 and holds its estimate.
+    row = rows["b"]
+    assert row["level_value"] == float(LEVEL) and row["repeats_baseline"] == row["repeats_variant"] == REPEATS
     assert "engine args" in row["differs"] and SLOWER in row["differs"]
     assert row["ab_verdict"] == "differs", [row[f"{m}_finding"] for m in METRICS]
-    # The slowdown: throughput down and TTFT up, flagged as regressions (q <= 0.05, beyond 5%), each with an
-    # interval that excludes 0 and holds its estimate.
     for metric, worse in (("output_throughput", -1), ("p50_ttft_ms", 1)):
         low, change, high = (row[f"{metric}_{s}"] for s in ("change_low", "change", "change_high"))
         assert row[f"{metric}_verdict"] == "regression", row[f"{metric}_finding"]
@@ -96,33 +117,13 @@ def test_an_ab_campaign_flags_a_known_slowdown_with_an_interval_excluding_zero(
     assert row["output_throughput_change"] < -0.2, row["output_throughput_finding"]  # 2 of 8 at once
     assert f"t test, {REPEATS} + {REPEATS} repeats of 24+ requests" in row["change_method"]
 
-    # The report: its own section and file, the same verdict.
+    # The report: its own section and file, the same verdicts.
     report = run_dag(airflow_db, "accelbench_cross_tier_report", {"slos": {"ttft_p99_ms": 60_000}})
     assert task_states(report) == {"report": "success"}
     (folder,) = lake.fs.ls(lake.path("reports"))
-    (shown,) = pq.read_table(Path(folder, "ab_comparisons.parquet")).to_pylist()
-    assert shown["ab_verdict"] == "differs" and shown["output_throughput_verdict"] == "regression"
+    shown = {r["variant"]: r for r in pq.read_table(Path(folder, "ab_comparisons.parquet")).to_pylist()}
+    assert shown["b"]["ab_verdict"] == "differs" and shown["b"]["output_throughput_verdict"] == "regression"
+    assert shown["a-again"]["ab_verdict"] in ("no difference", "undecided")
     html = Path(folder, "report.html").read_text()
     table = html[html.index('id="ab-table"') : html.index("</table>", html.index('id="ab-table"'))]
-    assert "A/B comparisons" in html and "a vs b" in table and "regression" in table
-
-
-def test_an_aa_campaign_flags_nothing(
-    airflow_db, tiny_model: Path, vllm_python: Path, accelbench_env: Path, monkeypatch
-) -> None:
-    monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
-    _, summary = _campaign(airflow_db, tiny_model, [{"name": "a"}, {"name": "a-again"}], monkeypatch)
-    lake = Lake(str(accelbench_env / "lake"))
-    runs = _interleaved(lake, ("a", "a-again"))
-    assert len({r["matrix_key"] for r in runs if r["variant_round"] == 0}) == 1  # the same server and load
-
-    (row,) = summary["ab"]
-    assert row["differs"].startswith("nothing (A/A")
-    findings = [row[f"{m}_finding"] for m in METRICS]
-    assert row["ab_verdict"] in ("no difference", "undecided"), findings
-    for metric in METRICS:
-        assert row[f"{metric}_verdict"] in ("no change", "undecided"), findings
-        assert row[f"{metric}_q"] is not None and row[f"{metric}_q"] > 0.05, findings
-        # Undecided says what the samples resolve: "no change beyond +-X%".
-        if row[f"{metric}_verdict"] == "undecided":
-            assert "no change beyond" in row[f"{metric}_finding"], findings
+    assert "A/B comparisons" in html and "a vs a-again vs b" in table and "regression" in table
