@@ -546,7 +546,7 @@ class CampaignRequest(BaseModel):
         except ValidationError as exc:
             raise _search_error(exc) from None
         if self.search_variable != "time_scale" and (why := plan.unbounded(self.prompts_per_level)):
-            raise ConfigError("search_max_requests", plan.max_requests, why.split(": ", 1)[1])
+            raise ConfigError("search_max_requests", plan.max_requests, why)
         return plan
 
     def _search_cap(self) -> int | None:

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from accelbench.core.intervals import CONFIDENCE, Interval, SloVerdict, slo_verdict, widened
+from accelbench.core.intervals import min_requests as bounding_requests
 from accelbench.core.slos import LIMITS, SAMPLE_WARNING_REQUESTS, Limit, Slos
 
 # time_scale: a timed trace's pace (its headroom: how many times the recorded traffic a server holds)
@@ -167,19 +168,17 @@ class SearchPlan(_Frozen):
         """Why probes measured `batch` requests at a time could never be shown to meet a p99 limit, or
         None: with `max_requests` a repeat reaches batch x looks requests, and each look's corrected
         confidence (`look_confidence`) needs more than that to bound a p99 from above (505 requests at
-        98.75%, 4 looks), so every probe would end undecided at the cap. Says the smallest cap that works."""
-        from accelbench.core.intervals import min_requests
-
+        98.75%, 4 looks), so every probe would end undecided at the cap. Says the smallest cap that works;
+        the caller names the field (`max_requests`, or a request's `search_max_requests`)."""
         if self.max_requests is None or all(getattr(self.slos, limit.param) is None for limit in TAIL_LIMITS):
             return None
-
         looks = self.looks(batch)
-        need = min_requests(0.99, self.look_confidence(batch))
+        need = bounding_requests(0.99, self.look_confidence(batch))
         if batch * looks >= need:
             return None
         cap = smallest_cap(batch)
         return (
-            f"max_requests={self.max_requests}: a probe of {batch} requests a measurement is judged up to"
+            f"a probe of {batch} requests a measurement is judged up to"
             f" {looks} times, each at {self.look_confidence(batch):.2%} (Bonferroni), where a p99 needs"
             f" {need} requests to be bounded from above: no probe could be shown to meet a p99 limit; give"
             f" max_requests >= {cap}"
@@ -272,10 +271,8 @@ class ProbeResult(_Frozen):
 def smallest_cap(batch: int) -> int:
     """The smallest `max_requests` at which probes of `batch` requests a measurement can bound a p99 from
     above at every look's corrected confidence (`SearchPlan.look_confidence`): 600 for 100, 400 for 400."""
-    from accelbench.core.intervals import min_requests
-
     cap = batch
-    while cap < min_requests(0.99, 1 - (1 - CONFIDENCE) / (cap // batch)):
+    while cap < bounding_requests(0.99, 1 - (1 - CONFIDENCE) / (cap // batch)):
         cap += batch
     return cap
 

@@ -176,7 +176,7 @@ class LoadPlan(_Frozen):
                 f"{plan.min_requests}, no probe's p99 would be trusted"
             )
         elif why := plan.unbounded(self.prompts_per_level):
-            problems.append(why)
+            problems.append(f"max_requests={plan.max_requests}: {why}")
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -123,14 +123,15 @@ def ab_comparisons(
     pairs: list[tuple[tuple[Any, ...], str, str, list[LakeRow], list[LakeRow]]] = []
     for key in sorted(groups, key=lambda k: tuple(str(v) for v in k)):
         names = str(key[1]).split(" vs ")
-        sides = groups[key]
-        if names[0] not in sides:
+        by_variant = groups[key]
+        if names[0] not in by_variant:
             continue
-        pairs += [(key, names[0], v, sides[names[0]], sides[v]) for v in names[1:] if v in sides]
-    judged = compare_pairs(
-        [Sides(_point(a), _point(b), _drift(a, b)) for *_, a, b in pairs], AB_JUDGED, runs, samples, fdr
-    )
-    return [_row(*pair, found) for pair, found in zip(pairs, judged, strict=True)]
+        pairs += [
+            (key, names[0], v, by_variant[names[0]], by_variant[v]) for v in names[1:] if v in by_variant
+        ]
+    sides = [Sides(_point(a), _point(b), _drift(a, b)) for *_, a, b in pairs]
+    judged = compare_pairs(sides, AB_JUDGED, runs, samples, fdr)
+    return [_row(*pair, found, side.drift) for pair, side, found in zip(pairs, sides, judged, strict=True)]
 
 
 def _point(rows: Sequence[LakeRow]) -> dict[str, Any]:
@@ -148,9 +149,9 @@ def _row(
     before: list[LakeRow],
     after: list[LakeRow],
     found: TestedChanges,
+    drift: str | None,
 ) -> AbComparison:
     campaign, comparison, workload, kind, value = key
-    drift = _drift(before, after)
     return AbComparison(
         campaign_id=campaign,
         ab_comparison=comparison,
