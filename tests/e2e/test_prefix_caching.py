@@ -28,11 +28,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.vllm
 
-# One 1,024-token prefix shared by every prompt (the session's server holds 4,096 positions), 32 own tokens
+# One 2,048-token prefix shared by every prompt (the session's server holds 4,096 positions), 32 own tokens
 # and 4 out, one request at a time: the prefill of the prefix is most of a request's TTFT, and with
 # caching on every request after the first reuses it (the level's prompts share the prefix; the
 # warm-up's, from another seed, do not, so the first measured request misses).
-PREFIX_LEN, OWN_TOKENS, OUTPUT_LEN, PROMPTS = 1024, 32, 4, 16
+PREFIX_LEN, OWN_TOKENS, OUTPUT_LEN, PROMPTS = 2048, 32, 4, 16
 WORKLOAD = Workload(
     name="shared-prefix",
     dataset="prefix_repetition",
@@ -41,13 +41,13 @@ WORKLOAD = Workload(
     output_len=OUTPUT_LEN,
     num_prefixes=1,
 )
-# Measured here (2 shared cores at a load average of 3 to 5, other sessions' tests beside; 30 prompts): over
-# six runs the p50 TTFT with caching on was 0.11 to 0.20 x the one without (28-59 ms vs 249-288 ms); since the
-# tests' servers run one OpenMP thread (tests/conftest.py), 0.03 x with a 2,048-token prefix (38-40 ms vs
-# 1,326-1,410 ms, alone and in a CI run), 0.05 x with this 1,024-token one (30 ms vs 613 ms, alone: half the
-# "off" server's prefill work). Asserting below half leaves 2.5 times the worst ratio seen for a busier
-# machine, and a cache that does nothing (a ratio near 1) still fails. No absolute time is asserted.
-AT_MOST = 0.5
+# Measured here (one OpenMP thread per test server, tests/conftest.py): with a 1,024-token prefix the p50 TTFT
+# with caching on was 0.22 x the one without alone (7.7 ms vs 34.8 ms), but 0.51 x in a CI run with two other
+# lanes beside it (16.7 ms vs 32.8 ms): a cached request's few milliseconds are mostly the server's and the
+# client's fixed costs, which a busy host stretches most. A 2,048-token prefix doubles the prefill the cache
+# saves. What is asserted is the report's own tested change (an improvement whose interval excludes 0), and a
+# ratio below 0.75, which a cache that does nothing (a ratio near 1) fails. No absolute time is asserted.
+AT_MOST = 0.75
 DAY = "2026-01-02"
 COUNTERS = ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
 
