@@ -112,6 +112,31 @@ def test_one_entry_point_plans_and_says_what_the_lake_already_holds(engine, tmp_
     assert [s.server.instance_type for s in again.specs] == ["m8g.xlarge"]
 
 
+def test_each_variant_of_an_ab_campaign_runs_its_own_version_or_instance_type(engine) -> None:
+    """What a variant changes reaches its servers alone, through the planning entry point: its own version's
+    build (image and digest as discovery recorded them), another instance type; the baseline keeps the
+    campaign's. A version the catalog has no image of is the variant's problem, named by its field."""
+    variants = [
+        {"name": "old"},
+        {"name": "new", "versions": {"cpu": "0.20.0"}},
+        {"name": "bigger", "instance_type": "c8g.2xlarge"},
+    ]
+    fields = MATRIX | {"instance_types": ["m8g.xlarge"], "execution_mode": "kubernetes", "version": "0.19.1"}
+    planned = prepare_campaign(parse_request(fields | {"variants": variants}), engine, "c", KUBERNETES)
+    servers = {s.variant.name: s.server for s in planned.specs if s.variant and s.variant.round == 0}
+    assert {k: (v.version, v.instance_type) for k, v in servers.items()} == {
+        "old": ("0.19.1", "m8g.xlarge"),
+        "new": ("0.20.0", "m8g.xlarge"),
+        "bigger": ("0.19.1", "c8g.2xlarge"),
+    }
+    assert servers["new"].image != servers["old"].image and "0.20.0" in servers["new"].image
+    assert servers["bigger"].image == servers["old"].image
+    with pytest.raises(PlanningError) as err:
+        unknown = [{"name": "a"}, {"name": "b", "instance_type": "m8g.nosuch"}]
+        prepare_campaign(parse_request(fields | {"variants": unknown}), engine, "c", KUBERNETES)
+    assert [p.field for p in err.value.problems] == ["variants[1].instance_type"], err.value.problems
+
+
 def test_a_version_matrix_in_search_mode_plans_searches_measured_once_per_version(engine, tmp_path) -> None:
     """ACCELBENCH_VERSION_MATRIX can ask a version campaign for a load search, like the form: a search is
     already measured once its capacity is in the lake, and a retracted probe measures it again."""

@@ -73,7 +73,9 @@ def renamed(problem: Problem, where: str, variant: Variant) -> Problem:
     if mapped in {"extra_engine_args", "model", "quantization", "versions", "instance_type"} and (
         getattr(variant, mapped) is not None
     ):
-        return Problem(f"{where}.{problem.field}", problem.value, problem.message)
+        # The variant names one type (`instance_type`), which the request it is planned as lists first.
+        field = mapped if base == "instance_types" else problem.field
+        return Problem(f"{where}.{field}", problem.value, problem.message)
     return problem
 
 
