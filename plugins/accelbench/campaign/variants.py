@@ -5,7 +5,9 @@ Rounds: every round runs one server of each variant, in the variants' order (a1,
 host's drift over the campaign falls on every variant alike; a variant's `repeats` of each level are split
 over the rounds as evenly as they go (5 repeats in 2 rounds: 3, then 2), numbered on from round to round,
 so a variant's rounds are one point's repeats. The benchmark tasks are mapped in this order and start in it
-(one at a time in local mode, where the benchmark pool has one slot).
+(one at a time in local mode, where the benchmark pool has one slot): Airflow's scheduler queues a mapped
+task's instances of equal priority weight by map index (`SchedulerJobRunner`'s
+`order_by(-priority_weight, logical_date, map_index)`, in Airflow 3.3's source).
 """
 
 from __future__ import annotations
