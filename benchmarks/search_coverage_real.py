@@ -28,6 +28,8 @@ Acceptance (issue 48): >= 90% of the intervals contain the reference.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import os
 import sys
@@ -39,13 +41,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accelbench.core.evidence import Envelope
-from accelbench.core.search_plan import SearchPlan, SearchResult
+from accelbench.core.search_plan import TAIL_LIMITS, RepeatResult, SearchPlan, SearchResult
 from accelbench.core.slos import Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
 from accelbench.local import real_model
 from accelbench.local.server import LocalServer, Pinning
+from accelbench.search.statistics import run_p99, run_spread
 from scipy.stats import binomtest
 from zero_pipeline import CACHE, REPO
 
@@ -128,6 +131,104 @@ def order_statistic(values: list[float], q: float) -> float:
     return float(np.quantile(np.asarray(values, dtype=float), q, method="inverted_cdf"))
 
 
+def summarize(
+    passes: list[tuple[dict[float, float], float]], results: list[SearchResult], slo: float, grid_prompts: int
+) -> None:
+    """The reference, each search against it, the coverage, widths and costs (see the module's docstring)."""
+    p99 = {load: float(np.median([p[load] for p, _ in passes])) for load in passes[0][0]}
+    grid_s = float(np.mean([s for _, s in passes]))
+    passing = [load for load in sorted(p99) if all(p99[x] <= slo for x in p99 if x <= load)]
+    reference = max(passing) if passing else 0.0
+    print("median p99 E2EL ms by concurrency:", {int(k): round(v, 1) for k, v in sorted(p99.items())})
+    print(
+        f"reference capacity {reference:g} concurrent (SLO {slo:.1f} ms); one grid pass {grid_s:.0f} server-s"
+    )
+    covered = 0
+    widths: list[float] = []
+    for seed, result in enumerate(results):
+        low = result.capacity_low if result.capacity_low is not None else 0.0
+        high = result.capacity_high if result.capacity_high is not None else math.inf
+        inside = result.capacity_method is not None and low <= reference <= high
+        covered += inside
+        if result.capacity_method is not None:
+            widths.append(high - low)
+        print(
+            f"search {seed}: {result.outcome} {result.capacity_text() if result.capacity else '-'}; contains"
+            f" the reference: {inside}; {result.probes_used} probes, server-s {result.server_s:.0f} ="
+            f" {result.server_s / grid_s:.2f} x one grid pass's"
+        )
+    n = len(results)
+    ci = binomtest(covered, n).proportion_ci(0.95, method="exact")
+    server_s = [r.server_s for r in results]
+    print(
+        f"coverage of the reference {reference:g}: {covered} of {n} = {covered / n:.0%} (Clopper-Pearson 95%"
+        f" [{ci.low:.0%}, {ci.high:.0%}]; target >= {TARGET_COVERAGE:.0%})"
+    )
+    if widths:
+        print(
+            f"interval width in loads: median {order_statistic(widths, 0.5):g}, 90th percentile"
+            f" {order_statistic(widths, 0.9):g}"
+        )
+    print(
+        f"server-s per search: median {np.median(server_s):.0f},"
+        f" 90th percentile {np.quantile(server_s, 0.9):.0f};"
+        f" one grid pass {grid_s:.0f} ({grid_prompts} requests a level), the reference grid"
+        f" {grid_s * len(passes):.0f}"
+    )
+
+
+def from_evidence(folder: Path, target: int, slo_ms: float | None) -> None:
+    """`--summarize FOLDER`: the same summary from a kept run's evidence (`--keep FOLDER`): each grid pass's
+    envelope and bench results (the recheck left out), each search's envelope (its SearchResult)."""
+    passes = []
+    runs: dict[float, list[tuple[float, float]]] = {}  # load -> each pass's (p99, its sampling variance)
+    (e2el,) = [limit for limit in TAIL_LIMITS if limit.field == "p99_e2el_ms"]
+    for envelope_path in sorted(folder.glob("grid-*/*/envelope.json"), key=lambda p: int(p.parts[-3][5:])):
+        envelope = json.loads(envelope_path.read_text())
+        p99, server_s = {}, 0.0
+        for level in envelope["levels"]:
+            if level["recheck"] or not level["result_file"]:
+                continue
+            result = json.loads((envelope_path.parent / level["result_file"]).read_text())
+            ok = [lat for lat, err in zip(result["latencies"], result["errors"], strict=True) if not err]
+            p99[float(level["level_value"])] = float(np.percentile(np.array(ok) * 1000.0, 99))
+            server_s += float(result["duration"])
+            one = RepeatResult(completed=len(ok), e2el_ms=tuple(float(x) * 1000.0 for x in ok))
+            runs.setdefault(float(level["level_value"]), []).append(run_p99(e2el, [one]))
+        passes.append((p99, server_s))
+        print(
+            f"grid pass {envelope_path.parts[-3]} p99 E2EL ms:",
+            {int(k): round(v, 1) for k, v in sorted(p99.items())},
+        )
+    searches = sorted(folder.glob("search-*/*/envelope.json"), key=lambda p: int(p.parts[-3][7:]))
+    results = [SearchResult.model_validate(json.loads(p.read_text())["search"]) for p in searches]
+    for seed, result in enumerate(results):
+        print(f"search {seed}: {result.summary()}")
+    # The host's run-to-run spread of a 1,000-request p99 at one load, net of each run's own sampling noise
+    # (the search's estimator, `run_spread`): what a search's prior spread could be calibrated from.
+    spread = run_spread(
+        [[v for v, _ in by_pass] for by_pass in runs.values()],
+        "p99 E2EL (grid passes)",
+        [[s for _, s in by_pass] for by_pass in runs.values()],
+    )
+    print(
+        f"run-to-run spread of the grid's p99 E2EL, net of sampling: {spread.text()}; raw log sd by load:",
+        {
+            int(k): round(float(np.std(np.log([v for v, _ in by]), ddof=1)), 3)
+            for k, by in runs.items()
+            if len(by) > 1
+        },
+        "; sampling sd by load:",
+        {int(k): round(math.sqrt(float(np.mean([s for _, s in by]))), 3) for k, by in runs.items()},
+    )
+    slo = slo_ms or math.sqrt(passes[0][0][float(target)] * passes[0][0][float(target + 1)])
+    prompts = {
+        len(json.loads((p.parent / "c1-r0.json").read_text())["latencies"])
+        for p in folder.glob("grid-*/*/envelope.json")
+    }
+    summarize(passes, results, slo, max(prompts))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -146,14 +247,27 @@ def main() -> None:
     parser.add_argument(
         "--slo-ms", type=float, help="the SLO on the p99 E2E latency (default: from --target)"
     )
+    parser.add_argument(
+        "--keep", type=Path, help="run in this folder and keep its evidence (for --summarize)"
+    )
+    parser.add_argument("--summarize", type=Path, help="no run: the summary of a kept run's folder")
     args = parser.parse_args()
+    if args.summarize:
+        from_evidence(args.summarize, args.target, args.slo_ms)
+        return
     if not VLLM_PYTHON.is_file():
         sys.exit("needs the vLLM CPU environment: scripts/vllm-env.sh")
     started, load_before = time.monotonic(), os.getloadavg()
     server = real_model.server_spec(real_model.folder(python=VLLM_PYTHON))
     CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="search-coverage-real-", dir=CACHE) as scratch:
-        work = Path(scratch)
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            work = args.keep
+        else:
+            work = Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="search-coverage-real-", dir=CACHE))
+            )
         pinning = Pinning.from_env()
         local = LocalServer(
             server, work / "server", pinning=pinning, python=VLLM_PYTHON, startup_timeout_s=900
@@ -194,47 +308,8 @@ def main() -> None:
                         flush=True,
                     )
     assert slo is not None
-    p99 = {load: float(np.median([p[load] for p, _ in passes])) for load in passes[0][0]}
-    grid_s = float(np.mean([s for _, s in passes]))
-    passing = [load for load in sorted(p99) if all(p99[x] <= slo for x in p99 if x <= load)]
-    reference = max(passing) if passing else 0.0
-    print("median p99 E2EL ms by concurrency:", {int(k): round(v, 1) for k, v in sorted(p99.items())})
-    print(
-        f"reference capacity {reference:g} concurrent (SLO {slo:.1f} ms); one grid pass {grid_s:.0f} server-s"
-    )
-    covered = 0
-    widths: list[float] = []
-    for seed, result in enumerate(results):
-        low = result.capacity_low if result.capacity_low is not None else 0.0
-        high = result.capacity_high if result.capacity_high is not None else math.inf
-        inside = result.capacity_method is not None and low <= reference <= high
-        covered += inside
-        if result.capacity_method is not None:
-            widths.append(high - low)
-        print(
-            f"search {seed}: {result.outcome} {result.capacity_text() if result.capacity else '-'}; contains"
-            f" the reference: {inside}; {result.probes_used} probes, server-s {result.server_s:.0f} ="
-            f" {result.server_s / grid_s:.2f} x one grid pass's"
-        )
-    n = len(results)
-    ci = binomtest(covered, n).proportion_ci(0.95, method="exact")
-    server_s = [r.server_s for r in results]
-    print(
-        f"coverage of the reference {reference:g}: {covered} of {n} = {covered / n:.0%} (Clopper-Pearson 95%"
-        f" [{ci.low:.0%}, {ci.high:.0%}]; target >= {TARGET_COVERAGE:.0%})"
-    )
-    if widths:
-        print(
-            f"interval width in loads: median {order_statistic(widths, 0.5):g}, 90th percentile"
-            f" {order_statistic(widths, 0.9):g}"
-        )
-    print(
-        f"server-s per search: median {np.median(server_s):.0f},"
-        f" 90th percentile {np.quantile(server_s, 0.9):.0f};"
-        f" one grid pass {grid_s:.0f} ({args.grid_prompts} requests a level), the reference grid"
-        f" {grid_s * args.grid_passes:.0f}; wall {time.monotonic() - started:.0f} s, load average after"
-        f" {os.getloadavg()[0]:.2f}"
-    )
+    summarize(passes, results, slo, args.grid_prompts)
+    print(f"wall {time.monotonic() - started:.0f} s, load average after {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -123,14 +123,27 @@ def test_at_the_cap_a_probe_stays_undecided_and_never_counts_as_meeting() -> Non
     assert len(set(searched)) == len(searched) and result.probes[-1].phase == "recheck"
 
 
-def test_a_lower_bound_undecided_at_the_cap_is_no_capacity_and_says_undecided() -> None:
+def test_a_lower_bound_undecided_at_the_cap_is_no_capacity_and_the_search_goes_on_to_bound_it() -> None:
     """The lower bound's p99 exactly at the limit: undecided at max_requests, so no load is known to meet
-    (below_lower), and the summary says the lower bound was undecided, not that it missed."""
+    (below_lower), and the summary says the lower bound was undecided, not that it missed. The search goes
+    on past it (as past any undecided load: issue 48's real model left 3 of 4 searches undecided at 1
+    concurrent, 20-45% under the limit, and they stopped there with no interval) until a load is judged to
+    miss: the interval is [-, that load], which holds wherever the capacity lies below it."""
     plan = _plan(max_requests=600)
     result = run_search(plan, _server(lambda load: LIMIT if load <= 8 else 5000.0, requests=200, seed=11))
-    assert (result.outcome, result.capacity, result.failing) == ("below_lower", None, 1)
+    missing = min(p.load for p in result.probes if p.verdict == "fail")
+    assert (result.outcome, result.capacity, result.failing) == ("below_lower", None, missing)
     assert result.summary().startswith(
         "no capacity: 1 concurrent (the lower bound) is undecided at the cap on p99 TTFT"
+    ), result.summary()
+    assert missing > 8 and {p.verdict for p in result.probes if p.load <= 8} == {"undecided"}
+    assert (result.capacity_low, result.capacity_high, result.capacity_high_undecided) == (
+        None,
+        missing,
+        False,
+    )
+    assert result.summary().endswith(
+        f"95% interval [-, {missing:g}] ({result.probes_used} probes, {result.server_s:.0f} server-s)"
     ), result.summary()
     missed = run_search(plan, _server(lambda load: 5000.0, requests=200, seed=11))
     assert missed.summary().startswith("no capacity: 1 concurrent (the lower bound) misses p99 TTFT")

@@ -392,9 +392,14 @@ class SearchResult(_Frozen):
             )
             return f"probe failed at {self.stopped_at:g} {unit}: {self.stopped_why}{so_far} ({cost})"
         if self.outcome == "below_lower":  # the lower bound missed, or stayed undecided at the cap
-            lowest = [p for p in self.probes if p.load == self.failing and p.phase != "recheck"]
+            lower = self.plan.lower
+            lowest = [p for p in self.probes if p.load == lower and p.phase != "recheck"]
             how = "is undecided at the cap on" if lowest and lowest[-1].verdict == "undecided" else "misses"
-            return f"no capacity: {self.failing:g} {unit} (the lower bound) {how} {self.limiting} ({cost})"
+            said = f"no capacity: {lower:g} {unit} (the lower bound) {how} {self.limiting}"
+            if self.capacity_method is not None:  # undecided: where the capacity may lie, none shown
+                high = bound_text(self.capacity_high) + (" undecided" if self.capacity_high_undecided else "")
+                said += f"; 95% interval [{bound_text(self.capacity_low)}, {high}]"
+            return f"{said} ({cost})"
         if self.outcome == "upper_bound":
             return f"capacity at least {self.capacity_text()}: the upper bound passed ({cost})"
         return (

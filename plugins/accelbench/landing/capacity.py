@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelbench.core.search_plan import UNITS, capacity_words, says_high_undecided
+from accelbench.core.search_plan import UNITS, bound_text, capacity_words, says_high_undecided
 from accelbench.report.labels import bracket_text
 
 
@@ -15,7 +15,12 @@ def capacity_text(c: dict[str, Any]) -> str:
     why = f": {c['stopped_why']}" if c.get("stopped_why") else ""
     if c["capacity"] is None:
         where = f" at {c['stopped_at']:g} {unit}" if c.get("stopped_at") is not None else ""
-        return f"no capacity ({c['outcome']}{where}{why}; bracket {bracket}; {cost})"
+        interval = ""
+        if c.get("capacity_method") is not None:  # nothing shown to meet, the lower bound undecided
+            high = c.get("capacity_high")
+            undecided = " undecided" if says_high_undecided(c.get("capacity_method"), high) else ""
+            interval = f"; 95% interval [{bound_text(c.get('capacity_low'))}, {bound_text(high)}{undecided}]"
+        return f"no capacity ({c['outcome']}{where}{why}{interval}; bracket {bracket}; {cost})"
     limited = f", limited by {c['limiting_metric']}" if c.get("limiting_metric") else ""
     value = capacity_words(
         c["capacity"],

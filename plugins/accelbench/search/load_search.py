@@ -312,10 +312,14 @@ class LoadSearch:
         loads measured inside the bracket, until the bracket is as precise as the plan asks or no load
         is left to measure inside it."""
         plan, passing, failing = self.plan, self._passing, self._failing
-        if self._stopped is not None or passing is None:  # stopped, or the lower bound failed
+        if self._stopped is not None:
             return None
-        if failing is None:  # still bracketing
-            top = max([passing, *self._undecided])
+        # Nothing shown to meet: the lower bound failed (no capacity), or a load above a lower bound left
+        # undecided at the cap was judged to miss (the interval is [-, that load]).
+        if passing is None and (failing is not None or not self._undecided):
+            return None
+        if failing is None:  # still bracketing, past loads undecided at the cap (the lower bound's too)
+            top = max(load for load in (passing, *self._undecided) if load is not None)
             if top >= plan.upper:
                 return None
             grown = plan.normalise(top * plan.growth)
@@ -375,7 +379,14 @@ class LoadSearch:
             outcome = "capacity"
         capacity = self._passing if outcome in ("capacity", "upper_bound", "saturated") else None
         measured = [p for p in self._probes if p.phase != "recheck"]
-        fit = fit_capacity(self.plan, measured, self.spread()) if capacity is not None else None
+        # No capacity shown, but the lower bound not shown to miss either (undecided at the cap): the
+        # interval still says where the capacity may lie, its lower end open.
+        undecided_lower = outcome == "below_lower" and bool(self._undecided)
+        fit = (
+            fit_capacity(self.plan, measured, self.spread())
+            if capacity is not None or undecided_lower
+            else None
+        )
         if capacity is not None and fit is not None and fit.estimate is not None:
             # From every probe together: the largest load shown to meet at or under the fitted crossing (a
             # passing probe, or the fit's lower end: a probed load, so that the report prices the capacity

@@ -72,7 +72,7 @@ def host_spread(
     each measurement of one load (`measured`: per load, its measurements, each a probe's repeats: a probe
     measured again while undecided, and the first probe with its recheck), the geometric mean of its
     repeats' median-unbiased p99s, pooled by `run_spread` over every load measured more than once (less
-    each run's sampling variance, `_run_p99`) and with `extra` (earlier runs' spreads of the same p99,
+    each run's sampling variance, `run_p99`) and with `extra` (earlier runs' spreads of the same p99,
     keyed by the limit's label: "p99 TTFT") and the `prior` (`PRIOR_SPREAD`: any metric's); the metric
     with the largest sd. The median, the rule before
     (issue 48), moved 1.6% where the p99 moved 16%."""
@@ -80,7 +80,7 @@ def host_spread(
     for limit in TAIL_LIMITS:
         if getattr(plan.slos, limit.param) is None:
             continue
-        runs = [[_run_p99(limit, repeats) for repeats in m] for m in measured if len(m) > 1]
+        runs = [[run_p99(limit, repeats) for repeats in m] for m in measured if len(m) > 1]
         groups = [[value for value, _ in group] for group in runs]
         sampling = [[variance for _, variance in group] for group in runs]
         earlier = [*(extra or {}).get(limit.label, ()), *([prior] if prior is not None else [])]
@@ -92,7 +92,7 @@ def host_spread(
 SAMPLING_CONFIDENCE = 0.5  # the order-statistic interval a run's sampling sd is read from (138 requests on)
 
 
-def _run_p99(limit: Limit, repeats: Sequence[RepeatResult]) -> tuple[float, float]:
+def run_p99(limit: Limit, repeats: Sequence[RepeatResult]) -> tuple[float, float]:
     """One measurement's p99 of `limit`'s metric, the geometric mean of its repeats' median-unbiased p99s
     (`pooled_quantile_interval`'s centre), and its sampling variance on the log scale: each repeat's from
     its p99's 50% order-statistic interval (half-width / 0.674, a normal's quartile; 0 where too few
