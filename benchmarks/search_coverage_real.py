@@ -42,7 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accelbench.core.evidence import Envelope
 from accelbench.core.search_plan import TAIL_LIMITS, RepeatResult, SearchPlan, SearchResult
-from accelbench.core.slos import Slos
+from accelbench.core.slos import Limit, Slos
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.loadgen.bench_client import BenchClient
 from accelbench.loadgen.driver import Driver
@@ -83,24 +83,24 @@ class Bench:
 
 
 def grid_pass(bench: Bench, args: argparse.Namespace, n: int) -> tuple[dict[float, float], float]:
-    """{load: p99 E2E latency ms} of one pass, and its server-seconds."""
-    load = LoadPlan(
-        input_len=args.input_len,
-        output_len=args.output_len,
-        prompts_per_level=args.grid_prompts,
-        warmups=2,
-        seed=1000 + n,
-        concurrency=tuple(range(1, args.upper + 1)),
-    )
-    driver, envelope = bench.run(load, f"grid-{n}")
+    """{load: p99 E2E latency ms} of one pass, and its server-seconds: each load a run of its own (one level:
+    no drift recheck, which would measure load 1 again for the pass's longest time)."""
     p99: dict[float, float] = {}
     server_s = 0.0
-    for rec in envelope.levels:
-        if rec.recheck:  # the driver's drift check of load 1 at the pass's end: not the grid's
-            continue
-        repeat = driver.repeat_result(rec)
-        p99[rec.level_value] = float(np.percentile(repeat.e2el_ms, 99))
-        server_s += repeat.duration_s
+    for concurrency in range(1, args.upper + 1):
+        load = LoadPlan(
+            input_len=args.input_len,
+            output_len=args.output_len,
+            prompts_per_level=args.grid_prompts,
+            warmups=2,
+            seed=1000 + n,
+            concurrency=(concurrency,),
+        )
+        driver, envelope = bench.run(load, f"grid-{n}/c{concurrency}")
+        for rec in envelope.levels:
+            repeat = driver.repeat_result(rec)
+            p99[rec.level_value] = float(np.percentile(repeat.e2el_ms, 99))
+            server_s += repeat.duration_s
     return p99, server_s
 
 
@@ -177,29 +177,42 @@ def summarize(
     )
 
 
+def _grid_envelope(
+    path: Path, runs: dict[float, list[tuple[float, float]]], limit: Limit
+) -> tuple[dict[float, float], float]:
+    """One kept grid envelope's p99 E2EL by load and server-seconds (a driver's recheck left out); each
+    load's (p99, sampling variance) appended to `runs`."""
+    envelope = json.loads(path.read_text())
+    p99, server_s = {}, 0.0
+    for level in envelope["levels"]:
+        if level["recheck"] or not level["result_file"]:
+            continue
+        result = json.loads((path.parent / level["result_file"]).read_text())
+        ok = [lat for lat, err in zip(result["latencies"], result["errors"], strict=True) if not err]
+        p99[float(level["level_value"])] = float(np.percentile(np.array(ok) * 1000.0, 99))
+        server_s += float(result["duration"])
+        one = RepeatResult(completed=len(ok), e2el_ms=tuple(float(x) * 1000.0 for x in ok))
+        runs.setdefault(float(level["level_value"]), []).append(run_p99(limit, [one]))
+    return p99, server_s
+
+
 def from_evidence(folder: Path, target: int, slo_ms: float | None) -> None:
     """`--summarize FOLDER`: the same summary from a kept run's evidence (`--keep FOLDER`): each grid pass's
-    envelope and bench results (the recheck left out), each search's envelope (its SearchResult)."""
+    envelopes and bench results (a recheck left out), each search's envelope (its SearchResult)."""
     passes = []
     runs: dict[float, list[tuple[float, float]]] = {}  # load -> each pass's (p99, its sampling variance)
     (e2el,) = [limit for limit in TAIL_LIMITS if limit.field == "p99_e2el_ms"]
-    for envelope_path in sorted(folder.glob("grid-*/*/envelope.json"), key=lambda p: int(p.parts[-3][5:])):
-        envelope = json.loads(envelope_path.read_text())
+    by_pass: dict[int, list[Path]] = {}  # a pass: an envelope per load (or, before, one of them all)
+    for path in folder.glob("grid-*/**/envelope.json"):
+        by_pass.setdefault(int(path.relative_to(folder).parts[0][5:]), []).append(path)
+    for n, paths in sorted(by_pass.items()):
         p99, server_s = {}, 0.0
-        for level in envelope["levels"]:
-            if level["recheck"] or not level["result_file"]:
-                continue
-            result = json.loads((envelope_path.parent / level["result_file"]).read_text())
-            ok = [lat for lat, err in zip(result["latencies"], result["errors"], strict=True) if not err]
-            p99[float(level["level_value"])] = float(np.percentile(np.array(ok) * 1000.0, 99))
-            server_s += float(result["duration"])
-            one = RepeatResult(completed=len(ok), e2el_ms=tuple(float(x) * 1000.0 for x in ok))
-            runs.setdefault(float(level["level_value"]), []).append(run_p99(e2el, [one]))
+        for envelope_path in paths:
+            pass_p99, pass_s = _grid_envelope(envelope_path, runs, e2el)
+            p99 |= pass_p99
+            server_s += pass_s
         passes.append((p99, server_s))
-        print(
-            f"grid pass {envelope_path.parts[-3]} p99 E2EL ms:",
-            {int(k): round(v, 1) for k, v in sorted(p99.items())},
-        )
+        print(f"grid pass {n} p99 E2EL ms:", {int(k): round(v, 1) for k, v in sorted(p99.items())})
     searches = sorted(folder.glob("search-*/*/envelope.json"), key=lambda p: int(p.parts[-3][7:]))
     results = [SearchResult.model_validate(json.loads(p.read_text())["search"]) for p in searches]
     for seed, result in enumerate(results):
@@ -222,11 +235,8 @@ def from_evidence(folder: Path, target: int, slo_ms: float | None) -> None:
         {int(k): round(math.sqrt(float(np.mean([s for _, s in by]))), 3) for k, by in runs.items()},
     )
     slo = slo_ms or math.sqrt(passes[0][0][float(target)] * passes[0][0][float(target + 1)])
-    prompts = {
-        len(json.loads((p.parent / "c1-r0.json").read_text())["latencies"])
-        for p in folder.glob("grid-*/*/envelope.json")
-    }
-    summarize(passes, results, slo, max(prompts))
+    prompts = max(len(json.loads(f.read_text())["latencies"]) for f in folder.glob("grid-*/**/c*-r0.json"))
+    summarize(passes, results, slo, prompts)
 
 
 def main() -> None:
