@@ -92,3 +92,15 @@ def upload_raw(lake: Lake, spec_dir: Path, where: RawLocation) -> list[str]:
     if (spec_dir / ENVELOPE).is_file():
         files.append(spec_dir / ENVELOPE)  # last: its presence means the rest is there
     return [lake.put_raw(path, *where.parts[1:], path.name) for path in files]
+
+
+def complete_evidence(lake: Lake, where: RawLocation) -> dict[str, Any] | None:
+    """The envelope an earlier attempt left complete at `where` (every level measured, no failure), or None:
+    a retry of a server's workloads measures only the specs without one (issue 49)."""
+    try:
+        doc = where.reader(lake)(ENVELOPE)
+    except RawEvidenceError:
+        return None
+    if doc is None or doc.get("failure") is not None or not doc.get("attempt") or not doc.get("levels"):
+        return None
+    return doc

@@ -1,18 +1,21 @@
 """`accelbench-loadgen`: the benchmark pod's main container (and a stand-alone driver).
 
-Drives the server through every level of the spec (then, for a spec with a quality plan, measures its quality
-against the same server: accelbench.loadgen.quality_step), writes the raw evidence to --out, copies it to the
-lake's raw/ area when a lake is configured (the pod's case), and prints a compact summary, also to
-/airflow/xcom/return.json when that directory exists.
+Drives the server through every level of each workload's spec in turn (its prefix cache emptied between
+them; after a spec's levels, for a spec with a quality plan, its quality against the same server:
+accelbench.loadgen.quality_step), writes each one's raw evidence to --out, copies it to the lake's raw/ area
+when a lake is configured (the pod's case), and prints a compact summary of every workload, also to
+/airflow/xcom/return.json when that directory exists. The spec is a ServerGroup's JSON (the pod's) or one
+BenchmarkSpec's.
 
-Exit codes: 0 every level measured (status ok, or errors: some requests failed, the server stayed up);
-1 a level failed (the levels before it are kept); 2 bad usage;
+Exit codes: 0 every level of every workload measured (status ok, or errors: some requests failed, the server
+stayed up); 1 a level failed (the levels and workloads before it are kept); 2 bad usage;
 3 the evidence could not be copied to the lake (the summary says why); 4 an unexpected error.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import socket
 import sys
@@ -20,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import LAKE_SETTING, Settings
+from accelbench.core.evidence import GroupSummary, RunSummary
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import LAKE_DATE_ENV, LOADGEN_SETTINGS, SPEC_ENV
@@ -27,6 +32,7 @@ from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.earlier import earlier_search_spreads
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
+from accelbench.loadgen.prefix_cache import reset_prefix_cache
 from accelbench.loadgen.quality_step import LM_EVAL_PYTHON_ENV, measure_quality
 from accelbench.loadgen.sampling import find_server_pid
 
@@ -38,7 +44,9 @@ log = logging.getLogger("accelbench.loadgen")
 def main(argv: list[str] | None = None) -> int:
     env = Settings.from_env(*LOADGEN_SETTINGS)
     parser = argparse.ArgumentParser(prog="accelbench-loadgen", description=__doc__)
-    parser.add_argument("--spec", type=Path, help=f"BenchmarkSpec JSON file (default: ${SPEC_ENV})")
+    parser.add_argument(
+        "--spec", type=Path, help=f"ServerGroup or BenchmarkSpec JSON file (default: ${SPEC_ENV})"
+    )
     parser.add_argument("--server-url", default=env.loadgen.server_url)
     parser.add_argument("--out", type=Path, default=env.loadgen.raw_dir)
     parser.add_argument("--vllm", default=env.loadgen.vllm_bin)
@@ -61,17 +69,55 @@ def main(argv: list[str] | None = None) -> int:
     if not raw:
         parser.error(f"no spec: pass --spec or set {SPEC_ENV}")
     try:
-        return run(args, BenchmarkSpec.model_validate_json(raw))
+        return run(args, parse_group(raw))
     except Exception:  # a crash is not a failed level: say so with its own exit code
         log.exception("load generator error")
         return EXIT_ERROR
 
 
-def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
+def parse_group(raw: str) -> ServerGroup:
+    """The server's workloads (a ServerGroup, as the benchmark pod gets them), or one BenchmarkSpec (a
+    stand-alone run of one workload): a group of one."""
+    doc = json.loads(raw)
+    if isinstance(doc, dict) and "specs" in doc:
+        return ServerGroup.model_validate(doc)
+    return ServerGroup(specs=(BenchmarkSpec.model_validate(doc),))
+
+
+def run(args: argparse.Namespace, group: ServerGroup) -> int:
+    """Each workload of the group in turn against the one server (its prefix cache emptied between them),
+    each one's evidence finished as it ends; the group's summary printed (and the pod's XCom)."""
     env = Settings.from_env(*LOADGEN_SETTINGS)
     lake = Lake(args.lake) if args.lake else None
     # Unset outside a pod: a stand-alone run says so rather than claim the default mode.
     mode = env.library.execution_mode if "execution_mode" in env.library.model_fields_set else "standalone"
+    date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
+    runs = []
+    for i, spec in enumerate(group.specs):
+        if i > 0 and (why := reset_prefix_cache(args.server_url)) is not None:
+            log.warning("%s: the prefix cache was not emptied before it: %s", spec.spec_id, why)
+        log.info(
+            "workload %d of %d on this server: %s (%s)",
+            i + 1,
+            len(group.specs),
+            spec.load.runs.name,
+            spec.spec_id,
+        )
+        runs.append(run_spec(args, spec, lake, mode, date))
+    result = GroupSummary(runs=runs)
+    code = EXIT_LAKE if result.lake_errors else EXIT_LEVEL_FAILED if any(r.failure for r in runs) else EXIT_OK
+    text = result.model_dump_json()
+    print(text)
+    if XCOM_RETURN.parent.is_dir():
+        XCOM_RETURN.write_text(text)
+    return code
+
+
+def run_spec(
+    args: argparse.Namespace, spec: BenchmarkSpec, lake: Lake | None, mode: str, date: str
+) -> RunSummary:
+    """One workload: its levels (and its quality plan's measurement), its evidence to the lake."""
+    env = Settings.from_env(*LOADGEN_SETTINGS)
     driver = Driver(
         spec,
         args.server_url,
@@ -81,14 +127,13 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
         attempt=env.loadgen.attempt or None,
         earlier_spreads=earlier_search_spreads(lake, spec, mode),
     )
-    date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
     envelope = driver.run()
     if spec.quality is not None:  # after the levels, against the same server
         if envelope.failure is None:
             measure_quality(spec, args.server_url, driver.spec_dir, args.lm_eval_python)
         else:
             log.warning("quality not measured: a level failed (%s)", envelope.failure)
-    result = finish(
+    return finish(
         envelope,
         driver.spec_dir,
         lake,
@@ -97,12 +142,6 @@ def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
         node=env.loadgen.node_name or socket.gethostname(),
         **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
     )
-    code = EXIT_LAKE if result.lake_error else EXIT_LEVEL_FAILED if result.failure else EXIT_OK
-    text = result.model_dump_json()
-    print(text)
-    if XCOM_RETURN.parent.is_dir():
-        XCOM_RETURN.write_text(text)
-    return code
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The local executor: one `vllm serve` child process per spec, the driver in-process, raw to the lake."""
+"""The local executor: one `vllm serve` child process per server group (its workloads in turn), the driver
+in-process, raw to the lake."""
 
 from __future__ import annotations
 
@@ -10,17 +11,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import Settings
-from accelbench.core.evidence import RunSummary
+from accelbench.core.evidence import Envelope, GroupSummary, RunSummary
 from accelbench.core.modes import ExecutionMode
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.core.startup_phases import STARTUP_FILE
 from accelbench.errors import ConfigError
+from accelbench.lake.raw import RawLocation, complete_evidence
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import pooled
+from accelbench.loadgen.contract import DEV_MODE_ENV
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.earlier import earlier_search_spreads
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
+from accelbench.loadgen.prefix_cache import reset_prefix_cache
 from accelbench.loadgen.quality_step import measure_quality
 from accelbench.local.quantized_model import QuantizationError, quant_python
 from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
@@ -53,66 +58,124 @@ def lm_eval_python(settings: Settings) -> Path | None:
 
 
 def run_local(
-    spec: BenchmarkSpec, lake: Lake, date: str, attempt: str | None = None, settings: Settings | None = None
-) -> RunSummary:
-    """Start the server, drive every level, stop the server, copy the evidence to the lake's raw/ area.
+    group: ServerGroup,
+    lake: Lake,
+    date: str,
+    attempt: str | None = None,
+    settings: Settings | None = None,
+) -> GroupSummary:
+    """Start the group's server once, drive each workload's levels on it in turn (its prefix cache emptied
+    between them), stop the server, copy each workload's evidence to the lake's raw/ area as it ends.
 
-    Returns the run summary (`failure` set when a level failed; `lake_error` when the lake could not
-    take the evidence, which then stays in the campaign's work folder); raises ServerStartError when
-    the server never became healthy, in which case there is no evidence to keep.
-    """
+    A workload an earlier attempt left complete in the lake is not measured again (its summary is that
+    attempt's). A server that dies fails the workload it was serving (the driver says how: exit code, log
+    tail) and those it had left (`GroupSummary.stopped`); the workloads it finished keep their evidence.
+    Raises ServerStartError when the server never became healthy: there is no evidence to keep."""
     settings = settings or Settings.from_env()
-    campaign_dir = campaign_workdir(settings, spec.campaign_id)
-    work = campaign_dir / spec.spec_id
+    first = group.specs[0]
+    campaign_dir = campaign_workdir(settings, first.campaign_id)
+    work = campaign_dir / group.group_id
+    earlier = {s.spec_id: found for s in group.specs if (found := _complete(lake, s, date)) is not None}
+    todo = [s for s in group.specs if s.spec_id not in earlier]
+    for spec_id, summary in earlier.items():
+        log.info("%s: measured complete by attempt %s, not measured again", spec_id, summary.attempt)
+    if not todo:
+        return GroupSummary(runs=[earlier[s.spec_id] for s in group.specs])
     pinning = Pinning.from_env()
-    python = vllm_python(spec.server.runtime)
-    check_local_devices(spec)
+    python = vllm_python(group.server.runtime)
+    check_local_devices(first)
     journal = campaign_dir / SERVER_STARTS
     # The load generator is the CPU environment's `vllm bench serve` on every tier: one pinned client, so
     # that tiers differ only in the server.
     vllm, client_cpus = str(vllm_python().parent / "vllm"), pinning.client if pinning else None
+    # Several workloads: vLLM's development API, for its prefix-cache reset between them.
+    env = DEV_MODE_ENV if len(todo) > 1 else {}
+    measured: dict[str, RunSummary] = {}
+    stopped: str | None = None
+    spec_dirs: list[Path] = []
     # The bench client imports vLLM (seconds) while the server starts, not after; an earlier benchmark of
     # this process (`airflow dags test` runs them one after another) leaves its runner warm for this one.
     with (
         pooled(vllm, client_cpus) as client,
-        LocalServer(spec.server, work / "server", pinning=pinning, python=python, journal=journal) as server,
+        LocalServer(
+            group.server, work / "server", pinning=pinning, python=python, journal=journal, extra_env=env
+        ) as server,
     ):
-        driver = Driver(
-            spec,
-            server.url,
-            work / "raw",
-            vllm=vllm,
-            server_pid=server.process.pid if server.process else None,
-            client_cpus=client_cpus,
-            attempt=attempt,
-            client=client,
-            server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
-            earlier_spreads=earlier_search_spreads(lake, spec, "local"),
-        )
-        envelope = driver.run()
-        if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server
-            measure_quality(spec, server.url, driver.spec_dir, lm_eval_python(settings))
-    if server.startup is not None:  # beside the envelope: the ingest makes it the `startups` row
-        stopped = server.startup.model_copy(update={"ended_at": datetime.now(UTC).isoformat()})
-        (driver.spec_dir / STARTUP_FILE).write_text(stopped.model_dump_json())
-    result = finish(
-        envelope,
-        driver.spec_dir,
-        lake,
-        date,
-        execution_mode="local",
-        node=socket.gethostname(),
-        pinning=json.dumps(pinning.describe()) if pinning else None,
-        server_startup_s=server.startup_s,
-        **host_facts(),
-        # No image ran: the rows' `image` stays the plan, this says what was measured instead.
-        server_image_id=f"vllm=={local_vllm_version(python)} local process (no image)",
-        server_quantization=server.reported_quantization(),
-    )
+        for i, spec in enumerate(todo):
+            if i > 0 and (exited := server.exit_status()) is not None:
+                stopped = (
+                    f"the server exited with code {exited[0]} before {spec.spec_id} ({spec.load.runs.name})"
+                )
+                break
+            if i > 0 and (why := reset_prefix_cache(server.url)) is not None:
+                log.warning("%s: the prefix cache was not emptied before it: %s", spec.spec_id, why)
+            driver = Driver(
+                spec,
+                server.url,
+                work / "raw",
+                vllm=vllm,
+                server_pid=server.process.pid if server.process else None,
+                client_cpus=client_cpus,
+                attempt=attempt,
+                client=client,
+                server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
+                earlier_spreads=earlier_search_spreads(lake, spec, "local"),
+            )
+            log.info(
+                "workload %d of %d on this server: %s (%s)",
+                i + 1,
+                len(todo),
+                spec.load.runs.name,
+                spec.spec_id,
+            )
+            envelope = driver.run()
+            if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server
+                measure_quality(spec, server.url, driver.spec_dir, lm_eval_python(settings))
+            measured[spec.spec_id] = finish(
+                envelope,
+                driver.spec_dir,
+                lake,
+                date,
+                execution_mode="local",
+                node=socket.gethostname(),
+                pinning=json.dumps(pinning.describe()) if pinning else None,
+                server_startup_s=server.startup_s if i == 0 else None,
+                **host_facts(),
+                # No image ran: the rows' `image` stays the plan, this says what was measured instead.
+                server_image_id=f"vllm=={local_vllm_version(python)} local process (no image)",
+                server_quantization=server.reported_quantization(),
+            )
+            measured[spec.spec_id].server_startup_s = server.startup_s
+            spec_dirs.append(driver.spec_dir)
+    if server.startup is not None and spec_dirs:  # the server's start belongs to its first workload's rows
+        stopped_at = server.startup.model_copy(update={"ended_at": datetime.now(UTC).isoformat()})
+        _put_startup(lake, todo[0], date, spec_dirs[0], stopped_at.model_dump_json())
     # The compile caches are not evidence, and not worth keeping per campaign.
     shutil.rmtree(work / "server" / "cache", ignore_errors=True)
-    result.server_startup_s = server.startup_s
-    return result
+    runs = [r for s in group.specs if (r := earlier.get(s.spec_id) or measured.get(s.spec_id)) is not None]
+    return GroupSummary(runs=runs, stopped=stopped)
+
+
+def _complete(lake: Lake, spec: BenchmarkSpec, date: str) -> RunSummary | None:
+    """The summary of an earlier attempt that measured `spec` completely (its evidence in the lake)."""
+    where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
+    doc = complete_evidence(lake, where)
+    if doc is None:
+        return None
+    summary = RunSummary.of(Envelope.model_validate(doc))
+    summary.raw = lake.uri_of(lake.path(*where.parts))
+    return summary
+
+
+def _put_startup(lake: Lake, spec: BenchmarkSpec, date: str, spec_dir: Path, text: str) -> None:
+    """The server's start-up phases beside its first workload's envelope (kept locally, and in the lake's raw
+    area, which its evidence already reached): the ingest makes it the `startups` row."""
+    (spec_dir / STARTUP_FILE).write_text(text)
+    where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
+    try:
+        lake.put_raw_text(text, *where.parts[1:], STARTUP_FILE)
+    except Exception as exc:  # the evidence stays in the work folder, as finish() keeps it
+        log.error("could not copy the server's start-up to %s: %s: %s", lake.uri, type(exc).__name__, exc)
 
 
 class LocalExecutor:
@@ -123,8 +186,8 @@ class LocalExecutor:
     def __init__(self, lake: Lake, settings: Settings | None = None) -> None:
         self.lake, self.settings = lake, settings
 
-    def run(self, spec: BenchmarkSpec, date: str, attempt: str) -> RunSummary:
-        return run_local(spec, self.lake, date, attempt, self.settings)
+    def run(self, group: ServerGroup, date: str, attempt: str) -> GroupSummary:
+        return run_local(group, self.lake, date, attempt, self.settings)
 
     def on_kill(self) -> None:
         """Nothing to do: the server is a child of the task's process and dies with it."""
