@@ -29,7 +29,7 @@ from accelbench.errors import AccelbenchError, ConfigError, PodNotScheduled
 from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
 from accelbench.k8s.pod_startup import pod_startup
-from accelbench.lake.raw import RawLocation
+from accelbench.lake.raw import RawLocation, complete_run
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
@@ -358,10 +358,22 @@ class KubernetesExecutor:
             raise ConfigError(
                 LAKE_SETTING, self.lake.uri, "kubernetes mode needs an s3:// lake the pods can write"
             )
-        self.pod = BenchmarkPod(task_id=self.task_id, group=group, lake_uri=self.lake.uri, **self.pod_kwargs)
-        spec = group.specs[0]  # the pod's start belongs to its first workload's rows
+        # What an earlier attempt measured completely is not measured again (a cleared task); a retry that
+        # reconnects to the earlier attempt's still-running pod gets all of its workloads' summaries.
+        earlier = {s.spec_id: found for s in group.specs if (found := complete_run(self.lake, s, date))}
+        todo = tuple(s for s in group.specs if s.spec_id not in earlier)
+        if not todo:
+            log.info("every workload of %s was measured completely by an earlier attempt", group.group_id)
+            return GroupSummary(runs=[earlier[s.spec_id] for s in group.specs])
+        pod_group = ServerGroup(specs=todo)
+        self.pod = BenchmarkPod(
+            task_id=self.task_id, group=pod_group, lake_uri=self.lake.uri, **self.pod_kwargs
+        )
+        spec = todo[0]  # the pod's start belongs to its first workload's rows
         try:
-            return self.pod.run(self.context, date, attempt)
+            ran = self.pod.run(self.context, date, attempt)
+            runs = [r for s in group.specs if (r := ran.of(s.spec_id) or earlier.get(s.spec_id))]
+            return GroupSummary(runs=runs, stopped=ran.stopped)
         finally:  # beside the pod's evidence (the pod is deleted now): the ingest makes it the `startups` row
             if self.pod.startup is not None:
                 where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)

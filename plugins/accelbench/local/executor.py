@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import Settings
-from accelbench.core.evidence import Envelope, GroupSummary, RunSummary
+from accelbench.core.evidence import GroupSummary, RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.core.startup_phases import STARTUP_FILE
 from accelbench.errors import ConfigError
-from accelbench.lake.raw import RawLocation, complete_evidence
+from accelbench.lake.raw import RawLocation, complete_run
 from accelbench.lake.store import Lake, safe_name
 from accelbench.loadgen.bench_client import pooled
 from accelbench.loadgen.contract import DEV_MODE_ENV
@@ -75,7 +75,7 @@ def run_local(
     first = group.specs[0]
     campaign_dir = campaign_workdir(settings, first.campaign_id)
     work = campaign_dir / group.group_id
-    earlier = {s.spec_id: found for s in group.specs if (found := _complete(lake, s, date)) is not None}
+    earlier = {s.spec_id: found for s in group.specs if (found := complete_run(lake, s, date)) is not None}
     todo = [s for s in group.specs if s.spec_id not in earlier]
     for spec_id, summary in earlier.items():
         log.info("%s: measured complete by attempt %s, not measured again", spec_id, summary.attempt)
@@ -154,17 +154,6 @@ def run_local(
     shutil.rmtree(work / "server" / "cache", ignore_errors=True)
     runs = [r for s in group.specs if (r := earlier.get(s.spec_id) or measured.get(s.spec_id)) is not None]
     return GroupSummary(runs=runs, stopped=stopped)
-
-
-def _complete(lake: Lake, spec: BenchmarkSpec, date: str) -> RunSummary | None:
-    """The summary of an earlier attempt that measured `spec` completely (its evidence in the lake)."""
-    where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
-    doc = complete_evidence(lake, where)
-    if doc is None:
-        return None
-    summary = RunSummary.of(Envelope.model_validate(doc))
-    summary.raw = lake.uri_of(lake.path(*where.parts))
-    return summary
 
 
 def _put_startup(lake: Lake, spec: BenchmarkSpec, date: str, spec_dir: Path, text: str) -> None:
