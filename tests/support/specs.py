@@ -17,7 +17,7 @@ __all__ = [
     "tiny_campaign_conf",
     "tiny_spec",
 ]
-SESSION_MAX_MODEL_LEN = 4096  # tests/e2e/test_prefix_caching.py's 1,024-token prefix and more
+SESSION_MAX_MODEL_LEN = 4096  # tests/e2e/test_prefix_caching.py's 2,048-token prefix and more
 
 INPUT_LEN, OUTPUT_LEN, PROMPTS = 32, 16, 12
 
