@@ -25,6 +25,7 @@ from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import ENVELOPE, RawLocation
 from accelbench.lake.store import Lake
 from accelbench.local.executor import SERVER_STARTS, campaign_workdir, run_local
+from accelbench.report.startups import ready_by_spec
 
 from tests.support.airflow_dags import dagbag, run_dag, task_states
 from tests.support.specs import tiny_campaign_conf, tiny_spec
@@ -55,23 +56,29 @@ def test_a_campaign_of_two_workloads_starts_one_server_and_lands_each_apart(
     run = dagbag(airflow_db).get_dag("accelbench_campaign").test(run_conf=conf)
     states = task_states(run)
     assert str(run.state) == "success" and states["benchmark"] == "success", states
-    (group,) = run.get_task_instance("plan").xcom_pull(task_ids="plan")  # one server, both workloads
-    assert [
-        s["load"]["workload"]["name"] if s["load"].get("workload") else "fixed" for s in group["specs"]
-    ] == [
-        "fixed",
-        "shared-prefix",
-    ]
-    campaign = group["specs"][0]["campaign_id"]
+    (planned,) = run.get_task_instance("plan").xcom_pull(task_ids="plan")  # one server, both workloads
+    group = ServerGroup.model_validate(planned)
+    assert [s.load.runs.name for s in group.specs] == ["fixed", "shared-prefix"]
+    campaign = group.specs[0].campaign_id
     assert len(_starts(campaign)) == 1  # one `vllm serve` launched for the two workloads
     runs = Lake(str(accelbench_env / "lake")).read("runs").to_pylist()
-    assert sorted((r["workload"], r["status"], r["completed"]) for r in runs) == [
-        ("fixed", "ok", 8),
-        ("shared-prefix", "ok", 8),
+    # Each workload's level; the server's one drift check, the first workload's level again after the other.
+    assert sorted((r["workload"], r["status"], r["completed"], r["recheck"]) for r in runs) == [
+        ("fixed", "ok", 8, False),
+        ("fixed", "ok", 8, True),
+        ("shared-prefix", "ok", 8, False),
     ]
     assert len({r["spec_id"] for r in runs}) == 2 and len({r["matrix_key"] for r in runs}) == 2
+    (server_group,) = {r["server_group"] for r in runs}
+    assert server_group == group.group_id
     ingested = run.get_task_instance("ingest", map_index=0).xcom_pull(task_ids="ingest", map_indexes=0)
-    assert sorted(i["runs_rows"] for i in ingested) == [1, 1]
+    assert sorted(i["runs_rows"] for i in ingested) == [1, 2]
+    # The server's start-up is one row, its first workload's, which both workloads' points are given.
+    (startup,) = Lake(str(accelbench_env / "lake")).read("startups").to_pylist()
+    (first_spec,) = {r["spec_id"] for r in runs if r["workload"] == "fixed"}
+    assert startup["server_group"] == server_group and startup["spec_id"] == first_spec
+    ready = ready_by_spec([startup], runs)
+    assert set(ready) == {r["spec_id"] for r in runs} and startup["ready_s"] > 0
 
 
 def _shared_prefix(output_len: int) -> LoadPlan:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from accelbench.campaign.estimate import Stated, duration_s, estimate, request_servers
+from accelbench.campaign.estimate import Stated, duration_s, estimate, request_servers, requests_of
 from accelbench.campaign.request import CampaignRequest
 from accelbench.core.server_group import ServerGroup, group_specs
 from accelbench.loadgen.cli import parse_group
@@ -62,6 +62,9 @@ def test_the_estimate_counts_one_start_per_server_and_its_workloads_one_after_an
     stated = Stated(startup_s=100.0, requests_per_s=10.0)
     first, second = estimate(specs, None, [], "us-east-1", "local", stated)
     assert (first.startup_s, second.startup_s) == (100.0, 0.0)
+    # The server's one recheck is its first workload's first level: the second workload has none.
+    assert first.requests == requests_of(specs[0].load, True) == requests_of(specs[0].load)
+    assert second.requests == requests_of(specs[1].load, False) == requests_of(specs[1].load) - 12
     assert second.startup_from == f"on {first.spec_id}'s server" and first.server == second.server
     # One server: its workloads run one after another, whatever the slots.
     assert duration_s([first, second], slots=4) == pytest.approx(first.seconds + second.seconds)

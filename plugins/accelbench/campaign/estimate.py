@@ -95,19 +95,30 @@ class ServerEstimate:
         )
 
 
-def requests_of(load: LoadPlan) -> int:
+def requests_of(load: LoadPlan, recheck: bool | None = None) -> int:
     """Every request the load generator sends to a server of this load plan: warm-ups, each level's warm-ups
-    and repeats, the recheck of a campaign of two or more levels; a search's SEARCH_PROBES probes."""
+    and repeats, the recheck of a campaign of two or more levels; a search's SEARCH_PROBES probes.
+    `recheck`: whether its first level is measured again (None: as a server of this workload alone does,
+    with two levels or more; a server of several workloads rechecks its first one's, `rechecks`)."""
     if load.search is not None:
         per_probe = load.search.max_requests or load.search.min_requests
         return load.warmups + SEARCH_PROBES * load.search.repeats * per_probe
     levels = len(load.concurrency) + len(load.request_rates) + len(load.time_scales)
-    recheck = 1 if levels > 1 else 0
+    recheck = (levels > 1) if recheck is None else recheck
     return (
         load.warmups
         + levels * (load.level_warmups + load.repeats * load.prompts_per_level)
-        + recheck * (load.prompts_per_level)
+        + int(recheck) * (load.prompts_per_level)
     )
+
+
+def rechecks(loads: Sequence[LoadPlan]) -> list[bool | None]:
+    """Which of one server's workloads' first level is measured again (`accelbench.loadgen.workload_group`):
+    a workload alone as always (None); of several, the first with fixed levels, once, after the others."""
+    if len(loads) < 2:
+        return [None] * len(loads)
+    first = next((i for i, load in enumerate(loads) if load.search is None), None)
+    return [i == first for i in range(len(loads))]
 
 
 def replay_s(load: LoadPlan) -> float:
@@ -146,6 +157,11 @@ def estimate(
     out = []
     first_of: dict[str, str] = {}  # group key -> its first spec's id: a server starts once for its workloads
     groups = {group_key(s): g.group_id for g in group_specs(specs) for s in g.specs}
+    again = {
+        s.spec_id: r
+        for g in group_specs(specs)
+        for s, r in zip(g.specs, rechecks([s.load for s in g.specs]), strict=True)
+    }
     for spec in specs:
         instance = spec.server.instance_type
         measured = startups.get(instance)
@@ -162,7 +178,7 @@ def estimate(
             ServerEstimate(
                 spec_id=spec.spec_id,
                 instance_type=instance,
-                requests=requests_of(spec.load),
+                requests=requests_of(spec.load, again[spec.spec_id]),
                 startup_s=(measured if measured is not None else stated.startup_s)
                 if started == spec.spec_id
                 else 0.0,
@@ -223,7 +239,7 @@ def deadline_s(req: CampaignRequest, slots: int, stated: Stated, factor: float) 
         ServerEstimate(
             "",
             t,
-            sum(requests_of(load) for load in loads),
+            sum(requests_of(load, r) for load, r in zip(loads, rechecks(loads), strict=True)),
             stated.startup_s,
             "stated",
             stated.requests_per_s,

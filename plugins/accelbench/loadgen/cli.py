@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import LAKE_SETTING, Settings
-from accelbench.core.evidence import GroupSummary, RunSummary
+from accelbench.core.evidence import Envelope, GroupSummary, RunSummary
 from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.store import Lake
@@ -32,9 +32,9 @@ from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.earlier import earlier_search_spreads
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
-from accelbench.loadgen.prefix_cache import reset_prefix_cache
 from accelbench.loadgen.quality_step import LM_EVAL_PYTHON_ENV, measure_quality
 from accelbench.loadgen.sampling import find_server_pid
+from accelbench.loadgen.workload_group import run_workloads
 
 XCOM_RETURN = Path("/airflow/xcom/return.json")
 EXIT_OK, EXIT_LEVEL_FAILED, EXIT_LAKE, EXIT_ERROR = 0, 1, 3, 4
@@ -85,63 +85,55 @@ def parse_group(raw: str) -> ServerGroup:
 
 
 def run(args: argparse.Namespace, group: ServerGroup) -> int:
-    """Each workload of the group in turn against the one server (its prefix cache emptied between them),
-    each one's evidence finished as it ends; the group's summary printed (and the pod's XCom)."""
+    """Each workload of the group in turn against the one server (accelbench.loadgen.workload_group), each
+    one's evidence finished as it ends; the group's summary printed (and the pod's XCom)."""
     env = Settings.from_env(*LOADGEN_SETTINGS)
     lake = Lake(args.lake) if args.lake else None
     # Unset outside a pod: a stand-alone run says so rather than claim the default mode.
     mode = env.library.execution_mode if "execution_mode" in env.library.model_fields_set else "standalone"
     date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
-    runs = []
-    for i, spec in enumerate(group.specs):
-        if i > 0 and (why := reset_prefix_cache(args.server_url)) is not None:
-            log.warning("%s: the prefix cache was not emptied before it: %s", spec.spec_id, why)
-        log.info(
-            "workload %d of %d on this server: %s (%s)",
-            i + 1,
-            len(group.specs),
-            spec.load.runs.name,
-            spec.spec_id,
+
+    def driver_for(spec: BenchmarkSpec, recheck: bool) -> Driver:
+        return Driver(
+            spec,
+            args.server_url,
+            args.out,
+            vllm=args.vllm,
+            server_pid=args.server_pid or find_server_pid(),
+            attempt=env.loadgen.attempt or None,
+            earlier_spreads=earlier_search_spreads(lake, spec, mode),
+            recheck=recheck,
         )
-        runs.append(run_spec(args, spec, lake, mode, date))
-    result = GroupSummary(runs=runs)
-    code = EXIT_LAKE if result.lake_errors else EXIT_LEVEL_FAILED if any(r.failure for r in runs) else EXIT_OK
+
+    def quality(spec: BenchmarkSpec, driver: Driver, envelope: Envelope) -> None:
+        if spec.quality is None:
+            return
+        if envelope.failure is None:  # after the levels, against the same server
+            measure_quality(spec, args.server_url, driver.spec_dir, args.lm_eval_python)
+        else:
+            log.warning("quality not measured: a level failed (%s)", envelope.failure)
+
+    def land(spec: BenchmarkSpec, driver: Driver, envelope: Envelope, first: bool) -> RunSummary:
+        return finish(
+            envelope,
+            driver.spec_dir,
+            lake,
+            date,
+            execution_mode=mode,
+            node=env.loadgen.node_name or socket.gethostname(),
+            server_group=group.group_id,
+            **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
+        )
+
+    ran = run_workloads(group.specs, args.server_url, driver_for, land, quality)
+    result = GroupSummary(runs=ran.runs, stopped=ran.stopped)
+    failed = any(r.failure for r in ran.runs)
+    code = EXIT_LAKE if result.lake_errors else EXIT_LEVEL_FAILED if failed else EXIT_OK
     text = result.model_dump_json()
     print(text)
     if XCOM_RETURN.parent.is_dir():
         XCOM_RETURN.write_text(text)
     return code
-
-
-def run_spec(
-    args: argparse.Namespace, spec: BenchmarkSpec, lake: Lake | None, mode: str, date: str
-) -> RunSummary:
-    """One workload: its levels (and its quality plan's measurement), its evidence to the lake."""
-    env = Settings.from_env(*LOADGEN_SETTINGS)
-    driver = Driver(
-        spec,
-        args.server_url,
-        args.out,
-        vllm=args.vllm,
-        server_pid=args.server_pid or find_server_pid(),
-        attempt=env.loadgen.attempt or None,
-        earlier_spreads=earlier_search_spreads(lake, spec, mode),
-    )
-    envelope = driver.run()
-    if spec.quality is not None:  # after the levels, against the same server
-        if envelope.failure is None:
-            measure_quality(spec, args.server_url, driver.spec_dir, args.lm_eval_python)
-        else:
-            log.warning("quality not measured: a level failed (%s)", envelope.failure)
-    return finish(
-        envelope,
-        driver.spec_dir,
-        lake,
-        date,
-        execution_mode=mode,
-        node=env.loadgen.node_name or socket.gethostname(),
-        **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
-    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import Settings
-from accelbench.core.evidence import GroupSummary, RunSummary
+from accelbench.core.evidence import Envelope, GroupSummary, RunSummary
 from accelbench.core.modes import ExecutionMode
 from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
@@ -25,8 +25,8 @@ from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.earlier import earlier_search_spreads
 from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
-from accelbench.loadgen.prefix_cache import reset_prefix_cache
 from accelbench.loadgen.quality_step import measure_quality
+from accelbench.loadgen.workload_group import run_workloads
 from accelbench.local.quantized_model import QuantizationError, quant_python
 from accelbench.local.server import LocalServer, Pinning, local_vllm_version, vllm_python
 from accelbench.tiers import tier
@@ -90,9 +90,6 @@ def run_local(
     vllm, client_cpus = str(vllm_python().parent / "vllm"), pinning.client if pinning else None
     # Several workloads: vLLM's development API, for its prefix-cache reset between them.
     env = DEV_MODE_ENV if len(todo) > 1 else {}
-    measured: dict[str, RunSummary] = {}
-    stopped: str | None = None
-    spec_dirs: list[Path] = []
     # The bench client imports vLLM (seconds) while the server starts, not after; an earlier benchmark of
     # this process (`airflow dags test` runs them one after another) leaves its runner warm for this one.
     with (
@@ -101,15 +98,9 @@ def run_local(
             group.server, work / "server", pinning=pinning, python=python, journal=journal, extra_env=env
         ) as server,
     ):
-        for i, spec in enumerate(todo):
-            if i > 0 and (exited := server.exit_status()) is not None:
-                stopped = (
-                    f"the server exited with code {exited[0]} before {spec.spec_id} ({spec.load.runs.name})"
-                )
-                break
-            if i > 0 and (why := reset_prefix_cache(server.url)) is not None:
-                log.warning("%s: the prefix cache was not emptied before it: %s", spec.spec_id, why)
-            driver = Driver(
+
+        def driver_for(spec: BenchmarkSpec, recheck: bool) -> Driver:
+            return Driver(
                 spec,
                 server.url,
                 work / "raw",
@@ -120,18 +111,16 @@ def run_local(
                 client=client,
                 server_exit=server.exit_status,  # a level whose server died says how: exit code, log tail
                 earlier_spreads=earlier_search_spreads(lake, spec, "local"),
+                recheck=recheck,
             )
-            log.info(
-                "workload %d of %d on this server: %s (%s)",
-                i + 1,
-                len(todo),
-                spec.load.runs.name,
-                spec.spec_id,
-            )
-            envelope = driver.run()
+
+        def quality(spec: BenchmarkSpec, driver: Driver, envelope: Envelope) -> None:
             if spec.quality is not None and server.exit_status() is None:  # after the levels, on their server
                 measure_quality(spec, server.url, driver.spec_dir, lm_eval_python(settings))
-            measured[spec.spec_id] = finish(
+
+        def land(spec: BenchmarkSpec, driver: Driver, envelope: Envelope, first: bool) -> RunSummary:
+            spec_dirs.setdefault(spec.spec_id, driver.spec_dir)
+            landed = finish(
                 envelope,
                 driver.spec_dir,
                 lake,
@@ -139,21 +128,26 @@ def run_local(
                 execution_mode="local",
                 node=socket.gethostname(),
                 pinning=json.dumps(pinning.describe()) if pinning else None,
-                server_startup_s=server.startup_s if i == 0 else None,
+                server_startup_s=server.startup_s if first else None,  # the group's server started once
+                server_group=group.group_id,
                 **host_facts(),
                 # No image ran: the rows' `image` stays the plan, this says what was measured instead.
                 server_image_id=f"vllm=={local_vllm_version(python)} local process (no image)",
                 server_quantization=server.reported_quantization(),
             )
-            measured[spec.spec_id].server_startup_s = server.startup_s
-            spec_dirs.append(driver.spec_dir)
-    if server.startup is not None and spec_dirs:  # the server's start belongs to its first workload's rows
+            landed.server_startup_s = server.startup_s
+            return landed
+
+        spec_dirs: dict[str, Path] = {}
+        ran = run_workloads(todo, server.url, driver_for, land, quality, server.exit_status)
+    if server.startup is not None and todo[0].spec_id in spec_dirs:  # the first workload's rows carry it
         stopped_at = server.startup.model_copy(update={"ended_at": datetime.now(UTC).isoformat()})
-        _put_startup(lake, todo[0], date, spec_dirs[0], stopped_at.model_dump_json())
+        _put_startup(lake, todo[0], date, spec_dirs[todo[0].spec_id], stopped_at.model_dump_json())
     # The compile caches are not evidence, and not worth keeping per campaign.
     shutil.rmtree(work / "server" / "cache", ignore_errors=True)
+    measured = {r.spec_id: r for r in ran.runs}
     runs = [r for s in group.specs if (r := earlier.get(s.spec_id) or measured.get(s.spec_id)) is not None]
-    return GroupSummary(runs=runs, stopped=stopped)
+    return GroupSummary(runs=runs, stopped=ran.stopped)
 
 
 def _put_startup(lake: Lake, spec: BenchmarkSpec, date: str, spec_dir: Path, text: str) -> None:
