@@ -228,6 +228,9 @@ COST_S = {
     "e2e/test_regression_gate.py": 35,  # three campaigns at once, one level each, against zero servers
     # Three tiny-model servers (a, a-again, b) in one round, 4 repeats of 64 requests, then the report DAG.
     "e2e/test_ab_campaign.py::test_an_ab_campaign_flags": 90,
+    # One server for two workloads through the campaign DAG; three workloads, a kill and the retry's server.
+    "e2e/test_one_server.py::test_a_campaign_of_two_workloads": 40,
+    "e2e/test_one_server.py::test_workloads_in_turn": 70,
     "e2e/test_search_drift.py": 77,  # a search, and fixed levels, against a server that slows 8x under them
     "e2e/test_quantized_model.py": 180,  # W8A8 made (50 s on a clean clone), a matrix campaign: two servers
     "e2e/test_local_ui.py": 150,  # scripts/ui.sh: Airflow started, a campaign from the form, its report

@@ -61,7 +61,7 @@ def _interleaved(run: Any, lake: Lake, names: tuple[str, ...]) -> list[dict[str,
     order is not asserted), each round its share of the repeats, numbered on: the runs, each server's
     consecutive."""
     planned = run.get_task_instance("plan").xcom_pull(task_ids="plan")
-    rounds = [(s["variant"]["name"], s["variant"]["round"]) for s in planned]
+    rounds = [(s["variant"]["name"], s["variant"]["round"]) for g in planned for s in g["specs"]]
     assert rounds == [(name, k) for k in range(ROUNDS) for name in names], rounds
     runs = sorted(lake.read("runs").to_pylist(), key=lambda r: r["started_at"])
     assert {r["status"] for r in runs} == {"ok"} and len(runs) == len(names) * REPEATS

@@ -38,6 +38,7 @@ from accelbench.catalog.db import make_engine
 from accelbench.catalog.models import InstancePrice, InstanceType
 from accelbench.catalog.price_refresh import refresh_online
 from accelbench.catalog.seed import upsert_instance_types
+from accelbench.core.server_group import ServerGroup
 from accelbench.errors import CatalogUnavailable
 from accelbench.lake.ingest import ingest_raw
 from accelbench.lake.raw import RawLocation, upload_raw, write_execution
@@ -263,10 +264,10 @@ def test_catalog_database_lost_mid_write_leaves_nothing_half_written(pg_server: 
 
 WORKER = """
 import sys
-from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.server_group import ServerGroup
 from accelbench.local.executor import run_local
 from accelbench.lake.store import Lake
-run_local(BenchmarkSpec.model_validate_json(sys.argv[1]), Lake(sys.argv[2]), sys.argv[3], "attempt-1")
+run_local(ServerGroup.model_validate_json(sys.argv[1]), Lake(sys.argv[2]), sys.argv[3], "attempt-1")
 """
 
 
@@ -300,14 +301,15 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
 
     plan = LoadPlan(input_len=32, output_len=8, concurrency=(1, 2), prompts_per_level=6, warmups=1, seed=3)
     spec = BenchmarkSpec(server=tiny_spec(tiny_model), load=plan, campaign_id="worker-death")
+    group = ServerGroup(specs=(spec,))
     lake = Lake(str(tmp_path / "lake"))
     pid_file = (
-        campaign_workdir(Settings.from_env(), spec.campaign_id) / spec.spec_id / "server" / "server.pid"
+        campaign_workdir(Settings.from_env(), spec.campaign_id) / group.group_id / "server" / "server.pid"
     )
     # With vLLM's default multiprocessing (the tests' servers run without it, tests/conftest.py): the
     # server's engine core and worker are processes of their own, children of the API server.
     worker = subprocess.Popen(
-        [str(REPO / ".venv" / "bin" / "python"), "-c", WORKER, spec.model_dump_json(), lake.uri, DATE],
+        [str(REPO / ".venv" / "bin" / "python"), "-c", WORKER, group.model_dump_json(), lake.uri, DATE],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=os.environ | {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
@@ -327,25 +329,25 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
         record = json.loads(pid_file.read_text())
         pgid, earlier_tmp = record["pgid"], Path(record["tmpdir"])
         assert earlier_tmp.is_dir()  # the server's private TMPDIR (its ZeroMQ sockets)
-        group = _group(pgid)
-        assert len(group) >= 3, [p.name() for p in group]  # API server, engine core, worker
+        members = _group(pgid)
+        assert len(members) >= 3, [p.name() for p in members]  # API server, engine core, worker
         worker.kill()  # the worker dies: SIGKILL, no cleanup of its own
         worker.wait(timeout=30)
         psutil.wait_procs(clients, timeout=15)
         assert not [c for c in clients if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
         # Every process of the server's group dies with the worker (accelbench.lifetime.watch_group), the
         # engine core too, which outlived its API server before; no retry needed to stop it.
-        _, alive = psutil.wait_procs(group, timeout=15)
+        _, alive = psutil.wait_procs(members, timeout=15)
         assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], [p.name() for p in alive]
         # The retry measures again (an orphan it found would be stopped first: LocalServer.stop_orphans).
         with caplog.at_level(logging.WARNING, logger="accelbench.local.server"):
-            result = run_local(spec, lake, DATE, "attempt-2")
+            result = run_local(group, lake, DATE, "attempt-2")
         assert not _group(pgid) and "earlier attempt's vLLM server" not in caplog.text
         assert not earlier_tmp.exists()  # what the killed attempt could not remove, the retry did
     finally:
         if worker.poll() is None:
             worker.kill()
-    assert result["failure"] is None
+    assert [r.failure for r in result.runs] == [None] and result.stopped is None
     where = RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id)
     data = ingest_raw(lake, where, "manual__worker-death", "attempt-2")
     assert data is not None
@@ -450,7 +452,6 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     environment against a real vLLM server (the sidecar's part: the session's server, on the tiny model
     under the name the campaign asks for) and writes the evidence to the lake."""
     import pendulum
-    from accelbench.core.spec import BenchmarkSpec
 
     from tests.support.airflow_dags import dagbag, run_dag, task_states
     from tests.support.loadgen import run_loadgen
@@ -471,7 +472,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     def main_container(pod: dict[str, Any]) -> dict[str, Any]:
         (base,) = [c for c in pod["spec"]["containers"] if c["name"] == "base"]
         env = {e["name"]: e["value"] for e in base["env"] if "value" in e}
-        spec = BenchmarkSpec.model_validate_json(env["ACCELBENCH_BENCHMARK_SPEC"])
+        (spec,) = ServerGroup.model_validate_json(env["ACCELBENCH_BENCHMARK_SPEC"]).specs
         assert spec.server.served_model_name == served  # what the session's server answers to
         pods_ran.append(pod["metadata"]["name"])
         work = tmp_path / f"pod-{len(pods_ran)}"
@@ -733,7 +734,7 @@ def test_the_pod_reads_how_its_server_died_before_the_pod_is_deleted(tmp_path: P
     with _ServerDiedAPI() as fake:
         op = BenchmarkPod(
             task_id="bench",
-            spec=plan.specs[0],
+            group=ServerGroup(specs=(plan.specs[0],)),
             config_file=str(fake.kubeconfig(tmp_path / "kubeconfig")),
             lake_uri="s3://lake-bucket/accelbench",
         )

@@ -39,7 +39,7 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
     done = run_loadgen(spec, vllm_server, f"s3://{bucket}/lake", tmp_path / "raw", vllm=vllm)
     missing_bucket = run_loadgen(spec, vllm_server, "s3://no-such-bucket/lake", tmp_path / "raw2", vllm=vllm)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    (result,) = json.loads(done.stdout.strip().splitlines()[-1])["runs"]  # a spec alone: a group of one
     where = RawLocation("cpu", DATE, spec.campaign_id, spec.spec_id)
     assert result["failure"] is None and result["raw"] == f"s3://{bucket}/lake/" + "/".join(where.parts)
     lake = Lake(f"s3://{bucket}/lake")
@@ -63,7 +63,7 @@ def test_pod_load_generator_writes_raw_to_s3_and_the_worker_ingests_it(
     # The lake cannot take the evidence: a failed container (exit 3) whose summary says where it tried
     # to write, and still reports what it measured.
     assert missing_bucket.returncode == 3
-    summary = json.loads(missing_bucket.stdout.strip().splitlines()[-1])
+    (summary,) = json.loads(missing_bucket.stdout.strip().splitlines()[-1])["runs"]
     assert summary["lake_error"].startswith("could not copy the raw evidence to s3://no-such-bucket/lake")
     assert summary["failure"] is None and len(summary["levels"]) == 3  # and the recheck
 

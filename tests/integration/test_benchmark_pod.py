@@ -46,7 +46,7 @@ def test_cpu_pod_spec_points(kubeconfig: Path) -> None:
     assert server["startupProbe"]["failureThreshold"] == startup_failure_threshold(0.0135) >= 18
     assert server["readinessProbe"]["httpGet"]["path"] == "/health"
     env = {e["name"]: e for e in server["env"]}
-    spec_json = json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])
+    (spec_json,) = json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["specs"]
     planned_kv = spec_json["server"]["kv_cache_gib"]
     assert int(env["VLLM_CPU_KVCACHE_SPACE"]["value"]) == max(1, -(-planned_kv // 2))  # per rank, 2 ranks
     assert env["VLLM_CPU_OMP_THREADS_BIND"]["value"] == "auto"
@@ -61,7 +61,9 @@ def test_cpu_pod_spec_points(kubeconfig: Path) -> None:
     assert "--gpu-memory-utilization" not in args
     served = args[args.index("--served-model-name") + 1]
     assert (
-        json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["server"]["served_model_name"]
+        json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["specs"][0]["server"][
+            "served_model_name"
+        ]
         == served
     )
     sc = server["securityContext"]

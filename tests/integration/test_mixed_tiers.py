@@ -14,6 +14,7 @@ from accelbench import tiers
 from accelbench.campaign.plan import Plan, RuntimeBuild, plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.core.problems import PlanningError
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import TierServerFields
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import SPEC_ENV
@@ -50,7 +51,10 @@ def render(kubeconfig: Path, spec: Any) -> dict[str, Any]:
     from accelbench.airflow.benchmark_pod import BenchmarkPod
 
     op = BenchmarkPod(
-        task_id="bench", spec=spec, config_file=str(kubeconfig), lake_uri="s3://lake/accelbench"
+        task_id="bench",
+        group=ServerGroup(specs=(spec,)),
+        config_file=str(kubeconfig),
+        lake_uri="s3://lake/accelbench",
     )
     return ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
 
@@ -120,9 +124,8 @@ def test_three_tiers_pods_fit_their_nodes_per_karpenters_published_allocatable(k
         assert tolerations == {(t.key, t.value, t.effect) for t in tiers.tier(tier).placement.taints}
         main = pod["spec"]["containers"][0]
         loadgen_images.add(main["image"])
-        assert json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["server"]["runtime"] == (
-            spec.server.runtime
-        )
+        (planned,) = json.loads({e["name"]: e for e in main["env"]}[SPEC_ENV]["value"])["specs"]
+        assert planned["server"]["runtime"] == spec.server.runtime
         assert server["command"] == ["vllm", "serve"]  # whatever each tier's image's ENTRYPOINT runs
         startup[tier] = server["startupProbe"]["failureThreshold"] * server["startupProbe"]["periodSeconds"]
         args = server["args"]

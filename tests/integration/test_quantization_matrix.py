@@ -6,6 +6,7 @@ conversion and of its W8A8 checkpoint that llmcompressor wrote here (accelbench.
 from __future__ import annotations
 
 import pytest
+from accelbench.core.server_group import ServerGroup
 from accelbench.k8s.pod import build_pod_parts
 from accelbench.sizing.fit import LOADGEN_QUALITY_MIB, loadgen_memory
 
@@ -63,8 +64,11 @@ def test_a_kubernetes_matrix_gives_its_load_generator_room_for_lm_eval() -> None
     plain = plan(instance_types=["m8g.xlarge"], model=REFERENCE, execution_mode="kubernetes")
     assert all(s.quality is not None for s in matrix.specs) and len(matrix.specs) == 2
     spec, alone = matrix.specs[0], plain.specs[0]
-    parts = build_pod_parts(spec)
+    parts = build_pod_parts(ServerGroup(specs=(spec,)))
     expected = loadgen_memory(spec.load) + LOADGEN_QUALITY_MIB
     assert parts.loadgen_resources.limits == {"cpu": "1", "memory": f"{expected}Mi"}
-    assert build_pod_parts(alone).loadgen_resources.limits["memory"] == f"{loadgen_memory(alone.load)}Mi"
+    assert (
+        build_pod_parts(ServerGroup(specs=(alone,))).loadgen_resources.limits["memory"]
+        == f"{loadgen_memory(alone.load)}Mi"
+    )
     assert alone.server.server_memory_mib - spec.server.server_memory_mib == LOADGEN_QUALITY_MIB

@@ -29,6 +29,7 @@ from accelbench.catalog.seed_file import InstanceSpec, default_seed_path
 from accelbench.config import Settings, TierSettings, env_name, reference_markdown, setting
 from accelbench.core.price import Price
 from accelbench.core.problems import PlanningError
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, TierServerFields
 from accelbench.k8s import placement
 from accelbench.k8s.pod import PROBE_PERIOD_S, STARTUP_BASE_S, STARTUP_PER_GIB_S
@@ -275,7 +276,10 @@ def test_the_toy_pod_lands_on_its_nodepool_with_its_device_and_validates_strictl
 
     (spec,) = plan("toy1.4xlarge")
     op = BenchmarkPod(
-        task_id="bench", spec=spec, config_file=str(kubeconfig), lake_uri="s3://lake/accelbench"
+        task_id="bench",
+        group=ServerGroup(specs=(spec,)),
+        config_file=str(kubeconfig),
+        lake_uri="s3://lake/accelbench",
     )
     pod = ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
     for version in ("1.33", "1.37"):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from accelbench.campaign.plan import plan_campaign
 from accelbench.campaign.request import CampaignRequest
+from accelbench.core.server_group import ServerGroup
 from accelbench.sizing.model_config import load_model_shape
 from kubernetes.client import ApiClient
 
@@ -24,7 +25,7 @@ def render_benchmark_pod(
     )
     op = BenchmarkPod(
         task_id="bench",
-        spec=plan.specs[0],
+        group=ServerGroup(specs=(plan.specs[0],)),
         config_file=str(kubeconfig),
         lake_uri="s3://lake-bucket/accelbench",
     )

@@ -108,7 +108,7 @@ def test_a_campaign_without_variants_plans_and_dumps_as_before() -> None:
 def test_the_estimate_counts_a_server_per_variant_and_round() -> None:
     req = CampaignRequest(model="local/tiny-llama", **_fields(variants=[*AB, {"name": "c"}]))
     servers = request_servers(req)
-    assert len(servers) == 3 * 2 and {load.repeats for _, load in servers} == {3}
+    assert len(servers) == 3 * 2 and {load.repeats for _, loads in servers for load in loads} == {3}
 
 
 # ---- the comparison ----------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 from accelbench import __version__
-from accelbench.core.evidence import Envelope, LevelRecord, RunSummary
+from accelbench.core.evidence import Envelope, GroupSummary, LevelRecord, RunSummary
 from accelbench.core.modes import MODES
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.lake.ingest import RESULT_COLUMNS, ingest_raw
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, upload_raw
@@ -163,27 +164,27 @@ def test_every_mode_has_an_executor_and_the_task_treats_their_summaries_alike(
 
     class Fake:
         def __init__(self, summary: RunSummary) -> None:
-            self.summary = summary
+            self.summary = GroupSummary(runs=[summary])
 
-        def run(self, spec: BenchmarkSpec, date: str, attempt: str) -> RunSummary:
+        def run(self, group: ServerGroup, date: str, attempt: str) -> GroupSummary:
             return self.summary
 
         def on_kill(self) -> None: ...
 
-    op = BenchmarkOperator(task_id="benchmark", spec=envelope.spec, lake_uri=str(tmp_path / "lake"))
+    group = ServerGroup(specs=(envelope.spec,))
+    op = BenchmarkOperator(task_id="benchmark", group=group, lake_uri=str(tmp_path / "lake"))
     run = SimpleNamespace(logical_date=datetime(2026, 11, 30, tzinfo=UTC), run_after=None)
     for case, summary in summaries.items():
         monkeypatch.setitem(benchmark_operator.EXECUTORS, mode, lambda *_, s=summary: Fake(s))
         ti = _Recorder()
         context = {"dag_run": run, "ti": ti, "params": {"execution_mode": mode}}
+        value = GroupSummary(runs=[summary]).model_dump(mode="json")
         if case == "ok":
-            assert op.execute(context) == summary.model_dump(mode="json")
+            assert op.execute(context) == value
         else:
-            with pytest.raises(
-                AirflowFailException, match="could not copy" if case == "lake" else "failed at"
-            ):
+            with pytest.raises(AirflowFailException, match="could not copy" if case == "lake" else "failed"):
                 op.execute(context)
-            assert ti.pushed["return_value"] == ({} if case == "lake" else summary.model_dump(mode="json"))
+            assert ti.pushed["return_value"] == value  # ingest reads each spec's attempt from it
 
 
 def test_the_lake_schema_page_lists_every_column_as_the_schemas_define_it() -> None:

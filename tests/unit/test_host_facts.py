@@ -17,6 +17,7 @@ import pytest
 from accelbench import __version__
 from accelbench.campaign.plan import plan_campaign
 from accelbench.campaign.request import CampaignRequest
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.ingest import PROVENANCE_FIELDS, ingest_raw
 from accelbench.lake.raw import ENVELOPE, RawLocation, upload_raw, write_execution
@@ -268,7 +269,8 @@ def _node_facts_of_a_created_pod(fake: FakeKubeAPI, tmp_path: Path, monkeypatch:
     kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
     connection = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
-    op = BenchmarkPod(task_id="bench", spec=_planned("m8g.xlarge"), lake_uri="s3://lake-bucket/accelbench")
+    group = ServerGroup(specs=(_planned("m8g.xlarge"),))
+    op = BenchmarkPod(task_id="bench", group=group, lake_uri="s3://lake-bucket/accelbench")
     pod = op.build_pod_request_obj()
     op.client.create_namespaced_pod(pod.metadata.namespace, pod)
     op.remote_pod = op.client.read_namespaced_pod(pod.metadata.name, pod.metadata.namespace)

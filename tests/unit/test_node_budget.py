@@ -17,6 +17,7 @@ import yaml
 from accelbench.campaign.plan import plan_campaign
 from accelbench.campaign.request import CampaignRequest
 from accelbench.core.problems import PlanningError
+from accelbench.core.server_group import ServerGroup
 from accelbench.errors import ConfigError
 from accelbench.sizing import karpenter
 from accelbench.sizing.daemonsets import extra_requests, node_daemonsets
@@ -50,7 +51,10 @@ def render(kubeconfig: Path, instance_type: str) -> dict[str, Any]:
 
     spec = _plan(instance_type).specs[0]
     op = BenchmarkPod(
-        task_id="bench", spec=spec, config_file=str(kubeconfig), lake_uri="s3://lake/accelbench"
+        task_id="bench",
+        group=ServerGroup(specs=(spec,)),
+        config_file=str(kubeconfig),
+        lake_uri="s3://lake/accelbench",
     )
     return ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
 

@@ -1,4 +1,5 @@
-"""One BenchmarkSpec, in the execution mode the run asks for: a benchmark pod, or a local vLLM process.
+"""One server group (a configuration's server and its workloads, `core.server_group`), in the execution mode
+the run asks for: a benchmark pod, or a local vLLM process.
 
 One operator for both modes, so the campaign DAG has one shape; the mode is the run's
 `execution_mode` param (default ACCELBENCH_EXECUTION_MODE). Either way the raw evidence ends in the
@@ -20,7 +21,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from accelbench.airflow.benchmark_xcom import NODE_XCOM, RESULT_XCOM
 from accelbench.core.executor import Executor
 from accelbench.core.modes import check_mode, default_mode
-from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.server_group import ServerGroup
 from accelbench.errors import AccelbenchError
 
 if TYPE_CHECKING:
@@ -57,24 +58,25 @@ def run_date(dag_run: Any) -> str:
 
 
 class BenchmarkOperator(BaseOperator):
-    """Start one server for the spec, drive every level, leave the evidence in the lake's raw/ area."""
+    """Start one server for the group, drive each workload's levels on it in turn, leave each one's evidence
+    in the lake's raw/ area."""
 
     def __init__(
         self,
         *,
-        spec: BenchmarkSpec | dict[str, Any],
+        group: ServerGroup | dict[str, Any],
         lake_uri: str | None = None,
         pod_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.benchmark_spec = spec if isinstance(spec, BenchmarkSpec) else BenchmarkSpec.model_validate(spec)
+        self.benchmark_group = group if isinstance(group, ServerGroup) else ServerGroup.model_validate(group)
         self.lake_uri = lake_uri
         self.pod_kwargs = pod_kwargs or {}  # e.g. namespace, kubernetes_conn_id: passed to BenchmarkPod
         self._executor: Executor | None = None
 
     def execute(self, context: Any) -> Any:
-        spec, date, ti = self.benchmark_spec, run_date(context["dag_run"]), context["ti"]
+        group, date, ti = self.benchmark_group, run_date(context["dag_run"]), context["ti"]
         for key in (NODE_XCOM, RESULT_XCOM):  # so that ingest always finds both keys of this attempt
             ti.xcom_push(key=key, value={})
         attempt = uuid.uuid4().hex  # ingest accepts only the evidence this attempt wrote
@@ -84,28 +86,32 @@ class BenchmarkOperator(BaseOperator):
             mode = check_mode(context["params"].get("execution_mode") or default_mode())
             lake = Lake(self.lake_uri) if self.lake_uri else Lake.from_env()
             log.info(
-                "benchmark %s on %s, %s mode, attempt %s",
-                spec.spec_id,
-                spec.server.instance_type,
+                "benchmark %s on %s, %s mode, attempt %s: one server, %d workload(s): %s",
+                group.group_id,
+                group.server.instance_type,
                 mode,
                 attempt,
+                len(group.specs),
+                group.workloads(),
             )
             self._executor = EXECUTORS[mode](self, context, lake)
-            result = self._executor.run(spec, date, attempt)
+            result = self._executor.run(group, date, attempt)
         except AccelbenchError as exc:
             raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
         # Both modes alike: a lake that refused the evidence fails the task without retry (a retry would
         # measure again over the evidence kept); ingest then finds no evidence of this attempt.
-        if result.lake_error:
-            raise AirflowFailException(f"benchmark {spec.spec_id}: {result.lake_error}")
+        if errors := result.lake_errors:
+            ti.xcom_push(key=RESULT_XCOM, value=result.model_dump(mode="json"))
+            raise AirflowFailException(f"benchmark {group.group_id}: " + "; ".join(errors))
         value = result.model_dump(mode="json")  # the XCom value: the typed summary as JSON
-        if result.drift:  # measured and landed, but not the server's figures: the report says undecided
-            log.warning("benchmark %s: %s; its figures are reported undecided", spec.spec_id, result.drift)
-        if result.failure:
-            ti.xcom_push(key=RESULT_XCOM, value=value)  # ingest reads the attempt from it
+        for run in result.runs:
+            if run.drift:  # measured and landed, but not the server's figures: the report says undecided
+                log.warning("benchmark %s: %s; its figures are reported undecided", run.spec_id, run.drift)
+        if failures := result.failures:
+            ti.xcom_push(key=RESULT_XCOM, value=value)  # ingest reads each spec's attempt from it
             raise AirflowFailException(
-                f"benchmark {spec.spec_id} failed at {result.failure}; the levels measured before it "
-                "are kept and ingested"
+                f"benchmark {group.group_id} failed: {'; '.join(failures)}; the levels and workloads "
+                "measured before are kept and ingested"
             )
         return value
 

@@ -20,16 +20,16 @@ from pydantic import ValidationError
 
 from accelbench.airflow.benchmark_xcom import NODE_XCOM
 from accelbench.config import LAKE_SETTING
-from accelbench.core.evidence import RunSummary
+from accelbench.core.evidence import GroupSummary
 from accelbench.core.modes import ExecutionMode
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.server_log import LOG_HEAD_BYTES, reported_quantization
-from accelbench.core.spec import BenchmarkSpec
 from accelbench.core.startup_phases import STARTUP_FILE, Startup
 from accelbench.errors import AccelbenchError, ConfigError, PodNotScheduled
 from accelbench.k8s import placement
 from accelbench.k8s.pod import build_pod_parts, guaranteed, unscheduled_message
 from accelbench.k8s.pod_startup import pod_startup
-from accelbench.lake.raw import RawLocation
+from accelbench.lake.raw import RawLocation, complete_run
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import ATTEMPT_ENV, LAKE_DATE_ENV
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
@@ -49,7 +49,8 @@ log = logging.getLogger(__name__)
 
 
 class BenchmarkPod(KubernetesPodOperator):
-    """One server per spec: the vLLM server as a native sidecar, the load generator as main container.
+    """One server per group (a configuration's workloads, `core.server_group`): the vLLM server as a native
+    sidecar, the load generator as main container, running the workloads in turn.
 
     The provider's callbacks (KubernetesPodOperatorCallback, apache-airflow-providers-cncf-kubernetes
     10.25) run at fixed points of execute_sync, and none runs where this operator has to act: so it
@@ -74,18 +75,18 @@ class BenchmarkPod(KubernetesPodOperator):
     def __init__(
         self,
         *,
-        spec: BenchmarkSpec | dict[str, Any],
+        group: ServerGroup | dict[str, Any],
         namespace: str | None = None,
         lake_uri: str | None = None,
         **kwargs: Any,
     ) -> None:
         if kwargs.get("deferrable"):
             raise ValueError("BenchmarkPod cannot defer: BenchmarkOperator runs it inside its own task")
-        spec = spec if isinstance(spec, BenchmarkSpec) else BenchmarkSpec.model_validate(spec)
-        self.benchmark_spec = spec
+        group = group if isinstance(group, ServerGroup) else ServerGroup.model_validate(group)
+        self.benchmark_group = group
         self.lake_uri = lake_uri or Lake.from_env().uri
         parts = build_pod_parts(
-            spec, **({"namespace": namespace} if namespace else {}), lake_uri=self.lake_uri
+            group, **({"namespace": namespace} if namespace else {}), lake_uri=self.lake_uri
         )
         self.parts = parts
         self.unscheduled: str | None = None  # set when the pod found no node in time
@@ -148,13 +149,14 @@ class BenchmarkPod(KubernetesPodOperator):
                     "cannot read pod %s to say why it was not scheduled: %s", pod.metadata.name, read_error
                 )
             self.unscheduled = unscheduled_message(
-                self.parts, self.benchmark_spec.server.instance_type, self.schedule_timeout_seconds, said
+                self.parts, self.benchmark_group.server.instance_type, self.schedule_timeout_seconds, said
             )
             log.error("%s", self.unscheduled)
             raise
 
-    def run(self, context: Any, date: str, attempt: str) -> RunSummary:
-        """Run the pod inside the calling task (its context, its XCom); the load generator's summary.
+    def run(self, context: Any, date: str, attempt: str) -> GroupSummary:
+        """Run the pod inside the calling task (its context, its XCom); the load generator's summary (each
+        workload's).
 
         A pod whose load generator reported (a failed level, an unreachable lake) returns that
         summary, for the caller to fail on without retry; a pod that never reported raises the
@@ -179,7 +181,7 @@ class BenchmarkPod(KubernetesPodOperator):
                 f"connection {self.kubernetes_conn_id}", None, f"no usable Kubernetes configuration ({exc})"
             ) from None
         except Exception as exc:
-            if not (isinstance(self.loadgen_result, dict) and "spec_id" in self.loadgen_result):
+            if not (isinstance(self.loadgen_result, dict) and "runs" in self.loadgen_result):
                 if self.unscheduled:  # not retried: a retry would wait as long for the same capacity
                     raise PodNotScheduled(self.unscheduled) from exc
                 raise
@@ -191,10 +193,10 @@ class BenchmarkPod(KubernetesPodOperator):
         if not self.loadgen_result:
             raise AccelbenchError(f"the load generator of pod {self.name} ended without writing its summary")
         try:
-            return RunSummary.model_validate(self.loadgen_result)
+            return GroupSummary.model_validate(self.loadgen_result)
         except ValidationError as exc:  # e.g. a load-generator image of another suite version
             raise AccelbenchError(
-                f"the load generator's summary is not this suite's RunSummary: {exc}"
+                f"the load generator's summary is not this suite's GroupSummary: {exc}"
             ) from None
 
     def cleanup(
@@ -351,14 +353,27 @@ class KubernetesExecutor:
         self.lake, self.context, self.task_id, self.pod_kwargs = lake, context, task_id, pod_kwargs
         self.pod: BenchmarkPod | None = None
 
-    def run(self, spec: BenchmarkSpec, date: str, attempt: str) -> RunSummary:
+    def run(self, group: ServerGroup, date: str, attempt: str) -> GroupSummary:
         if self.lake.local:
             raise ConfigError(
                 LAKE_SETTING, self.lake.uri, "kubernetes mode needs an s3:// lake the pods can write"
             )
-        self.pod = BenchmarkPod(task_id=self.task_id, spec=spec, lake_uri=self.lake.uri, **self.pod_kwargs)
+        # What an earlier attempt measured completely is not measured again (a cleared task); a retry that
+        # reconnects to the earlier attempt's still-running pod gets all of its workloads' summaries.
+        earlier = {s.spec_id: found for s in group.specs if (found := complete_run(self.lake, s, date))}
+        todo = tuple(s for s in group.specs if s.spec_id not in earlier)
+        if not todo:
+            log.info("every workload of %s was measured completely by an earlier attempt", group.group_id)
+            return GroupSummary(runs=[earlier[s.spec_id] for s in group.specs])
+        pod_group = ServerGroup(specs=todo)
+        self.pod = BenchmarkPod(
+            task_id=self.task_id, group=pod_group, lake_uri=self.lake.uri, **self.pod_kwargs
+        )
+        spec = todo[0]  # the pod's start belongs to its first workload's rows
         try:
-            return self.pod.run(self.context, date, attempt)
+            ran = self.pod.run(self.context, date, attempt)
+            runs = [r for s in group.specs if (r := ran.of(s.spec_id) or earlier.get(s.spec_id))]
+            return GroupSummary(runs=runs, stopped=ran.stopped)
         finally:  # beside the pod's evidence (the pod is deleted now): the ingest makes it the `startups` row
             if self.pod.startup is not None:
                 where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)

@@ -1,7 +1,8 @@
 """The campaign DAGs' task graph, defined once for every campaign DAG.
 
-`measure_and_land(specs)` adds, to the DAG being defined, the mapped benchmark (one server per spec),
-the mapped ingest into the lake, the summary that emits the lake asset, and the watcher that fails the
+`measure_and_land(groups)` adds, to the DAG being defined, the mapped benchmark (one server per
+configuration, its workloads run on it in turn: `accelbench.core.server_group`), the mapped ingest into the
+lake (each workload's rows apart), the summary that emits the lake asset, and the watcher that fails the
 run when any of them failed. `accelbench_campaign` and `accelbench_cpu_version_campaign` differ only in
 how they plan. `campaign_dag(...)` is the whole campaign DAG, the plan task included: one function for
 `accelbench_campaign` and for its old id `accelbench_cpu_campaign` (one DAG file each), so the two cannot
@@ -37,23 +38,24 @@ def benchmark_pool() -> str:
     return Settings.from_env("benchmark_pool").airflow.benchmark_pool
 
 
-def measure_and_land(specs: Any) -> Any:
-    """`specs`: the plan task's output (a list of BenchmarkSpec dicts). Returns the summary task."""
+def measure_and_land(groups: Any) -> Any:
+    """`groups`: the plan task's output (a list of ServerGroup dicts: a server each, its workloads' specs).
+    Returns the summary task."""
 
     @task(map_index_template="{{ instance_type }}", trigger_rule="all_done")
     def ingest(
-        spec: dict[str, Any],
+        group: dict[str, Any],
         dag_run: DagRunProtocol | None = None,
         ti: RuntimeTaskInstanceProtocol | None = None,
-    ) -> dict[str, Any]:
-        from accelbench.airflow.tasks.campaign import ingest_spec
+    ) -> list[dict[str, Any]]:
+        from accelbench.airflow.tasks.campaign import ingest_group
 
         assert dag_run is not None and ti is not None  # Airflow passes the run's context
 
-        get_current_context()["instance_type"] = spec["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]  # for map_index_template
+        get_current_context()["instance_type"] = group["specs"][0]["server"]["instance_type"]  # type: ignore[typeddict-unknown-key]  # for map_index_template
         hints = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index, key=NODE_XCOM) or {}
         result = ti.xcom_pull(task_ids="benchmark", map_indexes=ti.map_index)
-        return ingest_spec(spec, dag_run.run_id, run_date(dag_run), result, hints)
+        return ingest_group(group, dag_run.run_id, run_date(dag_run), result, hints)
 
     @task(trigger_rule="all_done", outlets=[LAKE_ASSET])
     def summary(dag_run: DagRunProtocol | None = None) -> dict[str, Any]:
@@ -68,15 +70,16 @@ def measure_and_land(specs: Any) -> Any:
         raise AirflowFailException("a task of this campaign failed: see the failed task's log")
 
     # One retry, for a worker that died: kubernetes mode reconnects to the running pod, local mode
-    # measures again. A failed level or a server that cannot start fails without retry.
+    # measures again what the first try left incomplete. A failed level or a server that cannot start fails
+    # without retry (clearing the task measures only the workloads left incomplete).
     results = BenchmarkOperator.partial(
         task_id="benchmark",
-        map_index_template="{{ task.benchmark_spec.server.instance_type }}",
+        map_index_template="{{ task.benchmark_group.server.instance_type }}",
         retries=1,
         retry_delay=timedelta(seconds=30),
         pool=benchmark_pool(),
-    ).expand(spec=specs)
-    ingested = ingest.expand(spec=specs)
+    ).expand(group=groups)
+    ingested = ingest.expand(group=groups)
     done = summary()
     results >> ingested >> done
     [results, ingested, done] >> watcher()

@@ -1,5 +1,6 @@
-"""What a planned campaign will cost before it runs: per server, a start-up allowance plus the requests its
-load plan sends over a throughput, priced on-demand at today's price; `max_campaign_usd` refuses a plan whose
+"""What a planned campaign will cost before it runs: per server, a start-up allowance (once: a server runs
+each of its configuration's workloads, `core.server_group`) plus the requests each workload's load plan sends
+over a throughput, priced on-demand at today's price; `max_campaign_usd` refuses a plan whose
 estimate is above it, before any server starts.
 
 The start-up allowance is the median `ready_s` of the lake's earlier start-ups of the instance type in the
@@ -28,6 +29,7 @@ from accelbench.campaign.request import CampaignRequest
 from accelbench.config import Settings, env_name
 from accelbench.core.price import SECONDS_PER_HOUR, Price, price_at
 from accelbench.core.problems import Problem
+from accelbench.core.server_group import group_key, group_specs
 from accelbench.core.spec import BenchmarkSpec, LoadPlan
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake
@@ -58,6 +60,9 @@ class Stated:
 
 @dataclass(frozen=True)
 class ServerEstimate:
+    """One workload's share of a server: the server's start-up on its first workload only (`server`: the
+    group's id, which the shares of one server have in common)."""
+
     spec_id: str
     instance_type: str
     requests: int
@@ -69,6 +74,7 @@ class ServerEstimate:
     why_unpriced: str | None
     # A trace workload's levels take at least the trace's own time at their scales (`replay_s`): never less.
     replay_s: float = 0.0
+    server: str = ""  # the server group's id: "" a server of its own
 
     @property
     def seconds(self) -> float:
@@ -89,19 +95,30 @@ class ServerEstimate:
         )
 
 
-def requests_of(load: LoadPlan) -> int:
+def requests_of(load: LoadPlan, recheck: bool | None = None) -> int:
     """Every request the load generator sends to a server of this load plan: warm-ups, each level's warm-ups
-    and repeats, the recheck of a campaign of two or more levels; a search's SEARCH_PROBES probes."""
+    and repeats, the recheck of a campaign of two or more levels; a search's SEARCH_PROBES probes.
+    `recheck`: whether its first level is measured again (None: as a server of this workload alone does,
+    with two levels or more; a server of several workloads rechecks its first one's, `rechecks`)."""
     if load.search is not None:
         per_probe = load.search.max_requests or load.search.min_requests
         return load.warmups + SEARCH_PROBES * load.search.repeats * per_probe
     levels = len(load.concurrency) + len(load.request_rates) + len(load.time_scales)
-    recheck = 1 if levels > 1 else 0
+    recheck = (levels > 1) if recheck is None else recheck
     return (
         load.warmups
         + levels * (load.level_warmups + load.repeats * load.prompts_per_level)
-        + recheck * (load.prompts_per_level)
+        + int(recheck) * (load.prompts_per_level)
     )
+
+
+def rechecks(loads: Sequence[LoadPlan]) -> list[bool | None]:
+    """Which of one server's workloads' first level is measured again (`accelbench.loadgen.workload_group`):
+    a workload alone as always (None); of several, the first with fixed levels, once, after the others."""
+    if len(loads) < 2:
+        return [None] * len(loads)
+    first = next((i for i, load in enumerate(loads) if load.search is None), None)
+    return [i == first for i in range(len(loads))]
 
 
 def replay_s(load: LoadPlan) -> float:
@@ -138,9 +155,18 @@ def estimate(
         )
         rates, startups = {}, {}
     out = []
+    first_of: dict[str, str] = {}  # group key -> its first spec's id: a server starts once for its workloads
+    groups = {group_key(s): g.group_id for g in group_specs(specs) for s in g.specs}
+    again = {
+        s.spec_id: r
+        for g in group_specs(specs)
+        for s, r in zip(g.specs, rechecks([s.load for s in g.specs]), strict=True)
+    }
     for spec in specs:
         instance = spec.server.instance_type
         measured = startups.get(instance)
+        key = group_key(spec)
+        started = first_of.setdefault(key, spec.spec_id)
         rate = rates.get(spec.matrix_key)
         price = price_at(prices, instance, region, "on_demand", now) if mode != "local" else None
         why = None
@@ -152,14 +178,21 @@ def estimate(
             ServerEstimate(
                 spec_id=spec.spec_id,
                 instance_type=instance,
-                requests=requests_of(spec.load),
-                startup_s=measured if measured is not None else stated.startup_s,
-                startup_from="measured before" if measured is not None else "stated allowance",
+                requests=requests_of(spec.load, again[spec.spec_id]),
+                startup_s=(measured if measured is not None else stated.startup_s)
+                if started == spec.spec_id
+                else 0.0,
+                startup_from=(
+                    ("measured before" if measured is not None else "stated allowance")
+                    if started == spec.spec_id
+                    else f"on {started}'s server"
+                ),
                 requests_per_s=rate if rate else stated.requests_per_s,
                 rate_from="measured before" if rate else "stated",
                 usd_per_hour=price.usd_per_hour if price else None,
                 why_unpriced=why,
                 replay_s=replay_s(spec.load),
+                server=groups[key],
             )
         )
     return out
@@ -167,17 +200,21 @@ def estimate(
 
 def duration_s(estimates: Sequence[ServerEstimate], slots: int) -> float:
     """How long the servers take with `slots` of them at a time (the benchmark pool's): their seconds shared
-    out over the slots, and never less than the longest server's."""
+    out over the slots, and never less than the longest server's (its workloads one after another)."""
     if not estimates:
         return 0.0
-    seconds = [e.seconds for e in estimates]
+    servers: dict[str, float] = {}
+    for i, e in enumerate(estimates):
+        key = e.server or f"#{i}"
+        servers[key] = servers.get(key, 0.0) + e.seconds
+    seconds = list(servers.values())
     return max(sum(seconds) / max(1, min(slots, len(seconds))), max(seconds))
 
 
-def request_servers(req: CampaignRequest) -> list[tuple[str, LoadPlan]]:
-    """The servers a request plans, before planning: one per instance type, workload and checkpoint, each
-    with its workload's load plan (`accelbench.campaign.load`), without the catalog or the model store; a
-    type the plan refuses is still counted."""
+def request_servers(req: CampaignRequest) -> list[tuple[str, list[LoadPlan]]]:
+    """The servers a request plans, before planning: one per instance type and checkpoint (an A/B
+    comparison's: per variant and round), each with its workloads' load plans (`accelbench.campaign.load`),
+    without the catalog or the model store; a type the plan refuses is still counted."""
     from accelbench.campaign.check import Checked
     from accelbench.campaign.load import build_load_plan, for_workload
 
@@ -188,9 +225,9 @@ def request_servers(req: CampaignRequest) -> list[tuple[str, LoadPlan]]:
         rounds = range(min(req.rounds, req.repeats))
         share = [load.model_copy(update={"repeats": -(-load.repeats // len(rounds))}) for load in loads]
         types = [v.instance_type or req.instance_types[0] for v in req.variants]
-        return [(t, one) for _ in rounds for t in types for one in share]
+        return [(t, share) for _ in rounds for t in types]
     models = 1 + len(req.quantized_models)
-    return [(t, one) for t in req.instance_types for _ in range(models) for one in loads]
+    return [(t, loads) for t in req.instance_types for _ in range(models)]
 
 
 def deadline_s(req: CampaignRequest, slots: int, stated: Stated, factor: float) -> float | None:
@@ -200,9 +237,17 @@ def deadline_s(req: CampaignRequest, slots: int, stated: Stated, factor: float) 
         return None
     servers = [
         ServerEstimate(
-            "", t, requests_of(load), stated.startup_s, "stated", stated.requests_per_s, "stated", None, None
+            "",
+            t,
+            sum(requests_of(load, r) for load, r in zip(loads, rechecks(loads), strict=True)),
+            stated.startup_s,
+            "stated",
+            stated.requests_per_s,
+            "stated",
+            None,
+            None,
         )
-        for t, load in request_servers(req)
+        for t, loads in request_servers(req)
     ]
     return factor * duration_s(servers, slots)
 

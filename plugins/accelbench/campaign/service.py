@@ -27,6 +27,7 @@ from accelbench.config import Settings
 from accelbench.core.modes import check_mode, default_mode
 from accelbench.core.price import Price
 from accelbench.core.problems import PlanningError
+from accelbench.core.server_group import group_specs
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.decisions import Decision, standing
 from accelbench.errors import AccelbenchError
@@ -48,8 +49,9 @@ class CampaignPlan:
     estimates: list[ServerEstimate] = field(default_factory=list)
     skip: str | None = None
 
-    def specs_json(self) -> list[dict[str, Any]]:
-        return [spec.model_dump(mode="json") for spec in self.specs]
+    def groups_json(self) -> list[dict[str, Any]]:
+        """What the benchmark tasks are mapped over: a server each, its workloads' specs in turn."""
+        return [group.model_dump(mode="json") for group in group_specs(self.specs)]
 
 
 def plan(
@@ -74,7 +76,13 @@ def plan(
     with catalog() as engine:
         planned = prepare_campaign(request, engine, campaign_id, checks, as_of=as_of)
         found = prices(engine, {s.server.instance_type for s in planned.specs})
-    log.info("planned %d benchmark pods", len(planned.specs))
+    servers = group_specs(planned.specs)
+    log.info(
+        "planned %d servers for %d workload runs: %s",
+        len(servers),
+        len(planned.specs),
+        "; ".join(f"{g.server.instance_type}: {g.workloads()}" for g in servers),
+    )
     if rounds := rounds_words(planned.specs):
         log.info("%s", rounds)
     mode = check_mode(request.execution_mode or default_mode())

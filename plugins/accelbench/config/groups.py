@@ -344,7 +344,9 @@ class LoadgenSettings(_Group):
         "",
         group=LOADGEN,
         shown_type="JSON object",
-        description=OPERATOR_SET + "the BenchmarkSpec the load generator drives (or `--spec FILE`)",
+        description=OPERATOR_SET
+        + "the ServerGroup (a server's workloads, run in turn) or one BenchmarkSpec the load generator "
+        "drives (or `--spec FILE`)",
     )
     server_url: str = _setting(
         "http://127.0.0.1:8000",

@@ -137,3 +137,25 @@ class RunSummary(_Document):
             levels=levels,
             drift=envelope.drift,
         )
+
+
+class GroupSummary(_Document):
+    """What an executor reports of one server's workloads (`core.server_group.ServerGroup`): each spec's run
+    summary, in the group's order; a spec the server never reached has none (a server that died before it)."""
+
+    runs: list[RunSummary] = []
+    # Why the group stopped before its last spec (the server died, or a level failed before it), if it did.
+    stopped: str | None = None
+
+    def of(self, spec_id: str) -> RunSummary | None:
+        return next((r for r in self.runs if r.spec_id == spec_id), None)
+
+    @property
+    def failures(self) -> list[str]:
+        """Each failed spec's failure, and why the group stopped, as the task log says them."""
+        said = [f"{r.spec_id}: {r.failure}" for r in self.runs if r.failure]
+        return [*said, self.stopped] if self.stopped else said
+
+    @property
+    def lake_errors(self) -> list[str]:
+        return [f"{r.spec_id}: {r.lake_error}" for r in self.runs if r.lake_error]

@@ -20,9 +20,9 @@ from accelbench.config import (
     env_name,
     setting_default,
 )
-from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.server_group import ServerGroup
 from accelbench.k8s import placement
-from accelbench.loadgen.contract import NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
+from accelbench.loadgen.contract import DEV_MODE_ENV, NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
 from accelbench.runtime.recipes import SERVER_PORT
 from accelbench.sizing.fit import LOADGEN_CPU, loadgen_memory
 from accelbench.tiers import tier
@@ -110,11 +110,14 @@ def _device_resources(of: Tier, count: int) -> dict[str, str]:
     return {resource: str(count)} if resource else {}  # never a GPU or Neuron device on a CPU pod
 
 
-def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
-    s = spec.server
+def server_container(group: ServerGroup) -> k8s.V1Container:
+    s = group.server
     of = tier(s.accelerator_type)
     recipe = of.recipe
-    env = [k8s.V1EnvVar(name=k, value=v) for k, v in sorted(recipe.env(s).items())]
+    # Several workloads: vLLM's development API, for its prefix-cache reset between them (the namespace's
+    # NetworkPolicy denies ingress: only the pod's own load generator reaches it).
+    dev = DEV_MODE_ENV if len(group.specs) > 1 else {}
+    env = [k8s.V1EnvVar(name=k, value=v) for k, v in sorted((recipe.env(s) | dev).items())]
     # The token is read from a mounted Secret file (huggingface_hub reads HF_TOKEN_PATH), never an env value.
     env.append(k8s.V1EnvVar(name="HF_TOKEN_PATH", value=f"{HF_TOKEN_DIR}/token"))
     health = k8s.V1HTTPGetAction(path="/health", port="http")
@@ -156,10 +159,11 @@ def server_container(spec: BenchmarkSpec) -> k8s.V1Container:
     )
 
 
-def loadgen_env(spec: BenchmarkSpec, lake_uri: str | None) -> list[k8s.V1EnvVar]:
-    """The spec, where the server is, where the raw evidence goes, and the tokenizer's cache and token."""
+def loadgen_env(group: ServerGroup, lake_uri: str | None) -> list[k8s.V1EnvVar]:
+    """The server's workloads (their specs), where the server is, where the raw evidence goes, and the
+    tokenizer's cache and token."""
     env = [
-        k8s.V1EnvVar(name=SPEC_ENV, value=spec.model_dump_json()),
+        k8s.V1EnvVar(name=SPEC_ENV, value=group.model_dump_json()),
         k8s.V1EnvVar(name=SERVER_URL_ENV, value=f"http://127.0.0.1:{SERVER_PORT}"),
         k8s.V1EnvVar(name=MODE_SETTING, value="kubernetes"),
         k8s.V1EnvVar(
@@ -181,21 +185,23 @@ def loadgen_env(spec: BenchmarkSpec, lake_uri: str | None) -> list[k8s.V1EnvVar]
 
 
 def build_pod_parts(
-    spec: BenchmarkSpec, namespace: str = placement.BENCHMARK_NAMESPACE, lake_uri: str | None = None
+    group: ServerGroup, namespace: str = placement.BENCHMARK_NAMESPACE, lake_uri: str | None = None
 ) -> PodParts:
-    s = spec.server
+    s = group.server
     of = tier(s.accelerator_type)
     shm_gib = max(1, min(16, s.server_memory_mib // 4096))
     weights_gib = s.model_weights_gib
-    quality = spec.quality is not None  # its load generator also runs lm-eval after the levels
+    # The load generator runs the workloads one after another: the largest one's memory (a spec with a
+    # quality plan also runs lm-eval after its levels).
+    memory = max(loadgen_memory(spec.load, quality=spec.quality is not None) for spec in group.specs)
     return PodParts(
-        name=f"accelbench-{spec.spec_id}",
+        name=f"accelbench-{group.group_id}",
         namespace=namespace,
-        server=server_container(spec),
+        server=server_container(group),
         loadgen_image=Settings.from_env("loadgen_image").kubernetes.loadgen_image or DEFAULT_LOADGEN_IMAGE,
         loadgen_cmds=["accelbench-loadgen"],
-        loadgen_env=loadgen_env(spec, lake_uri),
-        loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{loadgen_memory(spec.load, quality=quality)}Mi"),
+        loadgen_env=loadgen_env(group, lake_uri),
+        loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{memory}Mi"),
         loadgen_security_context=k8s.V1SecurityContext(
             capabilities=k8s.V1Capabilities(drop=["ALL"]),
             allow_privilege_escalation=False,
@@ -231,7 +237,7 @@ def build_pod_parts(
         labels={
             "app.kubernetes.io/name": "accelbench-benchmark",
             "accelbench.io/runtime": s.runtime,
-            "accelbench.io/spec-id": spec.spec_id,
+            "accelbench.io/group-id": group.group_id,
         },
         annotations={
             placement.DO_NOT_DISRUPT: "true",

@@ -48,6 +48,7 @@ class Provenance:
     server_image_id: str | None = None
     # What the server's own log said it served (accelbench.core.server_log): scheme and kernel, or "none".
     server_quantization: str | None = None
+    server_group: str | None = None  # the server's group (its workloads run in turn: core.server_group)
 
 
 PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance) if f.name != "dag_run_id")
@@ -247,6 +248,7 @@ def run_row(
         "ab_comparison": spec.variant.comparison if spec.variant else None,
         "variant": spec.variant.name if spec.variant else None,
         "variant_round": spec.variant.round if spec.variant else None,
+        "server_group": prov.server_group,
     }
     return row | (result_columns(result) if result is not None else dict.fromkeys(RESULT_COLUMNS))
 

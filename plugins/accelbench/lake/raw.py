@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.core.evidence import Envelope, RunSummary
+from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.store import Lake, safe_name
 
@@ -92,3 +94,22 @@ def upload_raw(lake: Lake, spec_dir: Path, where: RawLocation) -> list[str]:
     if (spec_dir / ENVELOPE).is_file():
         files.append(spec_dir / ENVELOPE)  # last: its presence means the rest is there
     return [lake.put_raw(path, *where.parts[1:], path.name) for path in files]
+
+
+def complete_run(lake: Lake, spec: BenchmarkSpec, date: str) -> RunSummary | None:
+    """The summary of an earlier attempt that measured `spec` completely (every level, no failure), its
+    envelope in the lake's raw/ area (uploaded last: its presence means the rest is there); None when there
+    is none. A retry of a server's workloads measures only the specs without one (issue 49)."""
+    where = RawLocation(spec.server.accelerator_type, date, spec.campaign_id, spec.spec_id)
+    try:
+        doc = where.reader(lake)(ENVELOPE)
+    except RawEvidenceError:
+        return None
+    if doc is None or doc.get("failure") is not None or not doc.get("attempt") or not doc.get("levels"):
+        return None
+    try:
+        summary = RunSummary.of(Envelope.model_validate(doc))
+    except ValueError:  # another suite version's envelope: measured again
+        return None
+    summary.raw = lake.uri_of(lake.path(*where.parts))
+    return summary

@@ -22,10 +22,11 @@ from accelbench.core.startup_phases import FIGURES, PHASES
 # quality table (a quantization matrix's configurations against their reference); 11: the startups table (a
 # server's start-up in phases) and the costs table (what each server of a campaign cost); 12: a trace
 # workload's identity (runs and capacities: trace_*) and a level's time-scale (runs.time_scale); 13: an A/B
-# comparison's variant of a run (runs.comparison, variant, variant_round).
+# comparison's variant of a run (runs.comparison, variant, variant_round); 14: the server a run's workload
+# shared with the configuration's other workloads (runs.server_group, startups.server_group).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -194,6 +195,10 @@ RUNS = pa.schema(
         ("ab_comparison", pa.string()),
         ("variant", pa.string()),
         ("variant_round", pa.int16()),
+        # the server this run's workload ran on, with its configuration's other workloads in turn (a server
+        # group's id, accelbench.core.server_group): the start-up of a group's server is its first workload's
+        # `startups` row; null before schema 14 (a server per workload)
+        ("server_group", pa.string()),
     ]
 )
 
@@ -343,6 +348,7 @@ STARTUPS = pa.schema(
         # what its node was paid for: from the node's launch for it (or the pod's scheduling on a node that
         # was there; local: the process's launch) to ended_at
         ("billed_s", pa.float64()),
+        ("server_group", pa.string()),  # the server's group: every workload it ran (runs.server_group)
     ]
 )
 

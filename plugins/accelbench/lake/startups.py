@@ -25,6 +25,7 @@ PROVENANCE_COLUMNS = (
     "host_cpu_model",
     "host_instance_type",
     "source_uri",
+    "server_group",
 )
 
 

@@ -1,18 +1,21 @@
 """`accelbench-loadgen`: the benchmark pod's main container (and a stand-alone driver).
 
-Drives the server through every level of the spec (then, for a spec with a quality plan, measures its quality
-against the same server: accelbench.loadgen.quality_step), writes the raw evidence to --out, copies it to the
-lake's raw/ area when a lake is configured (the pod's case), and prints a compact summary, also to
-/airflow/xcom/return.json when that directory exists.
+Drives the server through every level of each workload's spec in turn (its prefix cache emptied between
+them; after a spec's levels, for a spec with a quality plan, its quality against the same server:
+accelbench.loadgen.quality_step), writes each one's raw evidence to --out, copies it to the lake's raw/ area
+when a lake is configured (the pod's case), and prints a compact summary of every workload, also to
+/airflow/xcom/return.json when that directory exists. The spec is a ServerGroup's JSON (the pod's) or one
+BenchmarkSpec's.
 
-Exit codes: 0 every level measured (status ok, or errors: some requests failed, the server stayed up);
-1 a level failed (the levels before it are kept); 2 bad usage;
+Exit codes: 0 every level of every workload measured (status ok, or errors: some requests failed, the server
+stayed up); 1 a level failed (the levels and workloads before it are kept); 2 bad usage;
 3 the evidence could not be copied to the lake (the summary says why); 4 an unexpected error.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import socket
 import sys
@@ -20,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import LAKE_SETTING, Settings
+from accelbench.core.evidence import Envelope, GroupSummary, RunSummary
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.store import Lake
 from accelbench.loadgen.contract import LAKE_DATE_ENV, LOADGEN_SETTINGS, SPEC_ENV
@@ -29,6 +34,7 @@ from accelbench.loadgen.finish import finish
 from accelbench.loadgen.host import host_facts
 from accelbench.loadgen.quality_step import LM_EVAL_PYTHON_ENV, measure_quality
 from accelbench.loadgen.sampling import find_server_pid
+from accelbench.loadgen.workload_group import run_workloads
 
 XCOM_RETURN = Path("/airflow/xcom/return.json")
 EXIT_OK, EXIT_LEVEL_FAILED, EXIT_LAKE, EXIT_ERROR = 0, 1, 3, 4
@@ -38,7 +44,9 @@ log = logging.getLogger("accelbench.loadgen")
 def main(argv: list[str] | None = None) -> int:
     env = Settings.from_env(*LOADGEN_SETTINGS)
     parser = argparse.ArgumentParser(prog="accelbench-loadgen", description=__doc__)
-    parser.add_argument("--spec", type=Path, help=f"BenchmarkSpec JSON file (default: ${SPEC_ENV})")
+    parser.add_argument(
+        "--spec", type=Path, help=f"ServerGroup or BenchmarkSpec JSON file (default: ${SPEC_ENV})"
+    )
     parser.add_argument("--server-url", default=env.loadgen.server_url)
     parser.add_argument("--out", type=Path, default=env.loadgen.raw_dir)
     parser.add_argument("--vllm", default=env.loadgen.vllm_bin)
@@ -61,43 +69,66 @@ def main(argv: list[str] | None = None) -> int:
     if not raw:
         parser.error(f"no spec: pass --spec or set {SPEC_ENV}")
     try:
-        return run(args, BenchmarkSpec.model_validate_json(raw))
+        return run(args, parse_group(raw))
     except Exception:  # a crash is not a failed level: say so with its own exit code
         log.exception("load generator error")
         return EXIT_ERROR
 
 
-def run(args: argparse.Namespace, spec: BenchmarkSpec) -> int:
+def parse_group(raw: str) -> ServerGroup:
+    """The server's workloads (a ServerGroup, as the benchmark pod gets them), or one BenchmarkSpec (a
+    stand-alone run of one workload): a group of one."""
+    doc = json.loads(raw)
+    if isinstance(doc, dict) and "specs" in doc:
+        return ServerGroup.model_validate(doc)
+    return ServerGroup(specs=(BenchmarkSpec.model_validate(doc),))
+
+
+def run(args: argparse.Namespace, group: ServerGroup) -> int:
+    """Each workload of the group in turn against the one server (accelbench.loadgen.workload_group), each
+    one's evidence finished as it ends; the group's summary printed (and the pod's XCom)."""
     env = Settings.from_env(*LOADGEN_SETTINGS)
     lake = Lake(args.lake) if args.lake else None
     # Unset outside a pod: a stand-alone run says so rather than claim the default mode.
     mode = env.library.execution_mode if "execution_mode" in env.library.model_fields_set else "standalone"
-    driver = Driver(
-        spec,
-        args.server_url,
-        args.out,
-        vllm=args.vllm,
-        server_pid=args.server_pid or find_server_pid(),
-        attempt=env.loadgen.attempt or None,
-        earlier_spreads=earlier_search_spreads(lake, spec, mode),
-    )
     date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
-    envelope = driver.run()
-    if spec.quality is not None:  # after the levels, against the same server
-        if envelope.failure is None:
+
+    def driver_for(spec: BenchmarkSpec, recheck: bool) -> Driver:
+        return Driver(
+            spec,
+            args.server_url,
+            args.out,
+            vllm=args.vllm,
+            server_pid=args.server_pid or find_server_pid(),
+            attempt=env.loadgen.attempt or None,
+            earlier_spreads=earlier_search_spreads(lake, spec, mode),
+            recheck=recheck,
+        )
+
+    def quality(spec: BenchmarkSpec, driver: Driver, envelope: Envelope) -> None:
+        if spec.quality is None:
+            return
+        if envelope.failure is None:  # after the levels, against the same server
             measure_quality(spec, args.server_url, driver.spec_dir, args.lm_eval_python)
         else:
             log.warning("quality not measured: a level failed (%s)", envelope.failure)
-    result = finish(
-        envelope,
-        driver.spec_dir,
-        lake,
-        date,
-        execution_mode=mode,
-        node=env.loadgen.node_name or socket.gethostname(),
-        **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
-    )
-    code = EXIT_LAKE if result.lake_error else EXIT_LEVEL_FAILED if result.failure else EXIT_OK
+
+    def land(spec: BenchmarkSpec, driver: Driver, envelope: Envelope, first: bool) -> RunSummary:
+        return finish(
+            envelope,
+            driver.spec_dir,
+            lake,
+            date,
+            execution_mode=mode,
+            node=env.loadgen.node_name or socket.gethostname(),
+            server_group=group.group_id,
+            **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
+        )
+
+    ran = run_workloads(group.specs, args.server_url, driver_for, land, quality)
+    result = GroupSummary(runs=ran.runs, stopped=ran.stopped)
+    failed = any(r.failure for r in ran.runs)
+    code = EXIT_LAKE if result.lake_errors else EXIT_LEVEL_FAILED if failed else EXIT_OK
     text = result.model_dump_json()
     print(text)
     if XCOM_RETURN.parent.is_dir():

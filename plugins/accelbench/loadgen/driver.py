@@ -174,6 +174,9 @@ class Driver:
     server_exit: ServerExit | None = None
     # The judged p99s' run-to-run spreads from the lake's earlier runs (`loadgen.earlier`), for a search.
     earlier_spreads: Mapping[str, Sequence[Spread]] | None = None
+    # False: no recheck at the end of this run; a server's first workload is rechecked after the server's
+    # other workloads instead (`recheck_after`, accelbench.loadgen.workload_group).
+    recheck: bool = True
     records: list[LevelRecord] = field(default_factory=list)
 
     @property
@@ -410,14 +413,44 @@ class Driver:
         for level in planned:
             if failure := self._level(level, first=self.spec.first_repeat)[1]:
                 return failure, None
-        return self._recheck(planned)
+        return self._recheck(planned) if self.recheck else (None, None)
 
-    def _recheck(self, planned: list[Level]) -> tuple[str | None, str | None]:
+    def recheck_after(self, envelope: Envelope, others: str) -> Envelope:
+        """A server's one drift check (issue 49): this workload's first level measured once more after the
+        server's other workloads (`others`, for the log) and compared with its first repeat, as a run's own
+        recheck is; the envelope rewritten with the recheck's record, and its failure or the drift found."""
+        log.info("recheck of %s's first level after %s on the same server", self.spec.spec_id, others)
+        owned = self.client is None
+        failure: str | None = None
+        drift: str | None = None
+        try:
+            if owned:
+                self.client = BenchClient(self.vllm, self.client_cpus).start()
+            failure, drift = self._recheck(levels(self.spec), alone=False)
+        except (LevelFailed, BenchProcessError, OSError, subprocess.TimeoutExpired) as exc:
+            failure = f"recheck: {type(exc).__name__}: {exc}"
+        finally:
+            if owned and self.client is not None:
+                self.client.close()
+                self.client = None
+        checked = envelope.model_copy(
+            update={
+                "levels": list(self.records),
+                "failure": envelope.failure or failure,
+                "drift": envelope.drift or drift,
+                "ended_at": datetime.now(UTC).isoformat(),
+            }
+        )
+        self.write(checked)
+        return checked
+
+    def _recheck(self, planned: list[Level], alone: bool = True) -> tuple[str | None, str | None]:
         """With more than one level, the first one measured once more at the end (its repeats numbered
         on), and compared with its first repeat (`accelbench.search.statistics.repeats_drift` on every latency
         limit's metric): (failure, "the host drifted: ..." or None). The figures of a run whose host
-        drifted are not the server's; the report shows them undecided."""
-        if len(planned) < 2:
+        drifted are not the server's; the report shows them undecided. Not `alone` (other workloads ran on
+        the server since): also a single level is measured again."""
+        if len(planned) < 2 and alone:
             return None, None
         first = planned[0]
         at = self.spec.first_repeat
@@ -511,10 +544,14 @@ class Driver:
             search=search,
             drift=drift,
         )
+        self.write(envelope)
+        return envelope
+
+    def write(self, envelope: Envelope) -> None:
+        """The envelope into the spec's folder, whole or not at all."""
         tmp = self.spec_dir / (ENVELOPE + ".tmp")
         tmp.write_text(envelope.model_dump_json(indent=1))
         tmp.replace(self.spec_dir / ENVELOPE)
-        return envelope
 
 
 def summary(envelope: Envelope) -> RunSummary:

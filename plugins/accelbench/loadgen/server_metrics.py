@@ -11,6 +11,10 @@ COUNTERS = {
     "generation_tokens": "vllm:generation_tokens_total",
     "preemptions": "vllm:num_preemptions_total",
     "request_success": "vllm:request_success_total",
+    # Tokens looked up in the prefix cache, and found there: the raw evidence's per-level account of the
+    # cache (a workload after another one on the same server starts with an emptied cache: issue 49).
+    "prefix_cache_queries": "vllm:prefix_cache_queries_total",
+    "prefix_cache_hits": "vllm:prefix_cache_hits_total",
 }
 GAUGES = {
     "requests_running": "vllm:num_requests_running",

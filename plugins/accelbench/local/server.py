@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,6 +161,7 @@ class LocalServer:
     python: Path | None = None
     port: int = 0
     journal: Path | None = None  # a JSON-lines file that gets one line per launch
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # e.g. vLLM's development API (a reset)
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     startup_s: float | None = field(default=None, init=False)
     startup: Startup | None = field(default=None, init=False)  # its phases (accelbench.core.startup_phases)
@@ -241,7 +243,7 @@ class LocalServer:
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
         }
-        return env
+        return env | dict(self.extra_env)
 
     def _tmpdir(self) -> Path:
         """A short private TMPDIR: vLLM's ZeroMQ IPC sockets live there and need paths < 108 bytes."""

@@ -37,7 +37,8 @@ def build_points(
     three-valued verdict against `slos` (`accelbench.report.slos.slo_judgement`) and its median start-up
     (`startups`: the lake's rows)."""
     labels = searched_labels(searched)
-    ready = ready_by_spec(startups)
+    runs = list(runs)
+    ready = ready_by_spec(startups, runs)
     out = []
     for p in level_points(runs, prices, region, samples):
         graded, reference = grade(p, quality)

@@ -7,14 +7,24 @@ import statistics
 from collections.abc import Iterable, Mapping
 
 
-def ready_by_spec(startups: Iterable[Mapping[str, object]]) -> dict[str, list[float]]:
+def ready_by_spec(
+    startups: Iterable[Mapping[str, object]], runs: Iterable[Mapping[str, object]] = ()
+) -> dict[str, list[float]]:
     """Spec id -> the `ready_s` of its servers' start-ups (the lake's `startups` rows; a start-up that never
-    got ready is left out)."""
+    got ready is left out). A workload that ran on a server with its configuration's other workloads
+    (`runs.server_group`) has that server's start-up, which the row of the group's first workload carries."""
     ready: dict[str, list[float]] = {}
+    by_group: dict[str, list[float]] = {}
     for s in startups:
         value = s.get("ready_s")
         if isinstance(value, int | float):
             ready.setdefault(str(s["spec_id"]), []).append(float(value))
+            if s.get("server_group"):
+                by_group.setdefault(str(s["server_group"]), []).append(float(value))
+    for r in runs:
+        group, spec = r.get("server_group"), str(r.get("spec_id"))
+        if group and spec not in ready and str(group) in by_group:
+            ready[spec] = by_group[str(group)]
     return ready
 
 

@@ -1,7 +1,9 @@
-"""Task bodies of a campaign DAG besides the benchmark itself: plan, ingest one spec, summarise the run."""
+"""Task bodies of a campaign DAG besides the benchmark itself: plan, ingest one server's workloads, summarise
+the run."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -10,12 +12,15 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on_library_error
 from accelbench.campaign import service
 from accelbench.campaign.plan import parse_request
-from accelbench.core.spec import BenchmarkSpec
+from accelbench.core.evidence import GroupSummary
+from accelbench.core.server_group import ServerGroup
 from accelbench.lake.store import Lake, safe_name
 from accelbench.landing import ingest
 from accelbench.landing import summary as landing_summary
 from accelbench.landing.capacity import capacity_text as capacity_text  # re-exported
 from accelbench.report.sources import price_history
+
+log = logging.getLogger(__name__)
 
 
 def campaign_id(dag_id: str, run_id: str) -> str:
@@ -37,30 +42,41 @@ def plan_benchmarks(
     )
     if planned.skip:
         raise AirflowSkipException(planned.skip)
-    return planned.specs_json()
+    return planned.groups_json()
 
 
-def ingest_spec(
-    spec_json: dict[str, Any],
+def ingest_group(
+    group_json: dict[str, Any],
     dag_run_id: str,
     date: str,
     benchmark: dict[str, Any] | None,
     hints: dict[str, Any],
-) -> dict[str, Any]:
-    """The raw evidence this attempt of the spec's benchmark left (also after a failed level) -> Parquet.
+) -> list[dict[str, Any]]:
+    """Each workload's raw evidence of one server -> Parquet, each spec's rows apart (also after a failed
+    level, and the workloads a server finished before it died).
 
-    `benchmark` is the benchmark task's result (its attempt id); without one, or when the raw folder
-    holds another attempt's files, this spec's table files are removed (an earlier attempt's rows
-    must not pass for this run's) and the task skips, saying why (accelbench.landing.ingest).
-    """
-    spec = BenchmarkSpec.model_validate(spec_json)
-    attempt = (benchmark or {}).get("attempt")
-    found = ingest.ingest_spec(Lake.from_env(), spec, dag_run_id, date, attempt, hints)
-    if found.failure is not None:
-        raise AirflowFailException(found.failure) from found.cause
-    if found.skip is not None:
-        raise AirflowSkipException(found.skip) from found.cause
-    return found.xcom()
+    `benchmark` is the benchmark task's result (each spec's run summary, with the attempt whose evidence it
+    left); a spec without one, or whose raw folder holds another attempt's files, has its table files
+    removed (an earlier attempt's rows must not pass for this run's: accelbench.landing.ingest). Fails when
+    the lake refused a spec's evidence, skips when no spec landed anything, saying why."""
+    group = ServerGroup.model_validate(group_json)
+    result = GroupSummary.model_validate(benchmark) if benchmark else GroupSummary()
+    lake = Lake.from_env()
+    found = []
+    for spec in group.specs:
+        run = result.of(spec.spec_id)
+        # The server-death hints reach the failed level's row only (lake.ingest): the workload the server
+        # was serving when it died.
+        found.append(ingest.ingest_spec(lake, spec, dag_run_id, date, run.attempt if run else None, hints))
+    for one in found:
+        if one.skip is not None:
+            log.warning("%s: %s", one.spec_id, one.skip)
+    if failed := [f for f in found if f.failure is not None]:
+        why = "; ".join(f"{f.spec_id}: {f.failure}" for f in failed)
+        raise AirflowFailException(why) from failed[0].cause
+    if all(f.skip is not None for f in found):
+        raise AirflowSkipException("; ".join(f"{f.spec_id}: {f.skip}" for f in found)) from found[0].cause
+    return [f.xcom() for f in found if f.skip is None]
 
 
 def summarize(campaign: str, date: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from accelbench.airflow.tasks.common import MODE_CHECKS, catalog_engine, fail_on
 from accelbench.campaign import service
 from accelbench.campaign.prepare import Prepared
 from accelbench.config import Settings, env_name
+from accelbench.core.server_group import group_specs
 from accelbench.errors import ConfigError
 from accelbench.lake.store import Lake
 
@@ -49,7 +50,7 @@ def plan_version_campaign(
             f"vLLM CPU {planned.version} was already measured with this matrix: nothing to do "
             "(force=true measures again)"
         )
-    return [spec.model_dump(mode="json") for spec in planned.specs]
+    return [group.model_dump(mode="json") for group in group_specs(planned.specs)]
 
 
 @fail_on_library_error
