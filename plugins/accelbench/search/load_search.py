@@ -324,6 +324,7 @@ class LoadSearch:
                 return None
             grown = plan.normalise(top * plan.growth)
             return min(max(grown, top + 1) if plan.variable == "concurrency" else grown, plan.upper)
+        assert passing is not None  # both ends known: bisecting
         if passing >= failing or plan.precise(passing, failing):
             return None
         inside = sorted({passing, failing, *(u for u in self._undecided if passing < u < failing)})
