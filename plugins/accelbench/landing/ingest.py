@@ -7,6 +7,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.core.evidence import GroupSummary
+from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.ingest import StaleEvidence, ingest_raw
@@ -81,3 +83,46 @@ def ingest_spec(
 def _forget(lake: Lake, where: RawLocation) -> None:
     for path in lake.remove_tables(where.accelerator_type, where.date, where.stem):
         log.warning("removed %s: rows of an earlier attempt, not of this one", lake.uri_of(path))
+
+
+@dataclass(frozen=True)
+class GroupIngested:
+    """What one server's workloads landed (`ingest_group`): each spec's outcome, and the group's: `failure`
+    (a spec's evidence was refused), else `skip` (no spec landed anything), with the error that said so."""
+
+    specs: list[Ingested]
+    failure: str | None = None
+    skip: str | None = None
+    cause: Exception | None = None
+
+    def xcom(self) -> list[dict[str, Any]]:
+        """What the ingest task returns: the specs that landed."""
+        return [one.xcom() for one in self.specs if one.skip is None]
+
+
+def ingest_group(
+    lake: Lake,
+    group: ServerGroup,
+    dag_run_id: str,
+    date: str,
+    result: GroupSummary,
+    hints: dict[str, Any],
+) -> GroupIngested:
+    """Each workload of one server -> Parquet, each spec's rows apart (also after a failed level, and the
+    workloads a server finished before it died), each from the attempt its run summary in `result` names (a
+    spec without one has its table files removed: `ingest_spec`). The server-death hints reach the failed
+    level's row only (lake.ingest): the workload the server was serving when it died."""
+    found = []
+    for spec in group.specs:
+        run = result.of(spec.spec_id)
+        found.append(ingest_spec(lake, spec, dag_run_id, date, run.attempt if run else None, hints))
+    for one in found:
+        if one.skip is not None:
+            log.warning("%s: %s", one.spec_id, one.skip)
+    if failed := [f for f in found if f.failure is not None]:
+        why = "; ".join(f"{f.spec_id}: {f.failure}" for f in failed)
+        return GroupIngested(found, failure=why, cause=failed[0].cause)
+    if all(f.skip is not None for f in found):
+        why = "; ".join(f"{f.spec_id}: {f.skip}" for f in found)
+        return GroupIngested(found, skip=why, cause=found[0].cause)
+    return GroupIngested(found)

@@ -3,7 +3,6 @@ the run."""
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Any
 
@@ -19,8 +18,6 @@ from accelbench.landing import ingest
 from accelbench.landing import summary as landing_summary
 from accelbench.landing.capacity import capacity_text as capacity_text  # re-exported
 from accelbench.report.sources import price_history
-
-log = logging.getLogger(__name__)
 
 
 def campaign_id(dag_id: str, run_id: str) -> str:
@@ -61,22 +58,12 @@ def ingest_group(
     the lake refused a spec's evidence, skips when no spec landed anything, saying why."""
     group = ServerGroup.model_validate(group_json)
     result = GroupSummary.model_validate(benchmark) if benchmark else GroupSummary()
-    lake = Lake.from_env()
-    found = []
-    for spec in group.specs:
-        run = result.of(spec.spec_id)
-        # The server-death hints reach the failed level's row only (lake.ingest): the workload the server
-        # was serving when it died.
-        found.append(ingest.ingest_spec(lake, spec, dag_run_id, date, run.attempt if run else None, hints))
-    for one in found:
-        if one.skip is not None:
-            log.warning("%s: %s", one.spec_id, one.skip)
-    if failed := [f for f in found if f.failure is not None]:
-        why = "; ".join(f"{f.spec_id}: {f.failure}" for f in failed)
-        raise AirflowFailException(why) from failed[0].cause
-    if all(f.skip is not None for f in found):
-        raise AirflowSkipException("; ".join(f"{f.spec_id}: {f.skip}" for f in found)) from found[0].cause
-    return [f.xcom() for f in found if f.skip is None]
+    found = ingest.ingest_group(Lake.from_env(), group, dag_run_id, date, result, hints)
+    if found.failure is not None:
+        raise AirflowFailException(found.failure) from found.cause
+    if found.skip is not None:
+        raise AirflowSkipException(found.skip) from found.cause
+    return found.xcom()
 
 
 def summarize(campaign: str, date: str) -> dict[str, Any]:
