@@ -144,8 +144,14 @@ def test_ingest_takes_only_its_own_attempts_evidence_and_drops_an_earlier_attemp
 ) -> None:
     """A cleared rerun whose server never started must not pass the previous attempt's rows off as its
     own: the raw folder (same place for every attempt) still holds them."""
-    from accelbench.airflow.tasks.campaign import ingest_spec
+    from accelbench.airflow.tasks.campaign import ingest_group
     from airflow.sdk.exceptions import AirflowSkipException
+
+    def ingest_spec(spec: dict, run_id: str, date: str, result: dict, hints: dict) -> dict:
+        """The ingest task on a server of this one workload, the benchmark's result naming `attempt`."""
+        runs = [{"spec_id": envelope["spec_id"], "attempt": result["attempt"]}] if result else []
+        (landed,) = ingest_group({"specs": [spec]}, run_id, date, {"runs": runs}, hints)
+        return landed
 
     driver, envelope = driven
     spec_dir = tmp_path / "raw"

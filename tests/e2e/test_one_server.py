@@ -83,7 +83,7 @@ def test_a_campaign_of_two_workloads_starts_one_server_and_lands_each_apart(
 
 def _shared_prefix(output_len: int) -> LoadPlan:
     workload = Workload(
-        name=f"shared-prefix-{output_len}",
+        name="custom",
         dataset="prefix_repetition",
         prefix_len=PREFIX,
         input_len=PREFIX + OWN,
@@ -167,10 +167,10 @@ def test_workloads_in_turn_get_an_emptied_prefix_cache_and_a_killed_server_is_re
         where = RawLocation("cpu", DAY, spec.campaign_id, spec.spec_id)
         assert ingest_raw(lake, where, "manual__one-server", summary.attempt) is not None
     runs = lake.read("runs").to_pylist()
-    assert sorted((r["workload"], r["status"], r["completed"]) for r in runs) == [
-        ("fixed", "ok", 400),
-        ("shared-prefix-4", "ok", PROMPTS),
-        ("shared-prefix-5", "ok", PROMPTS),
+    assert sorted((r["workload"], r["output_len"], r["status"], r["completed"]) for r in runs) == [
+        ("custom", 4, "ok", PROMPTS),
+        ("custom", 5, "ok", PROMPTS),
+        ("fixed", 16, "ok", 400),
     ]
 
 

@@ -39,7 +39,8 @@ def catalog(airflow_db, monkeypatch, kubernetes_ready) -> None:
 def _plan(version: str | None, force: bool = False, mode: str = "kubernetes") -> list[dict]:
     from accelbench.airflow.tasks.versions import plan_version_campaign
 
-    return plan_version_campaign(version, mode, force, "accelbench_cpu_version_campaign.r1", None)
+    groups = plan_version_campaign(version, mode, force, "accelbench_cpu_version_campaign.r1", None)
+    return [spec for group in groups for spec in group["specs"]]  # each server's workloads' specs
 
 
 def test_both_campaign_dags_share_one_graph_after_planning(airflow_db) -> None:
@@ -173,7 +174,7 @@ def test_a_date_backfill_plans_the_version_current_at_each_logical_date(
         ("2026-11-02", "0.20.0"),
     ):
         as_of = datetime.fromisoformat(logical_date).replace(tzinfo=UTC)
-        (spec,) = plan_benchmarks(request, "c", as_of)
+        ((spec,),) = (group["specs"] for group in plan_benchmarks(request, "c", as_of))
         assert spec["server"]["version"] == version, logical_date  # never the pre-release
         assert spec["server"]["image_digest"] == (DIGEST if version == "0.19.0" else None)  # pods pull by it
 

@@ -11,34 +11,34 @@ server without the endpoint (404) or one that keeps refusing is reported, never 
 
 from __future__ import annotations
 
+import json
 import logging
-
-import httpx
-from tenacity import RetryError, retry, retry_if_result, stop_after_attempt, wait_fixed
+import time
+import urllib.error
+import urllib.request
 
 log = logging.getLogger(__name__)
 
 RESET_PATH = "/reset_prefix_cache"
-
-
-@retry(retry=retry_if_result(lambda done: done is False), stop=stop_after_attempt(5), wait=wait_fixed(0.5))
-def _reset(base_url: str, timeout: float) -> bool:
-    resp = httpx.post(base_url + RESET_PATH, timeout=timeout)
-    resp.raise_for_status()
-    return bool(resp.json().get("success"))
+TRIES, PAUSE_S = 5, 0.5
 
 
 def reset_prefix_cache(base_url: str, timeout: float = 10.0) -> str | None:
-    """Empty the server's prefix cache; None when it did, else why not (in words, for the log)."""
-    try:
-        _reset(base_url, timeout)
-    except RetryError:
-        return f"{RESET_PATH} kept answering success=false (blocks still held) after 5 tries"
-    except httpx.HTTPStatusError as exc:
-        code = exc.response.status_code
-        hint = " (the server was not started in vLLM's development mode)" if code == 404 else ""
-        return f"{RESET_PATH} answered HTTP {code}{hint}"
-    except (httpx.HTTPError, ValueError) as exc:
-        return f"{RESET_PATH} failed: {type(exc).__name__}: {exc}"
-    log.info("prefix cache emptied (%s)", RESET_PATH)
-    return None
+    """Empty the server's prefix cache; None when it did, else why not (in words, for the log). The standard
+    library's HTTP client, as the driver's other calls to the server: the load generator image's
+    environment has no other (`docker/loadgen`)."""
+    for _ in range(TRIES):
+        request = urllib.request.Request(base_url + RESET_PATH, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as resp:
+                done = bool(json.loads(resp.read()).get("success"))
+        except urllib.error.HTTPError as exc:
+            hint = " (the server was not started in vLLM's development mode)" if exc.code == 404 else ""
+            return f"{RESET_PATH} answered HTTP {exc.code}{hint}"
+        except (OSError, ValueError) as exc:
+            return f"{RESET_PATH} failed: {type(exc).__name__}: {exc}"
+        if done:
+            log.info("prefix cache emptied (%s)", RESET_PATH)
+            return None
+        time.sleep(PAUSE_S)  # blocks still held (a request finishing): asked again
+    return f"{RESET_PATH} kept answering success=false (blocks still held) after {TRIES} tries"
