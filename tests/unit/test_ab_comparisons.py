@@ -4,6 +4,7 @@ the regression gate use."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from accelbench.report.noise import Sides, compare_pairs
 from accelbench.report.points import level_points
 from accelbench.report.records import records
 from accelbench.report.samples import Samples
-from accelbench.report.tables.ab_comparisons import AB_METRICS, ab_comparisons
+from accelbench.report.tables.ab_comparisons import AB_JUDGED, AB_METRICS, ab_comparisons
 from accelbench.report.tables.version_deltas import JUDGED, version_deltas
 
 from tests.support.planning import plan, problems
@@ -212,3 +213,57 @@ def test_the_version_deltas_and_the_ab_table_judge_by_the_same_function() -> Non
             (shown[0].estimate, shown[0].low, shown[0].high)
         }
         assert shown[0].estimate is not None
+
+
+def _servers(
+    variant: str, shifts: Sequence[float], ttft_ms: float, rng: np.random.Generator
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, np.ndarray]]]:
+    """A variant's servers (one per round, run ids "<campaign>/<spec>/c8-r<k>"), two repeats each, every
+    latency of a server scaled by its host's shift (its throughput divided by it)."""
+    rows, samples = [], {}
+    for k, shift in enumerate(shifts):
+        for j in range(2):
+            run_id = f"ab/{variant}-server{k}/c8-r{2 * k + j}"
+            out = 100.0 / shift * math.exp(rng.normal(0, 0.005))
+            rows.append(
+                run_row(
+                    "m8g.xlarge",
+                    "cpu",
+                    8,
+                    2 * k + j,
+                    out,
+                    out + 50,
+                    ttft_ms * shift,
+                    20,
+                    run_id=run_id,
+                    ab_comparison="a vs b",
+                    variant=variant,
+                    variant_round=k,
+                )
+            )
+            samples[run_id] = {
+                m: np.exp(rng.normal(np.log(ms * shift), 0.3, 200))
+                for m, ms in (("ttft", ttft_ms), ("tpot", 20.0), ("e2el", ttft_ms + 20 * 31))
+            }
+    return rows, samples
+
+
+def test_an_ab_pair_of_servers_in_rounds_is_tested_over_its_servers() -> None:
+    """Each side two servers (two rounds) whose hosts differ by +-15% (CI's lanes beside them), the repeats
+    of one server alike: over repeats the A/A pair would be flagged, over servers it is not; a real 3x
+    slowdown still is, with an interval excluding 0."""
+    rng = np.random.default_rng(5)
+    a, a_samples = _servers("a", (1.0, 0.87), 50.0, rng)
+    same, same_samples = _servers("b", (1.15, 1.12), 50.0, rng)
+    samples = Samples(a_samples | same_samples)
+    (row,) = records(ab_comparisons([*a, *same], samples))
+    assert "t test over servers, 2 + 2" in row["change_method"]
+    assert row["ab_verdict"] in ("no difference", "undecided"), [row[f"{m}_finding"] for m in AB_METRICS]
+    ids = [[r["run_id"] for r in side] for side in (a, same)]
+    (by_repeat,) = compare_pairs(
+        [Sides({"run_ids": ids[0]}, {"run_ids": ids[1]})], AB_JUDGED, [*a, *same], samples
+    )
+    assert any(c.verdict == "regression" for c in by_repeat.changes.values())  # the repeats' test is fooled
+    slow, slow_samples = _servers("b", (3.0, 2.9), 50.0, rng)
+    (row,) = records(ab_comparisons([*a, *slow], Samples(a_samples | slow_samples)))
+    assert row["p50_ttft_ms_verdict"] == "regression" and row["p50_ttft_ms_change_low"] > 0

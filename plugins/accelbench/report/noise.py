@@ -6,10 +6,13 @@ the false discovery rate controlled across the whole table or gate."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from accelbench.core.changes import (
     CONFIDENCE,
@@ -60,6 +63,12 @@ def noise_variables(rows: Sequence[Any]) -> Mapping[str, Any]:
     return noise_words()
 
 
+def server_of(run_id: str) -> str:
+    """The server a run measured on: its spec id ("<campaign>/<spec>/<level>-r<k>"; a server per spec)."""
+    parts = run_id.rsplit("/", 2)
+    return parts[-2] if len(parts) >= 2 else run_id
+
+
 def point_change(
     metric: str,
     before: Mapping[str, Any],
@@ -67,11 +76,67 @@ def point_change(
     worse_when: int,
     runs: Mapping[str, Mapping[str, Any]],
     samples: Samples,
+    by_server: bool = False,
 ) -> Change:
     """The change of `metric` from point `before` to point `after` (each with `run_ids`, its repeats):
     from the request samples of every repeat of both when `metric` is a percentile and they are there,
-    else from the repeats' own figures in `runs` (run_id -> row)."""
+    else from the repeats' own figures in `runs` (run_id -> row).
+
+    `by_server` (an A/B comparison, whose sides are servers one after another on one host): with two
+    servers or more a side (rounds), the test is over servers, each the geometric mean of its repeats'
+    figures: a server's repeats share its host's state, so repeats are no independent draws of the host's
+    drift between servers, which an A/A pair on a shared host showed (one round: +89% throughput flagged).
+    With one server a side the repeats' test stands, and its method says what it leaves out."""
     ids = [list(p.get("run_ids") or []) for p in (before, after)]
+    if by_server:
+        servers = [sorted({server_of(r) for r in side}) for side in ids]
+        if all(len(s) >= 2 for s in servers):
+            return _server_change(metric, ids, worse_when, runs, samples)
+        change = _repeats_or_samples(metric, ids, worse_when, runs, samples)
+        return replace(change, method=f"{change.method}; one server a side: drift between servers not in it")
+    return _repeats_or_samples(metric, ids, worse_when, runs, samples)
+
+
+def _server_change(
+    metric: str,
+    ids: list[list[str]],
+    worse_when: int,
+    runs: Mapping[str, Mapping[str, Any]],
+    samples: Samples,
+) -> Change:
+    """The t test over each side's servers, a server's figure the geometric mean of its repeats'."""
+    sides = []
+    for side in ids:
+        by_server: dict[str, list[float]] = {}
+        for run_id in side:
+            value = _repeat_value(metric, run_id, runs, samples)
+            if value is not None and value > 0:
+                by_server.setdefault(server_of(run_id), []).append(math.log(value))
+        sides.append([math.exp(statistics.fmean(logs)) for logs in by_server.values()])
+    change = repeats_change(sides[0], sides[1], worse_when=worse_when)
+    counts = f"{len(sides[0])} + {len(sides[1])}"
+    return replace(change, method=f"t test over servers, {counts} (each the geometric mean of its repeats)")
+
+
+def _repeat_value(
+    metric: str, run_id: str, runs: Mapping[str, Mapping[str, Any]], samples: Samples
+) -> float | None:
+    """One repeat's figure: its percentile from its requests where there are some, else its row's."""
+    if metric in QUANTILES:
+        name, q = QUANTILES[metric]
+        for group in samples.groups([run_id], name):  # one array, or none without samples
+            return float(np.quantile(group, q))
+    value = runs.get(run_id, {}).get(metric)
+    return float(value) if value is not None else None
+
+
+def _repeats_or_samples(
+    metric: str,
+    ids: list[list[str]],
+    worse_when: int,
+    runs: Mapping[str, Mapping[str, Any]],
+    samples: Samples,
+) -> Change:
     if metric in QUANTILES:
         name, q = QUANTILES[metric]
         groups = [samples.groups(i, name) for i in ids]
@@ -129,6 +194,7 @@ class Sides:
     before: Mapping[str, Any]
     after: Mapping[str, Any]
     drift: str | None = None
+    by_server: bool = False  # an A/B pair: tested over servers where each side has two or more
 
 
 def compare_pairs(
@@ -148,7 +214,10 @@ def compare_pairs(
     compared = [
         (
             pair.drift,
-            {m: point_change(m, pair.before, pair.after, worse, by_id, samples) for m, worse in judged},
+            {
+                m: point_change(m, pair.before, pair.after, worse, by_id, samples, pair.by_server)
+                for m, worse in judged
+            },
         )
         for pair in pairs
     ]

@@ -129,7 +129,7 @@ def ab_comparisons(
         pairs += [
             (key, names[0], v, by_variant[names[0]], by_variant[v]) for v in names[1:] if v in by_variant
         ]
-    sides = [Sides(_point(a), _point(b), _drift(a, b)) for *_, a, b in pairs]
+    sides = [Sides(_point(a), _point(b), _drift(a, b), by_server=True) for *_, a, b in pairs]
     judged = compare_pairs(sides, AB_JUDGED, runs, samples, fdr)
     return [_row(*pair, found, side.drift) for pair, side, found in zip(pairs, sides, judged, strict=True)]
 
