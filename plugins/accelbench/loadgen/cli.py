@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.config import LAKE_SETTING, Settings
-from accelbench.core.evidence import Envelope, GroupSummary, RunSummary
+from accelbench.core.evidence import Envelope, RunSummary
 from accelbench.core.server_group import ServerGroup
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.lake.store import Lake
@@ -125,9 +125,8 @@ def run(args: argparse.Namespace, group: ServerGroup) -> int:
             **host_facts(),  # in a pod, /proc and /sys are the node's: its CPU and EC2 instance type
         )
 
-    ran = run_workloads(group.specs, args.server_url, driver_for, land, quality)
-    result = GroupSummary(runs=ran.runs, stopped=ran.stopped)
-    failed = any(r.failure for r in ran.runs)
+    result = run_workloads(group.specs, args.server_url, driver_for, land, quality)
+    failed = any(r.failure for r in result.runs)
     code = EXIT_LAKE if result.lake_errors else EXIT_LEVEL_FAILED if failed else EXIT_OK
     text = result.model_dump_json()
     print(text)

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from accelbench.core.evidence import Envelope, RunSummary
+from accelbench.core.evidence import Envelope, GroupSummary, RunSummary
 from accelbench.core.spec import BenchmarkSpec
 from accelbench.loadgen.driver import Driver
 from accelbench.loadgen.prefix_cache import reset_prefix_cache
@@ -29,12 +28,6 @@ DriverFor = Callable[[BenchmarkSpec, bool], Driver]
 Land = Callable[[BenchmarkSpec, Driver, Envelope, bool], RunSummary]
 
 
-@dataclass
-class GroupOutcome:
-    runs: list[RunSummary]  # in the group's order, the workloads the server reached
-    stopped: str | None = None  # why the server's later workloads did not run
-
-
 def run_workloads(
     specs: Sequence[BenchmarkSpec],
     url: str,
@@ -42,7 +35,7 @@ def run_workloads(
     land: Land,
     after_levels: Callable[[BenchmarkSpec, Driver, Envelope], None] | None = None,
     server_exit: Callable[[], tuple[int, str] | None] | None = None,
-) -> GroupOutcome:
+) -> GroupSummary:
     """Each of `specs` in turn against the server at `url` (see the module's docstring): `after_levels`
     (the quality step) after a workload's levels, `land` its evidence; `server_exit` says whether the
     server has died (local mode), so the workloads it cannot serve are not started."""
@@ -71,7 +64,7 @@ def run_workloads(
         done.append((spec, driver, envelope))
     if not alone and stopped is None:
         _recheck_once(done, runs, land, server_exit)
-    return GroupOutcome([runs[s.spec_id] for s in specs if s.spec_id in runs], stopped)
+    return GroupSummary(runs=[runs[s.spec_id] for s in specs if s.spec_id in runs], stopped=stopped)
 
 
 def _recheck_once(
