@@ -16,7 +16,7 @@ true p99 (the median over run noise) meets the SLO; the SLO is placed between tw
 Each search: the real benchmark's plan (`SearchPlan(concurrency 1..UPPER, min_requests PROMPTS,
 max_requests MAX_REQUESTS)`, the interval rule) through the real `LoadSearch` state machine, its result
 (`fit_capacity`, the host's spread pooled over its loads measured twice and the prior,
-`search.statistics.PRIOR_SPREAD`; no lake: no earlier runs). Printed, for --sigma-run and for
+`core.changes.PRIOR_SPREAD`; no lake: no earlier runs). Printed, for --sigma-run and for
 0 (a quiet host): the calibration (the spread of single-run p99s at the capacity), how many intervals
 contain the true capacity (an open end counts as open: "-" below is 0, above unbounded; a search without
 an interval, e.g. "drifted", does not contain it) with a Clopper-Pearson 95% interval (as reported, and

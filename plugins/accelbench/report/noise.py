@@ -19,9 +19,12 @@ from accelbench.core.changes import (
     FDR,
     MIN_EFFECT,
     Change,
+    Spread,
     fdr_verdicts,
     quantile_change,
+    repeat_spread,
     repeats_change,
+    spread_change,
 )
 from accelbench.core.intervals import Interval
 from accelbench.report.model import MetricChange
@@ -77,6 +80,7 @@ def point_change(
     runs: Mapping[str, Mapping[str, Any]],
     samples: Samples,
     by_server: bool = False,
+    peers: Sequence[Mapping[str, Any]] = (),
 ) -> Change:
     """The change of `metric` from point `before` to point `after` (each with `run_ids`, its repeats):
     from the request samples of every repeat of both when `metric` is a percentile and they are there,
@@ -86,12 +90,15 @@ def point_change(
     servers or more a side (rounds), the test is over servers, each the geometric mean of its repeats'
     figures: a server's repeats share its host's state, so repeats are no independent draws of the host's
     drift between servers, which an A/A pair on a shared host showed (one round: +89% throughput flagged).
-    With one server a side the repeats' test stands, and its method says what it leaves out."""
+    The servers' spread is pooled over both sides and the comparison's other variants at the same level
+    (`peers`, points like `before`: `_server_change`). With one server a side the
+    repeats' test stands, and its method says what it leaves out."""
     ids = [list(p.get("run_ids") or []) for p in (before, after)]
     if by_server:
         servers = [sorted({server_of(r) for r in side}) for side in ids]
         if all(len(s) >= 2 for s in servers):
-            return _server_change(metric, ids, worse_when, runs, samples)
+            others = [list(p.get("run_ids") or []) for p in peers]
+            return _server_change(metric, ids, others, worse_when, runs, samples)
         change = _repeats_or_samples(metric, ids, worse_when, runs, samples)
         return replace(change, method=f"{change.method}; one server a side: drift between servers not in it")
     return _repeats_or_samples(metric, ids, worse_when, runs, samples)
@@ -100,22 +107,40 @@ def point_change(
 def _server_change(
     metric: str,
     ids: list[list[str]],
+    peers: list[list[str]],
     worse_when: int,
     runs: Mapping[str, Mapping[str, Any]],
     samples: Samples,
 ) -> Change:
-    """The t test over each side's servers, a server's figure the geometric mean of its repeats'."""
-    sides = []
-    for side in ids:
-        by_server: dict[str, list[float]] = {}
-        for run_id in side:
-            value = _repeat_value(metric, run_id, runs, samples)
-            if value is not None and value > 0:
-                by_server.setdefault(server_of(run_id), []).append(math.log(value))
-        sides.append([math.exp(statistics.fmean(logs)) for logs in by_server.values()])
-    change = repeats_change(sides[0], sides[1], worse_when=worse_when)
-    counts = f"{len(sides[0])} + {len(sides[1])}"
-    return replace(change, method=f"t test over servers, {counts} (each the geometric mean of its repeats)")
+    """The t test over each side's servers, a server's figure the geometric mean of its repeats', against
+    the servers' spread pooled over both sides and the `peers` (the comparison's other variants at the
+    level): a one-way layout's error term, servers - variants df. Two servers a side alone give 2 df (t =
+    4.3), which on CI's shared host left a 7x TTFT slowdown undecided; three variants' six servers give 3.
+    Pooling with `PRIOR_SPREAD` as well was tried and dropped: its false alarms grow past 5% once the
+    servers' spread exceeds the prior's (benchmarks/ab_server_test.py, RESULTS.md)."""
+    sides = [_server_values(metric, side, runs, samples) for side in ids]
+    others = [_server_values(metric, peer, runs, samples) for peer in peers]
+    spread = repeat_spread([*sides, *others]) or Spread()
+    change = spread_change(sides[0], sides[1], spread, worse_when=worse_when)
+    servers = sum(map(len, (*sides, *others)))
+    pooled = f", spread pooled over {servers} servers of {2 + len(others)} variants" if others else ""
+    method = (
+        f"t test over servers, {len(sides[0])} + {len(sides[1])} (each the geometric mean of its repeats)"
+        f"{pooled}: {spread.df} df"
+    )
+    return replace(change, method=method)
+
+
+def _server_values(
+    metric: str, run_ids: Sequence[str], runs: Mapping[str, Mapping[str, Any]], samples: Samples
+) -> list[float]:
+    """Each server's figure: the geometric mean of its repeats' (`_repeat_value`), in server order."""
+    by_server: dict[str, list[float]] = {}
+    for run_id in run_ids:
+        value = _repeat_value(metric, run_id, runs, samples)
+        if value is not None and value > 0:
+            by_server.setdefault(server_of(run_id), []).append(math.log(value))
+    return [math.exp(statistics.fmean(logs)) for logs in by_server.values()]
 
 
 def _repeat_value(
@@ -195,6 +220,7 @@ class Sides:
     after: Mapping[str, Any]
     drift: str | None = None
     by_server: bool = False  # an A/B pair: tested over servers where each side has two or more
+    peers: tuple[Mapping[str, Any], ...] = ()  # an A/B pair's other variants: their servers' spread pooled
 
 
 def compare_pairs(
@@ -215,7 +241,7 @@ def compare_pairs(
         (
             pair.drift,
             {
-                m: point_change(m, pair.before, pair.after, worse, by_id, samples, pair.by_server)
+                m: point_change(m, pair.before, pair.after, worse, by_id, samples, pair.by_server, pair.peers)
                 for m, worse in judged
             },
         )

@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.core.changes import Spread
+from accelbench.core.changes import PRIOR_SPREAD, Spread
 from accelbench.core.intervals import pooled_quantile_interval
 from accelbench.core.search_plan import (
     TAIL_LIMITS,
@@ -87,7 +87,6 @@ from accelbench.core.search_plan import (
 )
 from accelbench.core.slos import LIMITS, Limit
 from accelbench.search.statistics import (
-    PRIOR_SPREAD,
     fit_capacity,
     host_spread,
     merged_repeats,
@@ -117,7 +116,7 @@ class LoadSearch:
     ) -> None:
         """`earlier`: the judged p99s' run-to-run spreads from the lake's earlier runs of this configuration
         on this host (keyed by the limit's label, "p99 TTFT"), and `prior` the spread assumed before any
-        (`statistics.PRIOR_SPREAD`): both pooled with this search's own runs of one load measured twice."""
+        (`core.changes.PRIOR_SPREAD`): both pooled with this search's own runs of one load measured twice."""
         self.plan = plan
         self._earlier = earlier
         self._prior = prior

@@ -114,16 +114,6 @@ def run_p99(limit: Limit, repeats: Sequence[RepeatResult]) -> tuple[float, float
     return float(np.exp(np.log(quantiles).mean())), float(np.mean(variances)) / len(variances)
 
 
-# The host's run-to-run spread of one run's p99 (log sd) before this search or the lake has measured any:
-# issue 48's four p99 E2EL of one load on the 2-vCPU host (284, 295, 377, 313 ms: log sd 0.126 on 3 degrees
-# of freedom, each run's own sampling noise included, so it errs wide), pooled as 3 df of data (a scaled
-# inverse chi-square prior): the search's own runs of one load measured twice and the lake's earlier runs
-# outweigh it after a few. Without it a search's first looks would judge a p99 by its requests alone (the
-# host's 20-40% swings unseen), and its one recheck pair (1 df: t = 12.7) would stretch the interval to
-# nothing.
-PRIOR_SPREAD = Spread(0.126, 3, 4, "p99 (prior: issue 48's runs on a 2-vCPU host)")
-
-
 def run_widening(plan: SearchPlan, spread: Spread | None, runs: int, confidence: float = CONFIDENCE) -> float:
     """How far (log scale) a probe's p99 interval moves out for the host's run-to-run spread: the spread's
     t half-width at `confidence` over the mean of the probe's `runs` (each measurement of its load is one

@@ -129,9 +129,17 @@ def ab_comparisons(
         pairs += [
             (key, names[0], v, by_variant[names[0]], by_variant[v]) for v in names[1:] if v in by_variant
         ]
-    sides = [Sides(_point(a), _point(b), _drift(a, b), by_server=True) for *_, a, b in pairs]
+    sides = [
+        Sides(_point(a), _point(b), _drift(a, b), by_server=True, peers=_peers(groups[key], base, v))
+        for key, base, v, a, b in pairs
+    ]
     judged = compare_pairs(sides, AB_JUDGED, runs, samples, fdr)
     return [_row(*pair, found, side.drift) for pair, side, found in zip(pairs, sides, judged, strict=True)]
+
+
+def _peers(by_variant: Mapping[str, Sequence[LakeRow]], *pair: str) -> tuple[dict[str, Any], ...]:
+    """The comparison's other variants at the pair's level: their servers' spread is the host's too."""
+    return tuple(_point(rows) for name, rows in sorted(by_variant.items()) if name not in pair)
 
 
 def _point(rows: Sequence[LakeRow]) -> dict[str, Any]:
