@@ -195,3 +195,13 @@ def test_the_estimate_uses_what_the_lake_measured_before() -> None:
         and local.why_unpriced == "local: not billed"
         and local.startup_from == "stated allowance"
     )
+    # Start-ups on a node already up with the image on it (no node launched, nothing pulled) are the warm
+    # ones: a second server of the type, after the first on one pool slot, is estimated from them (issue 49).
+    warm = [_row(f"w{i}", "r8g.xlarge", "on-demand", _startup(None, 1.0, 200.0)) for i in range(2)]
+    for row, ready in zip(warm, (50.0, 70.0), strict=True):
+        row |= {"ready_s": ready, "node_launch_s": None, "kubelet_pull_s": 0.0}
+    lake.write_table("startups", startups_table(warm), "cpu", DATE, "warm")
+    other = spec.model_copy(update={"server": spec.server.model_copy(update={"model": "org/model-w8a8"})})
+    first, second = estimate([spec, other], lake, PRICES, "us-east-1", "kubernetes")
+    assert (first.startup_s, first.startup_from) == (140.0, "measured before")  # the warm rows left out
+    assert (second.startup_s, second.startup_from) == (60.0, "measured before, on its type's node already up")

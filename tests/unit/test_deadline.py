@@ -55,4 +55,20 @@ def test_stated_figures_are_checked_naming_the_variable(monkeypatch: pytest.Monk
         Stated.from_env()
     monkeypatch.setenv("ACCELBENCH_STATED_REQUESTS_PER_S", "3")
     monkeypatch.setenv("ACCELBENCH_STARTUP_ALLOWANCE_S", "12")
-    assert Stated.from_env() == Stated(12.0, 3.0)
+    assert Stated.from_env() == Stated(12.0, 3.0, 12.0)  # the node's start: a part of the start-up at most
+    monkeypatch.setenv("ACCELBENCH_NODE_START_ALLOWANCE_S", "-1")
+    with pytest.raises(ConfigError, match="ACCELBENCH_NODE_START_ALLOWANCE_S"):
+        Stated.from_env()
+
+
+def test_in_kubernetes_mode_a_types_node_starts_once_per_pool_slot() -> None:
+    """A quantization matrix on one type: two servers, one after the other on the node the first launched
+    (`core.server_group.by_instance_type` starts a type's pods back to back): the second pays the start-up
+    less the node's start. Two slots run both at once, a node each; local mode has no node to start."""
+    stated = Stated(startup_s=600.0, requests_per_s=2.0, node_start_s=300.0)
+    quantized = REQUEST | {"instance_types": ["m8g.xlarge"], "quantized_models": ["org/model-w8a8"]}
+    k8s = parse_request(quantized | {"execution_mode": "kubernetes"})
+    assert deadline_s(k8s, 1, stated, 1.0) == pytest.approx(SERVER_S + (SERVER_S - 300.0))
+    assert deadline_s(k8s, 2, stated, 1.0) == pytest.approx(SERVER_S)  # side by side: the longest
+    local = parse_request(quantized | {"execution_mode": "local"})
+    assert deadline_s(local, 1, stated, 1.0) == pytest.approx(2 * SERVER_S)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from accelbench.campaign.estimate import Stated, duration_s, estimate, request_servers, requests_of
 from accelbench.campaign.request import CampaignRequest
-from accelbench.core.server_group import ServerGroup, group_specs
+from accelbench.core.server_group import ServerGroup, by_instance_type, group_specs
 from accelbench.loadgen.cli import parse_group
 from pydantic import ValidationError
 
@@ -82,3 +82,36 @@ def test_the_load_generator_takes_a_group_or_one_spec() -> None:
     group = ServerGroup(specs=tuple(specs))
     assert parse_group(group.model_dump_json()) == group
     assert parse_group(specs[0].model_dump_json()) == ServerGroup(specs=(specs[0],))
+
+
+def _another_checkpoint(spec: Any) -> Any:
+    """The same workload on another server of the same type (a second checkpoint or version)."""
+    return spec.model_copy(update={"server": spec.server.model_copy(update={"model": "org/model-w8a8"})})
+
+
+def test_a_types_servers_follow_each_other_and_its_node_starts_once_per_slot() -> None:
+    """Two types x two checkpoints, planned checkpoint by checkpoint (m8g, c8g, m8g, c8g): the pods start
+    type by type (m8g, m8g, c8g, c8g), the plan's order within a type, so the second of a type runs on the
+    node the first launched; the estimate counts each type's node start once per pool slot, in kubernetes
+    mode only."""
+    m8g, c8g = _specs(instance_types=["m8g.xlarge", "c8g.2xlarge"])
+    planned = [m8g, c8g, _another_checkpoint(m8g), _another_checkpoint(c8g)]
+    groups = group_specs(planned)
+    assert [(g.server.instance_type, g.server.model) for g in groups] == [
+        ("m8g.xlarge", m8g.server.model),
+        ("m8g.xlarge", "org/model-w8a8"),
+        ("c8g.2xlarge", c8g.server.model),
+        ("c8g.2xlarge", "org/model-w8a8"),
+    ]
+    stated = Stated(startup_s=600.0, requests_per_s=10.0, node_start_s=250.0)
+    one_slot = estimate(planned, None, [], "us-east-1", "kubernetes", stated, slots=1)
+    assert [e.startup_s for e in one_slot] == [600.0, 600.0, 350.0, 350.0]  # the plan's order: m8g, c8g, ...
+    assert one_slot[2].startup_from == "stated allowance less the node's start (already up)"
+    two_slots = estimate(planned, None, [], "us-east-1", "kubernetes", stated, slots=2)
+    assert [e.startup_s for e in two_slots] == [600.0] * 4  # two pods of a type at once: a node each
+    assert [e.startup_s for e in estimate(planned, None, [], "us-east-1", "local", stated)] == [600.0] * 4
+    # An A/B comparison keeps its rounds' order (a1, b1, a2, b2), whatever the types.
+    variants = [{"name": "a"}, {"name": "b", "instance_type": "c8g.2xlarge"}]
+    rounds = group_specs(_specs(repeats=2, rounds=2, variants=variants))
+    assert [g.server.instance_type for g in rounds] == ["m8g.xlarge", "c8g.2xlarge"] * 2
+    assert by_instance_type(rounds) == rounds

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ import pyarrow.dataset as ds
 
 from accelbench.campaign.request import CampaignRequest
 from accelbench.config import Settings, env_name
+from accelbench.core.modes import default_mode
 from accelbench.core.price import SECONDS_PER_HOUR, Price, price_at
 from accelbench.core.problems import Problem
 from accelbench.core.server_group import group_key, group_specs
@@ -40,22 +42,59 @@ SEARCH_PROBES = 8  # probes a load search is assumed to take (its budget is not 
 
 @dataclass(frozen=True)
 class Stated:
-    """What an estimate assumes where the lake measured nothing (ACCELBENCH_STARTUP_ALLOWANCE_S and
-    ACCELBENCH_STATED_REQUESTS_PER_S)."""
+    """What an estimate assumes where the lake measured nothing (ACCELBENCH_STARTUP_ALLOWANCE_S,
+    ACCELBENCH_STATED_REQUESTS_PER_S, and ACCELBENCH_NODE_START_ALLOWANCE_S: the part of a start-up a pod on
+    its type's node already up does not pay)."""
 
     startup_s: float
     requests_per_s: float
+    node_start_s: float = 0.0
 
     @classmethod
     def from_env(cls) -> Stated:
-        s = Settings.from_env("startup_allowance_s", "stated_requests_per_s")
+        s = Settings.from_env("startup_allowance_s", "stated_requests_per_s", "node_start_allowance_s")
         if s.airflow.startup_allowance_s < 0:
             raise ConfigError(
                 env_name("startup_allowance_s"), s.airflow.startup_allowance_s, "seconds, 0 or more"
             )
         if s.airflow.stated_requests_per_s <= 0:
             raise ConfigError(env_name("stated_requests_per_s"), s.airflow.stated_requests_per_s, "above 0")
-        return cls(s.airflow.startup_allowance_s, s.airflow.stated_requests_per_s)
+        if s.airflow.node_start_allowance_s < 0:
+            why = "seconds, 0 or more"
+            raise ConfigError(env_name("node_start_allowance_s"), s.airflow.node_start_allowance_s, why)
+        startup_s = s.airflow.startup_allowance_s  # the node's start is a part of it, at most all of it
+        node_s = min(s.airflow.node_start_allowance_s, startup_s)
+        return cls(startup_s, s.airflow.stated_requests_per_s, node_s)
+
+
+@dataclass(frozen=True)
+class Startups:
+    """The lake's earlier start-ups of one instance type in one mode (median `ready_s`): `cold`, on a node
+    launched for the pod (every start-up in local mode, or where the lake saw no launch); `warm`, on a node
+    already up with the server image on it (kubernetes mode; None: none measured)."""
+
+    cold: float | None = None
+    warm: float | None = None
+
+
+def node_starts(mode: str, slots: int, earlier: int) -> bool:
+    """Whether a server, the `earlier`+1-th of its instance type in the plan, pays its node's start: in
+    kubernetes mode the first `slots` of a type do (the benchmark pool runs that many pods at once, each
+    on a node of its own), the rest start on a node of theirs already up (`core.server_group.by_instance_type`
+    starts a type's pods back to back, within the NodePool's `consolidateAfter`); in local mode there is no
+    node to start."""
+    return mode != "kubernetes" or earlier < max(1, slots)
+
+
+def startup_of(found: Startups | None, stated: Stated, new_node: bool) -> tuple[float, str]:
+    """A server's start-up allowance and where it comes from."""
+    if not new_node:
+        if found is not None and found.warm is not None:
+            return found.warm, "measured before, on its type's node already up"
+        return stated.startup_s - stated.node_start_s, "stated allowance less the node's start (already up)"
+    if found is not None and found.cold is not None:
+        return found.cold, "measured before"
+    return stated.startup_s, "stated allowance"
 
 
 @dataclass(frozen=True)
@@ -144,8 +183,10 @@ def estimate(
     region: str,
     mode: str,
     stated: Stated | None = None,
+    slots: int = 1,
 ) -> list[ServerEstimate]:
-    """Each planned server's estimate (see the module's docstring)."""
+    """Each planned server's estimate (see the module's docstring); `slots`: the benchmark pool's, how many
+    of a type's pods start a node each (`node_starts`)."""
     now, stated = datetime.now(UTC), stated or Stated.from_env()
     try:
         rates, startups = _rates(lake, {s.matrix_key for s in specs}), _startups(lake, mode)
@@ -156,17 +197,26 @@ def estimate(
         rates, startups = {}, {}
     out = []
     first_of: dict[str, str] = {}  # group key -> its first spec's id: a server starts once for its workloads
-    groups = {group_key(s): g.group_id for g in group_specs(specs) for s in g.specs}
+    servers_of: dict[str, int] = {}  # instance type -> its servers so far
+    groups = group_specs(specs)
+    group_of = {group_key(s): g.group_id for g in groups for s in g.specs}
     again = {
         s.spec_id: r
-        for g in group_specs(specs)
+        for g in groups
         for s, r in zip(g.specs, rechecks([s.load for s in g.specs]), strict=True)
     }
     for spec in specs:
         instance = spec.server.instance_type
-        measured = startups.get(instance)
         key = group_key(spec)
         started = first_of.setdefault(key, spec.spec_id)
+        if started == spec.spec_id:
+            earlier = servers_of.get(instance, 0)
+            servers_of[instance] = earlier + 1
+            startup_s, startup_from = startup_of(
+                startups.get(instance), stated, node_starts(mode, slots, earlier)
+            )
+        else:
+            startup_s, startup_from = 0.0, f"on {started}'s server"
         rate = rates.get(spec.matrix_key)
         price = price_at(prices, instance, region, "on_demand", now) if mode != "local" else None
         why = None
@@ -179,20 +229,14 @@ def estimate(
                 spec_id=spec.spec_id,
                 instance_type=instance,
                 requests=requests_of(spec.load, again[spec.spec_id]),
-                startup_s=(measured if measured is not None else stated.startup_s)
-                if started == spec.spec_id
-                else 0.0,
-                startup_from=(
-                    ("measured before" if measured is not None else "stated allowance")
-                    if started == spec.spec_id
-                    else f"on {started}'s server"
-                ),
+                startup_s=startup_s,
+                startup_from=startup_from,
                 requests_per_s=rate if rate else stated.requests_per_s,
                 rate_from="measured before" if rate else "stated",
                 usd_per_hour=price.usd_per_hour if price else None,
                 why_unpriced=why,
                 replay_s=replay_s(spec.load),
-                server=groups[key],
+                server=group_of[key],
             )
         )
     return out
@@ -232,23 +276,21 @@ def request_servers(req: CampaignRequest) -> list[tuple[str, list[LoadPlan]]]:
 
 def deadline_s(req: CampaignRequest, slots: int, stated: Stated, factor: float) -> float | None:
     """How long after it was queued a campaign run of `req` is late: `factor` times its estimated duration
-    with the stated allowances (see the module's docstring); None: no deadline (`factor` 0)."""
+    with the stated allowances (see the module's docstring; a type's node started by its first `slots`
+    servers, `node_starts`); None: no deadline (`factor` 0)."""
     if factor <= 0:
         return None
-    servers = [
-        ServerEstimate(
-            "",
-            t,
-            sum(requests_of(load, r) for load, r in zip(loads, rechecks(loads), strict=True)),
-            stated.startup_s,
-            "stated",
-            stated.requests_per_s,
-            "stated",
-            None,
-            None,
+    mode = req.execution_mode or default_mode()
+    servers, seen = [], Counter[str]()
+    for t, loads in request_servers(req):
+        startup_s, startup_from = startup_of(None, stated, node_starts(mode, slots, seen[t]))
+        seen[t] += 1
+        requests = sum(requests_of(load, r) for load, r in zip(loads, rechecks(loads), strict=True))
+        servers.append(
+            ServerEstimate(
+                "", t, requests, startup_s, startup_from, stated.requests_per_s, "stated", None, None
+            )
         )
-        for t, loads in request_servers(req)
-    ]
     return factor * duration_s(servers, slots)
 
 
@@ -277,19 +319,30 @@ def _rates(lake: Lake | None, keys: set[str]) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in found.items()}
 
 
-def _startups(lake: Lake | None, mode: str) -> dict[str, float]:
-    """The median start-up of the lake's earlier servers of each instance type in `mode`: pod created (or
-    process launched) to ready, which holds the node's launch (a little more than is billed before the first
-    request, which starts at the node's launch)."""
+def _startups(lake: Lake | None, mode: str) -> dict[str, Startups]:
+    """The lake's earlier servers of each instance type in `mode` (`Startups`): pod created (or process
+    launched) to ready, which holds the node's launch where there was one (a little more than is billed
+    before the first request, which starts at the node's launch). Kubernetes mode's start-ups on a node
+    already up (no node launched for the pod, `node_launch_s` null) with the image on it (`kubelet_pull_s`
+    0) are the warm ones; the others cold."""
     if lake is None:
         return {}
     rows = lake.read(
         "startups",
         ds.field("execution_mode") == mode,
-        columns=["instance_type", "ready_s"],
+        columns=["instance_type", "ready_s", "node_launch_s", "kubelet_pull_s"],
     ).to_pylist()
-    found: dict[str, list[float]] = {}
+    cold: dict[str, list[float]] = {}
+    warm: dict[str, list[float]] = {}
     for r in rows:
-        if r["ready_s"] is not None:
-            found.setdefault(r["instance_type"], []).append(r["ready_s"])
-    return {k: statistics.median(v) for k, v in found.items()}
+        if r["ready_s"] is None:
+            continue
+        on_node = mode == "kubernetes" and r["node_launch_s"] is None and r["kubelet_pull_s"] == 0
+        (warm if on_node else cold).setdefault(r["instance_type"], []).append(r["ready_s"])
+    return {
+        t: Startups(
+            statistics.median(cold[t]) if t in cold else None,
+            statistics.median(warm[t]) if t in warm else None,
+        )
+        for t in {*cold, *warm}
+    }

@@ -92,7 +92,8 @@ def plan(
         log.warning("the estimate uses stated figures: the lake could not be opened (%s)", exc)
         opened = None
     region = region or Settings.from_env("regions").aws.regions[0]
-    estimates = check_budget(request.max_campaign_usd, planned.specs, opened, found, region, mode)
+    slots = Settings.from_env("benchmark_pool_slots").airflow.benchmark_pool_slots or 1
+    estimates = check_budget(request.max_campaign_usd, planned.specs, opened, found, region, mode, slots)
     log_resolution(planned.specs, lake, mode)
     return CampaignPlan(planned.specs, estimates)
 
@@ -104,10 +105,12 @@ def check_budget(
     prices: Sequence[Price],
     region: str,
     mode: str,
+    slots: int = 1,
 ) -> list[ServerEstimate]:
     """The budget guard: log what the plan will cost (`accelbench.campaign.estimate`; `lake` None: the
-    stated figures) and raise PlanningError naming `max_campaign_usd` when it is above it."""
-    estimates = estimate(specs, lake, prices, region, mode)
+    stated figures; `slots`: the benchmark pool's) and raise PlanningError naming `max_campaign_usd` when it
+    is above it."""
+    estimates = estimate(specs, lake, prices, region, mode, slots=slots)
     lines = [e.text() for e in estimates]
     log.info(
         "what this campaign will cost, estimated: %.4f USD\n%s",

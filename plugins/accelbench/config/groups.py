@@ -226,8 +226,9 @@ class AirflowSettings(_Group):
     benchmark_pool_slots: int | None = _setting(
         None,
         group=AIRFLOW,
-        description="read only by the Helm chart's migration job (`infra/helm/airflow-values.yaml`), which "
-        "creates the pool with this many slots; the library ignores it",
+        description="the Helm chart's migration job (`infra/helm/airflow-values.yaml`) creates the pool with "
+        "this many slots; the plan's cost estimate counts a node start for each of an instance type's first "
+        "this many servers in kubernetes mode (pods that run at once need a node each; unset: 1)",
     )
     default_model: str = _setting(
         "Qwen/Qwen2.5-0.5B-Instruct", group=AIRFLOW, description="the campaign form's default model"
@@ -237,6 +238,13 @@ class AirflowSettings(_Group):
         group=AIRFLOW,
         description="a server's start-up (node launch, image pull, model load) where the lake measured none "
         "for its instance type: the plan's cost estimate, and the campaign run's deadline",
+    )
+    node_start_allowance_s: float = _setting(
+        300.0,
+        group=AIRFLOW,
+        description="kubernetes mode: the part of `startup_allowance_s` that is the node's launch and the "
+        "server image's pull, which a pod started on its type's node already up (the campaign starts each "
+        "type's pods back to back) does not pay again: the plan's cost estimate, and the run's deadline",
     )
     stated_requests_per_s: float = _setting(
         1.0,

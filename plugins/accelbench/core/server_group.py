@@ -60,9 +60,23 @@ def group_key(spec: BenchmarkSpec) -> str:
 
 
 def group_specs(specs: Sequence[BenchmarkSpec]) -> list[ServerGroup]:
-    """The plan's specs as servers: specs that share a server (`group_key`) in one group, in the order of
-    their first spec; within a group the plan's order of workloads."""
+    """The plan's specs as servers: specs that share a server (`group_key`) in one group; within a group the
+    plan's order of workloads. The groups in the order their pods start (`by_instance_type`)."""
     groups: dict[str, list[BenchmarkSpec]] = {}
     for spec in specs:
         groups.setdefault(group_key(spec), []).append(spec)
-    return [ServerGroup(specs=tuple(members)) for members in groups.values()]
+    return by_instance_type([ServerGroup(specs=tuple(members)) for members in groups.values()])
+
+
+def by_instance_type(groups: Sequence[ServerGroup]) -> list[ServerGroup]:
+    """Each instance type's servers one after another, the types in the order of their first server, the
+    plan's order within a type: the benchmark tasks are mapped in this order and start in it (Airflow queues
+    a mapped task's instances by map index), so in kubernetes mode a pod's node, launched for the first pod
+    of its type, and the server image already pulled on it serve the next pod of the type, which starts
+    within the NodePool's `consolidateAfter` (a version campaign's versions, a quantization matrix's
+    checkpoints: on one node each type). An A/B comparison keeps its rounds' order (a1, b1, a2, b2: the
+    host's drift falls on every variant alike), whatever its variants' types."""
+    if any(s.variant is not None for g in groups for s in g.specs):
+        return list(groups)
+    order = {t: k for k, t in enumerate(dict.fromkeys(g.server.instance_type for g in groups))}
+    return sorted(groups, key=lambda g: order[g.server.instance_type])  # stable: the plan's order within
