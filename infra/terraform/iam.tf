@@ -59,10 +59,11 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     condition {
       test     = "StringLike"
       variable = "s3:prefix"
-      # every prefix of the lake (accelbench.lake.schemas: its tables, then raw/, imports/, reports/, traces/)
+      # every prefix of the lake (accelbench.lake.schemas: its tables, then raw/, imports/, reports/, traces/;
+      # models/: planning lists a streamed model's folder, accelbench.campaign.weights)
       values = [
         "raw/*", "requests/*", "runs/*", "capacities/*", "quality/*", "startups/*", "costs/*", "imports/*",
-        "reports/*", "traces/*",
+        "reports/*", "traces/*", "models/*",
       ]
     }
   }
@@ -82,6 +83,7 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
       "${local.lake_arn}/imports/*",
       "${local.lake_arn}/reports/*",
       "${local.lake_arn}/traces/*",
+      "${local.lake_arn}/models/*",
     ]
   }
 
@@ -131,7 +133,7 @@ resource "aws_eks_pod_identity_association" "airflow_worker" {
 
 resource "aws_iam_role" "benchmark_pod" {
   name               = "${var.cluster_name}-accelbench-benchmark-pod"
-  description        = "accelbench-campaigns benchmark pods: write raw/ results to the lake, read the traces they replay"
+  description        = "accelbench-campaigns benchmark pods: write raw/ results to the lake, read the traces they replay and the weights they stream"
   assume_role_policy = data.aws_iam_policy_document.pod_identity_trust.json
 }
 
@@ -150,10 +152,32 @@ data "aws_iam_policy_document" "benchmark_pod_lake" {
     actions   = ["s3:GetObject"]
     resources = ["${local.lake_arn}/traces/*"]
   }
+
+  # Streamed weights (ACCELBENCH_WEIGHTS_URI=s3://<lake bucket>/models): vLLM's Run:ai streamer lists the
+  # model's folder and reads its files in ranges.
+  statement {
+    sid       = "ListModels"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [local.lake_arn]
+
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["models/*"]
+    }
+  }
+
+  statement {
+    sid       = "ReadModels"
+    effect    = "Allow"
+    actions   = ["s3:GetObject"]
+    resources = ["${local.lake_arn}/models/*"]
+  }
 }
 
 resource "aws_iam_role_policy" "benchmark_pod_lake" {
-  name   = "accelbench-lake-raw-write-traces-read"
+  name   = "accelbench-lake-raw-write-traces-read"  # and models/ read (the name kept: no replacement)
   role   = aws_iam_role.benchmark_pod.id
   policy = data.aws_iam_policy_document.benchmark_pod_lake.json
 }

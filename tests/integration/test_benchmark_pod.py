@@ -197,3 +197,37 @@ def test_no_container_runs_through_a_shell_and_no_value_carries_a_token(
         assert not shells & set(container.get("args") or []), container["name"]
     text = json.dumps(pod)
     assert "hf_FAKEworkerTokenZ9y8x7" not in text and "FAKEworkerSecretKeyQ1w2e3" not in text
+
+
+def test_streamed_weights_are_the_servers_model_with_the_streamers_load_format(
+    kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ACCELBENCH_WEIGHTS_URI (issue 49): the server streams the model's folder under it with vLLM's Run:ai
+    streamer, strict-valid; from an S3-compatible store with its endpoint and path-style addressing, from
+    AWS with the pod's identity alone (no AWS_ variable). The matrix key stays: where the weights come from
+    is not what is measured."""
+    hub = render(kubeconfig, "vllm-cpu", "m8g.xlarge")
+    monkeypatch.setenv("ACCELBENCH_WEIGHTS_URI", "s3://lake-bucket/models/")
+    pod = render(kubeconfig, "vllm-cpu", "m8g.xlarge")
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(pod, version, strict=True)
+    server = pod["spec"]["initContainers"][0]
+    assert server["args"][:3] == [
+        "s3://lake-bucket/models/local/tiny-llama",
+        "--load-format",
+        "runai_streamer",
+    ]
+    assert server["args"][3:] == hub["spec"]["initContainers"][0]["args"][1:]  # the rest as from the Hub
+    assert not any(e["name"].startswith(("AWS_", "RUNAI_")) for e in server["env"])
+    spec = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"] if "value" in e}[SPEC_ENV]
+    hub_spec = {e["name"]: e["value"] for e in hub["spec"]["containers"][0]["env"] if "value" in e}[SPEC_ENV]
+    from accelbench.core.server_group import ServerGroup
+
+    streamed, pulled = (ServerGroup.model_validate_json(s).specs[0] for s in (spec, hub_spec))
+    assert streamed.server.weights_uri == "s3://lake-bucket/models/local/tiny-llama"
+    assert streamed.matrix_key == pulled.matrix_key and streamed.spec_id != pulled.spec_id
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")  # an S3-compatible store
+    server = render(kubeconfig, "vllm-cpu", "m8g.xlarge")["spec"]["initContainers"][0]
+    env = {e["name"]: e.get("value") for e in server["env"]}
+    assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9000"
+    assert env["RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING"] == "0"

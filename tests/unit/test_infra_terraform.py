@@ -350,13 +350,17 @@ def test_the_worker_policy_file_is_the_catalog_policy_the_dags_already_use() -> 
 
 
 def test_benchmark_pods_can_only_write_under_raw_and_read_the_traces_they_replay() -> None:
+    """...and list and read the weights they stream (models/, ACCELBENCH_WEIGHTS_URI), nothing else."""
     statements = role_permissions("benchmark_pod")
     assert all(st.effect == "Allow" for st in statements)
     writes = [st for st in statements if st.actions & {"s3:PutObject", "s3:AbortMultipartUpload"}]
     assert set().union(*(st.actions for st in writes)) == {"s3:PutObject", "s3:AbortMultipartUpload"}
     assert set().union(*(st.resources for st in writes)) == {f"{LAKE_ARN}/raw/*"}
-    (reads,) = (st for st in statements if st not in writes)
-    assert reads.actions == {"s3:GetObject"} and reads.resources == {f"{LAKE_ARN}/traces/*"}
+    reads = [st for st in statements if st.actions == {"s3:GetObject"}]
+    assert set().union(*(st.resources for st in reads)) == {f"{LAKE_ARN}/traces/*", f"{LAKE_ARN}/models/*"}
+    (listing,) = (st for st in statements if st not in writes and st not in reads)
+    assert listing.actions == {"s3:ListBucket"} and listing.resources == {LAKE_ARN}
+    assert listing.conditions[0]["values"] == ["models/*"]
 
 
 def test_the_api_server_can_only_list_and_read_reports() -> None:

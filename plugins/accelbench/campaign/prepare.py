@@ -18,6 +18,7 @@ from accelbench import tiers
 from accelbench.campaign.plan import Plan, plan_campaign, plan_variants
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.size import RuntimeBuild
+from accelbench.campaign.weights import weights_prefix, weights_problems
 from accelbench.catalog import queries
 from accelbench.catalog.retract import retracted_run_ids
 from accelbench.catalog.seed_file import InstanceSpec
@@ -109,6 +110,8 @@ def prepare_campaign(
     it holds complete (unretracted, from any campaign) unless `force`; None: no lake lookup."""
     local = check_mode(request.execution_mode or default_mode()) == "local"
     problems = [] if local else checks.kubernetes_problems(request.model)
+    models = [request.model, *request.quantized_models, *(v.model for v in request.variants if v.model)]
+    problems += weights_problems(models, weights_prefix())
     catalog = queries.instance_catalog(engine)
     builds, unavailable = runtime_builds(request, engine, catalog, checks, local, as_of, problems)
     version = _main_version(request, builds)

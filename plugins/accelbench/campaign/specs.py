@@ -9,6 +9,7 @@ from accelbench.campaign.check import Checked
 from accelbench.campaign.load import for_workload
 from accelbench.campaign.request import CampaignRequest
 from accelbench.campaign.size import Sized
+from accelbench.campaign.weights import stream_id, weights_prefix, weights_uri
 from accelbench.core.spec import BenchmarkSpec, LoadPlan, ServerSpec
 from accelbench.sizing.fit import GIB
 from accelbench.sizing.model_config import ModelShape
@@ -32,6 +33,7 @@ def server_spec(
         image_digest=sized.build.digest,
         model=req.model,
         model_id=model_id,
+        weights_uri=weights_uri(stream_id(req.model), weights_prefix(), tier.recipe.streams_weights),
         model_revision=req.model_revision,
         served_model_name=served_name(req),
         dtype=tier.dtype(req),

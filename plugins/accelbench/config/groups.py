@@ -56,6 +56,16 @@ class LibrarySettings(HomeSettings):
         "that planning reads; in local mode a model may also be a local path, in kubernetes mode it must be "
         "a store entry named by its id (the pod loads it by that id)",
     )
+    weights_uri: str = _setting(
+        "",
+        group=LIBRARY,
+        description="`s3://bucket/prefix` holding each model's files as the Hub has them under "
+        "`<prefix>/<model id>/` (config, tokenizer, `*.safetensors`): a vLLM server streams the weights "
+        "from there with its Run:ai model streamer (`--load-format runai_streamer`) instead of downloading "
+        "them from the Hugging Face Hub (the Neuron tier's DLC downloads them still); planning refuses a "
+        "model whose folder lacks them, naming this setting. On EKS the benchmark pods' role reads the lake "
+        "bucket's `models/` prefix; an S3-compatible store's endpoint is `AWS_ENDPOINT_URL`. Unset: the Hub",
+    )
     execution_mode: ExecutionMode = _setting(
         "local",
         group=LIBRARY,

@@ -74,6 +74,10 @@ class ServerSpec(_Frozen):
     # None: `model` is the id (or a spec planned before the field existed; the ingest resolves it then).
     model_id: str | None = None
     model_revision: str | None = None
+    # Where the server streams the weights from (`s3://bucket/prefix/<model id>`, ACCELBENCH_WEIGHTS_URI: the
+    # recipe's `--load-format runai_streamer`); None: the model's id (the Hub) or folder. Not in the matrix
+    # key: where the weights come from changes the start-up, not what is measured.
+    weights_uri: str | None = None
     served_model_name: str
     dtype: str
     quantization: str | None = None
@@ -100,8 +104,9 @@ class ServerSpec(_Frozen):
         data = handler(self)
         if not isinstance(data, dict):
             return data
-        if data.get("model_id") is None:
-            data.pop("model_id", None)
+        for unset in ("model_id", "weights_uri"):  # as before the fields existed: the same spec_id
+            if data.get(unset) is None:
+                data.pop(unset, None)
         tier_fields = data.pop("tier_fields", None) or {}
         data.update({k: v for k, v in tier_fields.items() if v is not None})
         return data
@@ -287,7 +292,7 @@ class BenchmarkSpec(_Frozen):
         matrix point once the catalog records it. A model served from a folder is keyed by its id, not the
         folder's path: the same model from another checkout or machine is the same point; a trace by its
         content (its sha256 and figures), not where it was read."""
-        server = self.server.model_dump(mode="json", exclude={"image_digest"})
+        server = self.server.model_dump(mode="json", exclude={"image_digest", "weights_uri"})
         if "model_id" in server:
             server["model"] = server.pop("model_id")
         load = self.load.model_dump(mode="json")

@@ -387,9 +387,10 @@ TABLES = {
 
 
 # The lake's prefixes besides its tables': the benchmark pods' raw evidence, the workers' copies of imported
-# files, the reports, and the stored timed traces (what a benchmark pod reads). The IAM policies of
+# files, the reports, the stored timed traces (what a benchmark pod reads), and the models whose weights the
+# servers stream (ACCELBENCH_WEIGHTS_URI, accelbench.campaign.weights). The IAM policies of
 # infra/terraform/iam.tf grant these and the tables' prefixes (tests/unit/test_infra_terraform.py).
-AREAS = ("raw", "imports", "reports", "traces")
+AREAS = ("raw", "imports", "reports", "traces", "models")
 
 
 def reference_markdown() -> str:

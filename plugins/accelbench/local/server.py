@@ -228,13 +228,16 @@ class LocalServer:
 
     def environment(self) -> dict[str, str]:
         cache = self.workdir / "cache"
-        # The server gets no cloud, Airflow or catalog credentials: only what a vLLM process needs.
+        # The server gets no cloud, Airflow or catalog credentials: only what a vLLM process needs (the AWS
+        # settings only to stream its weights, ACCELBENCH_WEIGHTS_URI).
         env = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("AIRFLOW", "AWS_", "ACCELBENCH_"))
             and not any(word in k for word in ("SECRET", "PASSWORD"))
         }
+        if self.spec.weights_uri:  # it streams its weights from S3, reading the bucket as this worker does
+            env |= {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         env |= recipe_for(self.spec.runtime).env(self.spec)
         env |= {
             "VLLM_CACHE_ROOT": str(cache / "vllm"),

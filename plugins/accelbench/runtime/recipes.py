@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from accelbench.config import Settings, env_name, setting_default
+from accelbench.config import S3_ENDPOINT_SETTINGS, Settings, env_name, setting_default
 from accelbench.core.spec import ServerSpec
 from accelbench.errors import ConfigError
 from accelbench.runtime.neuron import neuron_args, neuron_env, neuron_support_problem
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # the registry clients need httpx, which the load-generator i
 
 log = logging.getLogger(__name__)
 SERVER_PORT = 8000
+STREAMER = "runai_streamer"  # vLLM's load format for weights streamed from object storage
 HF_TOKEN_ENV = "HF_TOKEN"
 # Arguments the planner owns on every tier: a user may not pass them as extra engine args. A flag only one
 # tier's planner sets (the Neuron tier's --max-num-seqs) is refused by that tier (Tier.request_problems).
@@ -36,6 +38,7 @@ MANAGED_ARGS = (
     "--kv-cache-dtype",
     "--model",
     "--gpu-memory-utilization",
+    "--load-format",  # the streamer's, with ACCELBENCH_WEIGHTS_URI
 )
 
 
@@ -49,6 +52,9 @@ class Recipe:
     # group (accelbench.tiers); None: the recipe's `image` names its image itself and reads no setting.
     repository_field: ClassVar[str | None] = None
     default_version: ClassVar[str]
+    # Whether the runtime streams weights from object storage (vLLM's Run:ai model streamer, in the CPU and
+    # GPU images' vLLM): a server spec's `weights_uri` is served with `--load-format runai_streamer`.
+    streams_weights: ClassVar[bool] = True
 
     @property
     def repository_setting(self) -> str:
@@ -107,9 +113,13 @@ class Recipe:
         return {}
 
     def args(self, spec: ServerSpec, host: str = "0.0.0.0", port: int = SERVER_PORT) -> list[str]:
-        """`vllm serve` arguments; the image's ENTRYPOINT is `vllm serve`, so the model comes first."""
+        """`vllm serve` arguments; the image's ENTRYPOINT is `vllm serve`, so the model comes first: its
+        weights' URI where they are streamed (the model's files there, the tokenizer's too), else its id
+        or folder."""
+        streamed = ["--load-format", STREAMER] if spec.weights_uri else []
         args = [
-            spec.model,
+            spec.weights_uri or spec.model,
+            *streamed,
             "--served-model-name",
             spec.served_model_name,
             "--dtype",
@@ -130,8 +140,14 @@ class Recipe:
         return [*args, *spec.tier_fields.engine_args(), *self.tier_args(spec), *spec.extra_engine_args]
 
     def env(self, spec: ServerSpec) -> dict[str, str]:
-        """Plain environment; the HF token is never here (it comes from a Secret)."""
-        return {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **self.tier_env(spec)}
+        """Plain environment; the HF token is never here (it comes from a Secret). Streamed weights from an
+        S3-compatible store (the lake's endpoint setting, as the load generator gets it): its endpoint, and
+        path-style addressing (the Run:ai streamer's default is virtual-host, which such stores lack)."""
+        streamer = {}
+        endpoint = next((os.environ[k] for k in S3_ENDPOINT_SETTINGS if os.environ.get(k)), None)
+        if spec.weights_uri and endpoint:
+            streamer = {"AWS_ENDPOINT_URL": endpoint, "RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING": "0"}
+        return {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **streamer, **self.tier_env(spec)}
 
 
 @dataclass(frozen=True)
@@ -193,6 +209,7 @@ class VllmNeuron(Recipe):
 
     runtime: ClassVar[str] = "vllm-neuron"
     repository_field: ClassVar[str] = "vllm_neuron_image_repository"
+    streams_weights: ClassVar[bool] = False  # the DLC is not known to carry the Run:ai streamer: the Hub
     # The newest line Inf2 and Trn1 run (neuron.NEURON_CORE_V2_LAST_LINE), built for Neuron SDK 2.31.1: a
     # published tag, used only when the catalog has no vllm-neuron row, so that a campaign runs before the
     # first release discovery. Any other version needs its recorded tag (the SDK cannot be derived).
