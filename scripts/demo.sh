@@ -126,7 +126,8 @@ PY
   matrix=$(printf ', "quantized_models": ["%s"]' "$w8a8")
 fi
 # Without the matrix, a second workload: the timed trace the project ships (a generated day squeezed into 27 s:
-# 31 requests, bursts, four shared system prompts) replayed at its recorded pace, on a server of its own.
+# 31 requests, bursts, four shared system prompts) replayed at its recorded pace, after the fixed workload on
+# the same server (one server per configuration, its workloads in turn).
 workloads=""
 if [ "$quantized" = 0 ]; then
   workloads=$(printf ', "workloads": ["fixed", "trace"], "trace": "%s", "time_scales": [1]' "$repo/plugins/accelbench/traces/data/generated-day.jsonl")

@@ -158,16 +158,30 @@ def test_pod_lands_on_its_tiers_nodepool_the_infra_defines(
 
 
 @pytest.mark.parametrize(
-    ("runtime", "instance_type"),
-    [("vllm-cpu", "r8g.48xlarge"), ("vllm-gpu", "g6e.xlarge"), ("vllm-neuron", "inf2.xlarge")],
+    ("runtime", "instance_type", "weights"),
+    [
+        ("vllm-cpu", "r8g.48xlarge", None),
+        ("vllm-gpu", "g6e.xlarge", None),
+        # With the node's weight cache (its init container and hostPath): a superset of the Neuron pod.
+        ("vllm-neuron", "inf2.xlarge", "s3://lake-bucket/models"),
+    ],
 )
 def test_rendered_pods_pass_checkov(
-    kubeconfig: Path, tmp_path: Path, runtime: str, instance_type: str
+    kubeconfig: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    runtime: str,
+    instance_type: str,
+    weights: str | None,
 ) -> None:
     from tests.support.checkov import failures, reports, run_checkov
 
+    if weights:
+        monkeypatch.setenv("ACCELBENCH_WEIGHTS_URI", weights)
+    pod = render(kubeconfig, runtime, instance_type)
+    assert ("weights" in {c["name"] for c in pod["spec"]["initContainers"]}) == bool(weights)
     manifest = tmp_path / "pod.yaml"
-    manifest.write_text(yaml.safe_dump(render(kubeconfig, runtime, instance_type)))
+    manifest.write_text(yaml.safe_dump(pod))
     proc = run_checkov([manifest, REPO / "infra" / "k8s" / "networkpolicy.yaml"], ["kubernetes"])
     (report,) = [r for r in reports(proc.stdout) if r.get("check_type") == "kubernetes"]
     assert report["summary"]["failed"] == 0, failures(report)
@@ -231,3 +245,51 @@ def test_streamed_weights_are_the_servers_model_with_the_streamers_load_format(
     env = {e["name"]: e.get("value") for e in server["env"]}
     assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9000"
     assert env["RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING"] == "0"
+
+
+def test_a_runtime_without_the_streamer_serves_its_nodes_copy_fetched_by_an_init_container(
+    kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ACCELBENCH_WEIGHTS_URI on the Neuron tier (issue 49, point 2: its DLC has no Run:ai streamer): a
+    `weights` init container in the load generator's image copies the model's folder into the node's cache
+    (a hostPath) before the server starts, and the server serves that copy, read-only, with no streamer
+    flag; strict-valid. Without the setting the pod is as before."""
+    from accelbench.k8s.pod import NODE_WEIGHTS_DIR
+    from accelbench.runtime.recipes import WEIGHTS_CACHE_MOUNT
+
+    hub = render(kubeconfig, "vllm-neuron", "inf2.xlarge")
+    assert [c["name"] for c in hub["spec"]["initContainers"]] == ["server"]
+    assert not any("hostPath" in v for v in hub["spec"]["volumes"])
+    monkeypatch.setenv("ACCELBENCH_WEIGHTS_URI", "s3://lake-bucket/models/")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")  # an S3-compatible store: the copy's too
+    pod = render(kubeconfig, "vllm-neuron", "inf2.xlarge")
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(pod, version, strict=True)
+    spec = pod["spec"]
+    weights, server = spec["initContainers"]  # in this order: the copy is whole before the server starts
+    assert weights["name"] == "weights" and "restartPolicy" not in weights  # runs to completion
+    assert server["name"] == "server" and server["restartPolicy"] == "Always"
+    uri = "s3://lake-bucket/models/local/tiny-llama"
+    copy = f"{WEIGHTS_CACHE_MOUNT}/lake-bucket/models/local/tiny-llama"
+    assert weights["command"] == ["python", "-m", "accelbench.loadgen.weights_cache"]
+    assert weights["args"] == [uri, copy]
+    assert weights["image"] == spec["containers"][0]["image"]  # the load generator's image has the code
+    assert {e["name"]: e["value"] for e in weights["env"]} == {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}
+    assert server["args"][0] == copy and "--load-format" not in server["args"]
+    assert server["args"][1:] == hub["spec"]["initContainers"][0]["args"][1:]
+    assert not any(e["name"].startswith("RUNAI_") for e in server["env"])
+    (cache,) = [v for v in spec["volumes"] if "hostPath" in v]
+    assert cache["hostPath"] == {"path": NODE_WEIGHTS_DIR, "type": "DirectoryOrCreate"}
+    mounts = {c["name"]: {m["name"]: m for m in c["volumeMounts"]} for c in (weights, server)}
+    assert mounts["weights"][cache["name"]]["mountPath"] == WEIGHTS_CACHE_MOUNT
+    assert not mounts["weights"][cache["name"]].get("readOnly")
+    assert mounts["server"][cache["name"]] == {
+        "name": cache["name"],
+        "mountPath": WEIGHTS_CACHE_MOUNT,
+        "readOnly": True,
+    }
+    assert cache["name"] not in {m["name"] for m in spec["containers"][0]["volumeMounts"]}
+    sc = weights["securityContext"]
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True
+    _check_guaranteed(weights)

@@ -80,3 +80,64 @@ def test_planning_refuses_a_model_without_streamable_weights_and_streams_one_wit
     specs = prepare_campaign(request, eng, "c1", KUBERNETES).specs
     assert {s.server.weights_uri for s in specs} == {f"{store}/{MODEL}"} and len(specs) == 2
     eng.dispose()
+
+
+def _copy_in_a_process(uri: str, folder: str, out: str) -> None:
+    """A second pod's init container on the same node: its own process, the same cache folder."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "accelbench.loadgen.weights_cache", uri, folder],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        check=False,
+    )
+    with open(out, "w") as fh:
+        json.dump({"rc": proc.returncode, "log": proc.stderr}, fh)
+
+
+def test_a_nodes_copy_is_fetched_once_whole_reused_and_fetched_again_when_the_weights_change(
+    store: str, tmp_path
+) -> None:
+    """The Neuron tier's node cache (issue 49, point 2: `accelbench.loadgen.weights_cache`, the `weights`
+    init container): two pods starting together on one node download the folder once (the other waits on
+    the lock and finds the copy), the copy equals the bucket byte for byte, the next pod downloads nothing,
+    and replaced weights are downloaded again; a folder with nothing in it fails naming it."""
+    import json
+    import threading
+
+    from accelbench.loadgen.weights_cache import MANIFEST, fetch
+
+    s3 = boto3.client("s3")
+    weights = bytes(range(256)) * 4096  # 1 MiB
+    key = f"models/org/cached-{tmp_path.name}"  # this test's own: other lanes share the bucket
+    for name, body in (("config.json", b"{}"), ("tokenizer.json", b"{}"), ("model.safetensors", weights)):
+        s3.put_object(Bucket=BUCKET, Key=f"{key}/{name}", Body=body)
+    uri, folder = f"s3://{BUCKET}/{key}", tmp_path / "node" / BUCKET / key
+    outs = [tmp_path / f"pod{i}.json" for i in range(2)]
+    pods = [threading.Thread(target=_copy_in_a_process, args=(uri, str(folder), str(o))) for o in outs]
+    for pod in pods:
+        pod.start()
+    for pod in pods:
+        pod.join(timeout=120)
+    logs = [json.loads(o.read_text()) for o in outs]
+    assert [r["rc"] for r in logs] == [0, 0], logs
+    said = sorted("in the node's cache" in r["log"] for r in logs)
+    assert said == [False, True], [r["log"] for r in logs]  # one downloaded, the other found its copy
+    assert (folder / "model.safetensors").read_bytes() == weights
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["config.json", "model.safetensors", "tokenizer.json", MANIFEST]
+    )
+    assert not list(folder.parent.glob("*.partial"))
+    again = fetch(uri, folder)
+    assert again.cached and again.files == 3 and again.bytes == len(weights) + 4
+    s3.put_object(Bucket=BUCKET, Key=f"{key}/model.safetensors", Body=weights[::-1])
+    changed = fetch(uri, folder)
+    assert not changed.cached and (folder / "model.safetensors").read_bytes() == weights[::-1]
+    with pytest.raises(FileNotFoundError, match="org/absent holds no files"):
+        fetch(f"{store}/org/absent", tmp_path / "absent")
+    assert not (tmp_path / "absent").exists()

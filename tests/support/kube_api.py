@@ -60,8 +60,18 @@ EVENT_SCHEMA, NODE_SCHEMA = "event-v1.json", "node-v1.json"
 # A pod's start-up as the API keeps it, in whole seconds after its creation (`FakeKubeAPI.timeline`):
 # Karpenter launches a node for it, the scheduler binds it there, the kubelet pulls the server's image (for
 # PULL_S by its own clock) and starts the server, and once the server's startup probe passes, the load
-# generator. The pod's creation is back-dated by the whole timeline, so that no served time is in the future.
-TIMELINE = {"node_created": 38, "scheduled": 71, "pulled": 95, "server_started": 96, "loadgen_started": 151}
+# generator. A pod with an init container that runs to completion before the server (the node's weight cache)
+# runs it from weights_started to weights_finished. The pod's creation is back-dated by the whole timeline, so
+# that no served time is in the future.
+TIMELINE = {
+    "node_created": 38,
+    "scheduled": 71,
+    "weights_started": 72,
+    "weights_finished": 90,
+    "pulled": 95,
+    "server_started": 96,
+    "loadgen_started": 151,
+}
 PULL_S = 22.6
 NODECLAIM = "accelbench-cpu-x7k2p"
 DELETE_OPTIONS_SCHEMA = "deleteoptions-meta-v1.json"
@@ -758,6 +768,14 @@ class FakeKubeAPI:
             ended = {"exitCode": 0, "reason": "Completed", "startedAt": at(started), "finishedAt": _now()}
             return {"terminated": ended}
 
+        copied = {
+            "terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": at("weights_started"),
+                "finishedAt": at("weights_finished"),
+            }
+        }
         finished = state in ("finished", "succeeded")
         base = done("loadgen_started") if finished else running("loadgen_started")
         sidecar = done("loadgen_started") if state == "succeeded" else running("loadgen_started")
@@ -782,7 +800,14 @@ class FakeKubeAPI:
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": at("scheduled")},
                 {"type": "Ready", "status": "True", "lastTransitionTime": at("loadgen_started")},
             ],
-            "initContainerStatuses": [container("server", running("server_started"))],
+            "initContainerStatuses": [
+                *(
+                    container(c["name"], copied)  # ran to completion before the server (e.g. `weights`)
+                    for c in self.pods[key]["spec"].get("initContainers", [])
+                    if c["name"] != "server" and c.get("restartPolicy") != "Always"
+                ),
+                container("server", running("server_started")),
+            ],
             "containerStatuses": [container("base", base), container("airflow-xcom-sidecar", sidecar)],
         }
 

@@ -464,7 +464,11 @@ def test_every_start_up_phase_is_read_from_the_pods_conditions_events_and_node(
         "server_start_s": t["loadgen_started"] - t["server_started"],
     }
     assert found.ready_s == t["loadgen_started"] == sum(found.phases.values())  # type: ignore[arg-type]
-    assert found.figures == {"node_launch_s": t["node_created"], "kubelet_pull_s": kube_api.PULL_S}
+    assert found.figures == {
+        "node_launch_s": t["node_created"],
+        "kubelet_pull_s": kube_api.PULL_S,
+        "weights_fetch_s": None,  # no weights init container: the CPU tier streams or pulls from the Hub
+    }
     assert found.nodeclaim == kube_api.NODECLAIM
     assert found.started_at == pod.metadata.creation_timestamp.isoformat()
 
@@ -476,4 +480,31 @@ def test_every_start_up_phase_is_read_from_the_pods_conditions_events_and_node(
         if event.reason == "Pulled":
             event.message = f'Container image "{image}" already present on machine'
     again = pod_startup(pod, events, node, "server", "base")
-    assert again is not None and again.figures == {"node_launch_s": None, "kubelet_pull_s": 0.0}
+    assert again is not None and again.figures == {
+        "node_launch_s": None,
+        "kubelet_pull_s": 0.0,
+        "weights_fetch_s": None,
+    }
+
+
+def test_the_weights_copy_into_the_nodes_cache_is_its_init_containers_run(
+    cpu_pod: dict[str, Any], fake: FakeKubeAPI, api: client.CoreV1Api
+) -> None:
+    """A pod whose runtime cannot stream its weights (issue 49, point 2) copies them first in its `weights`
+    init container: the start-up's weights_fetch_s is that container's run, from its terminated state."""
+    from accelbench.k8s.pod_startup import pod_startup
+
+    weights = {**cpu_pod["spec"]["initContainers"][0], "name": "weights", "args": ["s3://b/m", "/w/b/m"]}
+    weights.pop("restartPolicy")
+    for probe in ("startupProbe", "readinessProbe"):  # an init container that runs to completion has none
+        weights.pop(probe, None)
+    pod_doc = json.loads(json.dumps(cpu_pod))
+    pod_doc["spec"]["initContainers"].insert(0, weights)
+    api.create_namespaced_pod(NS, pod_doc)
+    pod = api.read_namespaced_pod(pod_doc["metadata"]["name"], NS)
+    assert fake.errors == [], fake.errors
+    assert [s.name for s in pod.status.init_container_statuses] == ["weights", "server"]
+    found = pod_startup(pod, [], api.read_node(pod.spec.node_name), "server", "base", "weights")
+    t = kube_api.TIMELINE
+    assert found is not None
+    assert found.figures["weights_fetch_s"] == t["weights_finished"] - t["weights_started"]

@@ -99,7 +99,7 @@ class BenchmarkPod(KubernetesPodOperator):
             "env_vars": parts.loadgen_env,
             "container_resources": parts.loadgen_resources,
             "container_security_context": parts.loadgen_security_context,
-            "init_containers": [parts.server],
+            "init_containers": [*([parts.weights] if parts.weights else []), parts.server],
             "volumes": parts.volumes,
             "volume_mounts": parts.volume_mounts,
             "node_selector": parts.node_selector,
@@ -236,7 +236,8 @@ class BenchmarkPod(KubernetesPodOperator):
                 node = self.client.read_node(pod.spec.node_name)
             except Exception as exc:  # the RBAC may not grant `get nodes`: no node launch then
                 log.warning("cannot read node %s for the start-up: %s", pod.spec.node_name, exc)
-        found = pod_startup(pod, events, node, self.parts.server.name, self.base_container_name)
+        weights = self.parts.weights.name if self.parts.weights else None
+        found = pod_startup(pod, events, node, self.parts.server.name, self.base_container_name, weights)
         if found is None:
             log.warning("pod %s's start-up cannot be read from the API", pod.metadata.name)
             return None

@@ -33,7 +33,7 @@ def server_spec(
         image_digest=sized.build.digest,
         model=req.model,
         model_id=model_id,
-        weights_uri=weights_uri(stream_id(req.model), weights_prefix(), tier.recipe.streams_weights),
+        weights_uri=weights_uri(stream_id(req.model), weights_prefix()),
         model_revision=req.model_revision,
         served_model_name=served_name(req),
         dtype=tier.dtype(req),

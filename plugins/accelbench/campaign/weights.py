@@ -7,8 +7,10 @@ campaign downloaded its weights anew).
 Planning checks the folders before any node is bought: the prefix names a bucket, and each model's folder
 lists its `config.json` and at least one `*.safetensors` (the streamer reads no other format) with the
 worker's credentials, which on EKS are the Airflow workers' role; the benchmark pods' role reads the lake
-bucket's `models/` prefix (infra/terraform). A runtime without a streamer (the Neuron tier's DLC) and a local
-folder nothing names keep their source.
+bucket's `models/` prefix (infra/terraform). A runtime without a streamer (the Neuron tier's DLC) serves a
+copy its node keeps: the pod's `weights` init container fetches the folder once per node
+(`accelbench.loadgen.weights_cache`) and the next pod on that node finds it there. A local folder nothing
+names keeps its source.
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ def stream_id(model: str) -> str | None:
     return None if identity.source == "path" else identity.model_id
 
 
-def weights_uri(model_id: str | None, prefix: str | None, streams: bool) -> str | None:
-    """Where a server streams its weights from (None: its id or folder, as before): the model's folder
-    under `prefix` when the runtime `streams` them and the model has an id."""
-    if prefix is None or not streams or not model_id:
+def weights_uri(model_id: str | None, prefix: str | None) -> str | None:
+    """Where a server's weights come from (None: its id or folder, as before): the model's folder under
+    `prefix` when the model has an id; the runtime streams them from there, or serves the copy its node
+    keeps (`runtime.recipes.Recipe.args`)."""
+    if prefix is None or not model_id:
         return None
     return f"{prefix}/{model_id.strip('/')}"
 

@@ -62,7 +62,8 @@ class LibrarySettings(HomeSettings):
         description="`s3://bucket/prefix` holding each model's files as the Hub has them under "
         "`<prefix>/<model id>/` (config, tokenizer, `*.safetensors`): a vLLM server streams the weights "
         "from there with its Run:ai model streamer (`--load-format runai_streamer`) instead of downloading "
-        "them from the Hugging Face Hub (the Neuron tier's DLC downloads them still); planning refuses a "
+        "them from the Hugging Face Hub (the Neuron tier's DLC, which has no streamer, serves a copy its "
+        "node keeps: each node downloads it once, in the pod's `weights` init container); planning refuses a "
         "model whose folder lacks them, naming this setting. On EKS the benchmark pods' role reads the lake "
         "bucket's `models/` prefix; an S3-compatible store's endpoint is `AWS_ENDPOINT_URL`. Unset: the Hub",
     )

@@ -46,6 +46,8 @@ FIGURES: dict[str, str] = {
     "vllm_compile_s": "the compilation seconds of vLLM's 'init engine' line (absent in eager mode)",
     "node_launch_s": "kubernetes: pod created -> its node created, when the node is younger than the pod",
     "kubelet_pull_s": "kubernetes: the kubelet's pull time of the server image (0: it was on the node)",
+    "weights_fetch_s": "kubernetes: the weights' copy into the node's cache before the server started (a "
+    "runtime without the streamer; about 0 when the node had them)",
 }
 VLLM_PATTERNS: dict[str, str] = {
     "vllm_weights_load_s": r"Loading weights took ([0-9.]+) seconds",

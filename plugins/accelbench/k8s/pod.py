@@ -23,7 +23,7 @@ from accelbench.config import (
 from accelbench.core.server_group import ServerGroup
 from accelbench.k8s import placement
 from accelbench.loadgen.contract import DEV_MODE_ENV, NODE_NAME_ENV, SERVER_URL_ENV, SPEC_ENV
-from accelbench.runtime.recipes import SERVER_PORT
+from accelbench.runtime.recipes import SERVER_PORT, WEIGHTS_CACHE_MOUNT, cached_weights
 from accelbench.sizing.fit import LOADGEN_CPU, loadgen_memory
 from accelbench.tiers import tier
 from accelbench.tiers.base import Tier
@@ -58,6 +58,11 @@ CHECKOV_SKIPS = {
 NODE_LAUNCH_S = int(setting_default("pod_schedule_timeout_s"))  # Karpenter launch + node ready
 SCHEDULE_TIMEOUT_SETTING = env_name("pod_schedule_timeout_s")
 IMAGE_PULL_S = 900  # multi-GB vLLM images on a fresh node
+# The node's weight cache (a runtime without the streamer, ACCELBENCH_WEIGHTS_URI set): a hostPath folder that
+# outlives the pod and lives as long as the node (Karpenter's nodes are replaced, not reused across types).
+NODE_WEIGHTS_DIR = "/var/lib/accelbench/weights"
+WEIGHTS_CONTAINER = "weights"
+WEIGHTS_MEMORY_MIB = 512  # the copy streams each object to disk
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ class PodParts:
     name: str
     namespace: str
     server: k8s.V1Container
+    # Runs before the server, where its runtime cannot stream its weights: their copy into the node's cache.
+    weights: k8s.V1Container | None
     loadgen_image: str
     loadgen_cmds: list[str]
     loadgen_env: list[k8s.V1EnvVar]
@@ -155,7 +162,51 @@ def server_container(group: ServerGroup) -> k8s.V1Container:
         volume_mounts=[
             k8s.V1VolumeMount(name="dshm", mount_path="/dev/shm"),
             k8s.V1VolumeMount(name="hf-token", mount_path=HF_TOKEN_DIR, read_only=True),
+            *(
+                [k8s.V1VolumeMount(name=WEIGHTS_CONTAINER, mount_path=WEIGHTS_CACHE_MOUNT, read_only=True)]
+                if node_cached(group)
+                else []
+            ),
         ],
+    )
+
+
+def node_cached(group: ServerGroup) -> bool:
+    """Whether the server reads its weights from its node's copy (a runtime without the streamer, with
+    ACCELBENCH_WEIGHTS_URI set)."""
+    s = group.server
+    return bool(s.weights_uri) and not tier(s.accelerator_type).recipe.streams_weights
+
+
+def weights_container(group: ServerGroup, image: str) -> k8s.V1Container | None:
+    """The init container that copies the server's weights into its node's cache once per node
+    (accelbench.loadgen.weights_cache), in the load generator's image, with the pod's identity. It runs as
+    root only to write the hostPath folder (root's, as the kubelet creates it), every capability dropped."""
+    s = group.server
+    if not node_cached(group) or s.weights_uri is None:
+        return None
+    endpoint = [
+        k8s.V1EnvVar(name=name, value=os.environ[name])
+        for name in S3_ENDPOINT_SETTINGS
+        if os.environ.get(name)
+    ]
+    return k8s.V1Container(
+        name=WEIGHTS_CONTAINER,
+        image=image,
+        command=["python", "-m", "accelbench.loadgen.weights_cache"],
+        args=[s.weights_uri, cached_weights(s.weights_uri)],
+        env=endpoint or None,
+        resources=guaranteed(str(LOADGEN_CPU), f"{WEIGHTS_MEMORY_MIB}Mi"),
+        security_context=k8s.V1SecurityContext(
+            capabilities=k8s.V1Capabilities(drop=["ALL"]),
+            allow_privilege_escalation=False,
+            run_as_user=0,
+            run_as_non_root=False,
+            read_only_root_filesystem=True,
+            seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault"),
+        ),
+        image_pull_policy="Always",
+        volume_mounts=[k8s.V1VolumeMount(name=WEIGHTS_CONTAINER, mount_path=WEIGHTS_CACHE_MOUNT)],
     )
 
 
@@ -194,11 +245,20 @@ def build_pod_parts(
     # The load generator runs the workloads one after another: the largest one's memory (a spec with a
     # quality plan also runs lm-eval after its levels).
     memory = max(loadgen_memory(spec.load, quality=spec.quality is not None) for spec in group.specs)
+    loadgen_image = Settings.from_env("loadgen_image").kubernetes.loadgen_image or DEFAULT_LOADGEN_IMAGE
+    weights = weights_container(group, loadgen_image)
+    cache = [
+        k8s.V1Volume(
+            name=WEIGHTS_CONTAINER,
+            host_path=k8s.V1HostPathVolumeSource(path=NODE_WEIGHTS_DIR, type="DirectoryOrCreate"),
+        )
+    ]
     return PodParts(
         name=f"accelbench-{group.group_id}",
         namespace=namespace,
         server=server_container(group),
-        loadgen_image=Settings.from_env("loadgen_image").kubernetes.loadgen_image or DEFAULT_LOADGEN_IMAGE,
+        weights=weights,
+        loadgen_image=loadgen_image,
         loadgen_cmds=["accelbench-loadgen"],
         loadgen_env=loadgen_env(group, lake_uri),
         loadgen_resources=guaranteed(str(LOADGEN_CPU), f"{memory}Mi"),
@@ -223,6 +283,7 @@ def build_pod_parts(
                     default_mode=0o440,
                 ),
             ),
+            *(cache if weights is not None else []),
         ],
         volume_mounts=[
             k8s.V1VolumeMount(name="tmp", mount_path="/tmp"),
@@ -257,6 +318,7 @@ def build_pod_parts(
         ),
         schedule_timeout_s=schedule_timeout_s(),
         startup_timeout_s=IMAGE_PULL_S
+        + (STARTUP_PER_GIB_S * math.ceil(weights_gib) if weights is not None else 0)  # the node's copy
         + startup_failure_threshold(weights_gib, s.accelerator_type) * PROBE_PERIOD_S,
     )
 

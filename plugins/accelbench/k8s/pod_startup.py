@@ -53,13 +53,28 @@ def kubelet_pull_s(events: Sequence[CoreV1Event], container: str) -> float | Non
     return None
 
 
+def ran_s(statuses: Sequence[Any] | None, name: str) -> float | None:
+    """How long a container that has ended ran (an init container: its start to its finish)."""
+    for status in statuses or ():
+        ended = status.state.terminated if status.name == name and status.state is not None else None
+        if ended is not None and ended.started_at is not None and ended.finished_at is not None:
+            ran: float = (ended.finished_at - ended.started_at).total_seconds()
+            return max(0.0, ran)
+    return None
+
+
 def nodeclaim(node: V1Node | None) -> str | None:
     owners = (node.metadata.owner_references if node and node.metadata else None) or ()
     return next((o.name for o in owners if o.kind == NODECLAIM_KIND), None)
 
 
 def pod_startup(
-    pod: V1Pod, events: Sequence[CoreV1Event], node: V1Node | None, server: str, loadgen: str
+    pod: V1Pod,
+    events: Sequence[CoreV1Event],
+    node: V1Node | None,
+    server: str,
+    loadgen: str,
+    weights: str | None = None,
 ) -> Startup | None:
     """The pod's start-up (None: it never got as far as its load generator's start, or has no creation
     time). A boundary the API does not have, or that is out of order, leaves its phase null."""
@@ -90,7 +105,11 @@ def pod_startup(
         started_at=created.isoformat(),
         ready_s=(ready - created).total_seconds(),
         phases=phases,
-        figures={"node_launch_s": launched, "kubelet_pull_s": kubelet_pull_s(events, server)},
+        figures={
+            "node_launch_s": launched,
+            "kubelet_pull_s": kubelet_pull_s(events, server),
+            "weights_fetch_s": ran_s(statuses, weights) if weights else None,
+        },
         nodeclaim=nodeclaim(node),
         method=KUBERNETES_METHOD,
     )

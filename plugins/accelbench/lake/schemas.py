@@ -23,10 +23,11 @@ from accelbench.core.startup_phases import FIGURES, PHASES
 # server's start-up in phases) and the costs table (what each server of a campaign cost); 12: a trace
 # workload's identity (runs and capacities: trace_*) and a level's time-scale (runs.time_scale); 13: an A/B
 # comparison's variant of a run (runs.comparison, variant, variant_round); 14: the server a run's workload
-# shared with the configuration's other workloads (runs.server_group, startups.server_group).
+# shared with the configuration's other workloads (runs.server_group, startups.server_group); 15: the copy of
+# a server's weights into its node's cache (startups.weights_fetch_s).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).

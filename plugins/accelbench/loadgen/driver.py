@@ -227,7 +227,8 @@ class Driver:
         inside that window)."""
         n = self.spec.load.level_warmup_count(int(level.value) if level.kind == "concurrency" else None)
         if n and (repeat == 0 or recheck):
-            self._bench(f"{level.key}-warmup", level, n, seed + 10_000, f"{run_id}-warmup")
+            name = f"{level.key}-{'recheck-' if recheck else ''}warmup"  # the first one's evidence kept
+            self._bench(name, level, n, seed + 10_000, f"{run_id}-warmup")
 
     def run_level(self, level: Level, repeat: int, recheck: bool = False) -> LevelRecord:
         seed = repeat_seed(self.spec, repeat)

@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # the registry clients need httpx, which the load-generator i
 log = logging.getLogger(__name__)
 SERVER_PORT = 8000
 STREAMER = "runai_streamer"  # vLLM's load format for weights streamed from object storage
+# Where a runtime without the streamer finds weights fetched from object storage into its node's cache (the
+# pod's `weights` init container, accelbench.loadgen.weights_cache): a folder per URI, read-only there.
+WEIGHTS_CACHE_MOUNT = "/var/lib/accelbench/weights"
 HF_TOKEN_ENV = "HF_TOKEN"
 # Arguments the planner owns on every tier: a user may not pass them as extra engine args. A flag only one
 # tier's planner sets (the Neuron tier's --max-num-seqs) is refused by that tier (Tier.request_problems).
@@ -53,7 +56,8 @@ class Recipe:
     repository_field: ClassVar[str | None] = None
     default_version: ClassVar[str]
     # Whether the runtime streams weights from object storage (vLLM's Run:ai model streamer, in the CPU and
-    # GPU images' vLLM): a server spec's `weights_uri` is served with `--load-format runai_streamer`.
+    # GPU images' vLLM): a server spec's `weights_uri` is served with `--load-format runai_streamer`; without
+    # it, from the copy the pod's node keeps (`cached_weights`).
     streams_weights: ClassVar[bool] = True
 
     @property
@@ -114,11 +118,14 @@ class Recipe:
 
     def args(self, spec: ServerSpec, host: str = "0.0.0.0", port: int = SERVER_PORT) -> list[str]:
         """`vllm serve` arguments; the image's ENTRYPOINT is `vllm serve`, so the model comes first: its
-        weights' URI where they are streamed (the model's files there, the tokenizer's too), else its id
-        or folder."""
-        streamed = ["--load-format", STREAMER] if spec.weights_uri else []
+        weights' URI where they are streamed (the model's files there, the tokenizer's too), their copy in
+        the node's cache where the runtime cannot stream them, else its id or folder."""
+        streamed = ["--load-format", STREAMER] if self.streams(spec) else []
+        model = spec.model
+        if spec.weights_uri:
+            model = spec.weights_uri if self.streams_weights else cached_weights(spec.weights_uri)
         args = [
-            spec.weights_uri or spec.model,
+            model,
             *streamed,
             "--served-model-name",
             spec.served_model_name,
@@ -139,15 +146,29 @@ class Recipe:
             args += ["--revision", spec.model_revision]
         return [*args, *spec.tier_fields.engine_args(), *self.tier_args(spec), *spec.extra_engine_args]
 
+    def streams(self, spec: ServerSpec) -> bool:
+        """Whether this server streams its weights from object storage (else: the Hub, its folder, or the
+        node's cache)."""
+        return bool(spec.weights_uri) and self.streams_weights
+
     def env(self, spec: ServerSpec) -> dict[str, str]:
         """Plain environment; the HF token is never here (it comes from a Secret). Streamed weights from an
         S3-compatible store (the lake's endpoint setting, as the load generator gets it): its endpoint, and
         path-style addressing (the Run:ai streamer's default is virtual-host, which such stores lack)."""
         streamer = {}
         endpoint = next((os.environ[k] for k in S3_ENDPOINT_SETTINGS if os.environ.get(k)), None)
-        if spec.weights_uri and endpoint:
+        if self.streams(spec) and endpoint:
             streamer = {"AWS_ENDPOINT_URL": endpoint, "RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING": "0"}
         return {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **streamer, **self.tier_env(spec)}
+
+
+def cached_weights(uri: str) -> str:
+    """The folder of `uri`'s copy in the node's weight cache, as the server sees it: one folder per bucket and
+    key, so two URIs never share a copy."""
+    bucket_and_key = uri.removeprefix("s3://").strip("/")
+    if not bucket_and_key or ".." in bucket_and_key.split("/"):
+        raise ConfigError("weights_uri", uri, "not s3://bucket/key")
+    return f"{WEIGHTS_CACHE_MOUNT}/{bucket_and_key}"
 
 
 @dataclass(frozen=True)
@@ -209,7 +230,8 @@ class VllmNeuron(Recipe):
 
     runtime: ClassVar[str] = "vllm-neuron"
     repository_field: ClassVar[str] = "vllm_neuron_image_repository"
-    streams_weights: ClassVar[bool] = False  # the DLC is not known to carry the Run:ai streamer: the Hub
+    # The DLC is not known to carry the Run:ai streamer: with ACCELBENCH_WEIGHTS_URI, the node's copy.
+    streams_weights: ClassVar[bool] = False
     # The newest line Inf2 and Trn1 run (neuron.NEURON_CORE_V2_LAST_LINE), built for Neuron SDK 2.31.1: a
     # published tag, used only when the catalog has no vllm-neuron row, so that a campaign runs before the
     # first release discovery. Any other version needs its recorded tag (the SDK cannot be derived).
