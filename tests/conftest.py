@@ -47,6 +47,11 @@ os.environ["OMP_NUM_THREADS"] = "1"
 # of vLLM's sampler, eager mode or not, C++ included (10 s on the tiny model here, quiet; g++ took 10 CPU-s
 # of it in a CI run's session server). The servers run eager already: this is the one compile left.
 os.environ["TORCHDYNAMO_DISABLE"] = "1"
+# Offline, as every local server is (LocalServer sets both) and the tests must be: Hugging Face's libraries
+# read these when imported, so the run's fork server (tests/support/fork_server.py) serves the servers' starts
+# only when its own environment has them too (loadgen/bench_runner.py, SERVER_READ_LATER).
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # The campaign DAGs without their deadline alert: dag.test() of a DAG with one fails once its run succeeded
 # in Airflow 3.3.2 (apache/airflow#73428). tests/e2e/test_version_scheduling.py runs a real scheduler with it.
 NO_DEADLINE = {"ACCELBENCH_DEADLINE_FACTOR": "0"}

@@ -49,6 +49,7 @@ from accelbench.tiers import load_seed
 from botocore.stub import ANY, Stubber
 from sqlalchemy import event, func, select
 
+from tests.support import fork_server
 from tests.support.kube_api import NODECLAIM, PULL_S, TIMELINE, FakeKubeAPI
 from tests.support.paths import REPO
 from tests.support.pricelist import SESSION, PricingEndpoint, price_document, spot_page
@@ -307,12 +308,14 @@ def test_worker_death_in_local_mode_stops_the_orphaned_server_and_the_retry_land
         campaign_workdir(Settings.from_env(), spec.campaign_id) / group.group_id / "server" / "server.pid"
     )
     # With vLLM's default multiprocessing (the tests' servers run without it, tests/conftest.py): the
-    # server's engine core and worker are processes of their own, children of the API server.
+    # server's engine core and worker are processes of their own, children of the API server. And a `vllm
+    # serve` of its own, not one borrowed from the run's fork server: this is the product's process group.
+    env = {k: v for k, v in os.environ.items() if k != fork_server.FORK_SERVER}
     worker = subprocess.Popen(
         [str(REPO / ".venv" / "bin" / "python"), "-c", WORKER, group.model_dump_json(), lake.uri, DATE],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=os.environ | {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
+        env=env | {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
     )
     try:
         # Wait until the worker is mid-benchmark: its server is up and `vllm bench serve` is running.
@@ -606,7 +609,7 @@ def test_a_server_killed_mid_level_leaves_a_failed_row_with_the_clients_counts(
             server.url,
             tmp_path / "raw",
             vllm=str(vllm_python.parent / "vllm"),
-            server_pid=server.process.pid,
+            server_pid=server.server_pid,
             server_exit=server.exit_status,
             metrics_interval_s=0.2,
             client=bench_client,  # the session's warm runner: vLLM's import is most of a fresh one's time

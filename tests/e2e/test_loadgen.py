@@ -144,7 +144,7 @@ def test_a_server_killed_mid_run_fails_that_level_and_keeps_the_earlier_ones(
         server.url,
         tmp_path / "raw",
         vllm=str(vllm_python.parent / "vllm"),
-        server_pid=server.process.pid,
+        server_pid=server.server_pid,
         server_exit=server.exit_status,
         client=bench_client,  # the session's warm client: what is under test is the server's death
     )

@@ -172,7 +172,7 @@ def test_a_real_server_answers_in_english(
             input_len=64, output_len=16, range_ratio=0.5, workload=chat, concurrency=(2,), prompts_per_level=8
         )
         bench = BenchmarkSpec(server=spec, load=load, campaign_id="real-model")
-        pid = server.process.pid if server.process else None
+        pid = server.server_pid
         driver = Driver(
             bench,
             server.url,

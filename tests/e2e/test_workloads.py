@@ -64,7 +64,7 @@ def test_a_campaign_over_two_workloads_a_trace_among_them_lands_each_apart_and_t
             vllm_server.url,
             tmp_path / "raw",
             vllm=str(vllm_python.parent / "vllm"),
-            server_pid=vllm_server.process.pid,
+            server_pid=vllm_server.server_pid,
             client=bench_client,
         )
         envelope = driver.run()

@@ -4,7 +4,11 @@ Airflow task's, a load-generator process's) borrows a child forked from it inste
 (~9 CPU-s each; a CI run starts ~20). One serves every lane: the run's first process (xdist's controller, or
 pytest alone) names its socket for all of them and starts it once a lane asks (`want`), so it lives as long
 as the run, not as long as the lane that asked first (one per lane cost ~13 CPU-s each).
-tests/e2e/test_bench_client.py tests the runner without it, and the fork server itself."""
+The tests' local vLLM servers borrow from it too (`accelbench.local.server`: the API server's import, ~6 s of
+a tiny server's ~15 s start here, quiet; a run starts ~35): tests/conftest.py gives every process the
+offline switches a server sets, so that their environments agree on what vLLM's import reads.
+tests/e2e/test_bench_client.py tests the runner without it, and the fork server itself;
+tests/e2e/test_faults.py's worker death starts a server of its own (the product's process group)."""
 
 from __future__ import annotations
 

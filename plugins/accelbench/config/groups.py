@@ -414,5 +414,7 @@ class LoadgenSettings(_Group):
         shown_default="none: each bench runner imports vLLM itself",
         description="a Unix socket where a fork server of bench runners listens (`bench_runner.py "
         "--fork-server PATH`, in the same vLLM environment): a runner borrows a child forked there, vLLM "
-        "already imported, instead of importing it (~9 CPU-s); the test suite runs one for all its lanes",
+        "already imported, instead of importing it (~9 CPU-s), and so does a local `vllm serve` (its API "
+        "server's import, ~6 CPU-s) whose environment differs from the fork server's only in what vLLM reads "
+        "when it runs; the test suite runs one for all its lanes",
     )

@@ -58,6 +58,11 @@ FORK_SERVER = "ACCELBENCH_BENCH_FORK_SERVER"  # accelbench.config's name for it 
 # Its tokens are read when a request is made.
 READ_AT_IMPORT = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "VLLM_", "TORCH", "OMP_", "PYTHON")
 READ_PER_CALL = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
+# A server's own variables that its vLLM reads when it runs, not when imported (vllm.envs reads each on use;
+# the compile caches are read when a compilation starts): a server that differs from the fork server only
+# in these is served. Hugging Face's offline switches are read at import: a server needs the fork server's.
+SERVER_READ_LATER = ("VLLM_", "TORCHINDUCTOR_CACHE_DIR", "PYTHONHASHSEED")
+BORROWED_PID_FILE = "ACCELBENCH_BORROWED_PID_FILE"
 
 
 def loopback(url: str) -> bool:
@@ -124,12 +129,17 @@ def run(args: list[str], log_path: str) -> int:
     return code
 
 
-def prepare() -> str:
-    """Import vLLM's benchmark and CLI code, patched as above; vLLM's version."""
+def prepare(servers: bool = False) -> str:
+    """Import vLLM's benchmark and CLI code, patched as above (and, for a fork server that also serves
+    `vllm serve` processes, the API server's code); vLLM's version."""
     trust_env_only_off_loopback()
     import vllm
     import vllm.benchmarks.serve
     import vllm.entrypoints.cli.main
+
+    if servers:
+        import vllm.entrypoints.cli.serve
+        import vllm.entrypoints.openai.api_server
 
     schedule_on_the_monotonic_clock()
     return str(vllm.__version__)
@@ -153,16 +163,19 @@ def serve(control: IO[str], version: str) -> int:
     return 0
 
 
-def borrow(path: str) -> int | None:
+def borrow(path: str, server: list[str] | None = None) -> int | None:
     """Hand this process's stdin, stdout and stderr, environment, folder and CPUs to a runner forked by the
-    fork server at `path`; that runner's exit status (a signal it died of, this process dies of too). None
-    when no fork server of this environment answers there."""
+    fork server at `path` (or, with `server`, a `vllm <server...>` process); that child's exit status (a
+    signal it died of, this process dies of too). None when no fork server of this environment answers
+    there. A server's child gets the signals this process is asked to stop with, and its pid is written to
+    $ACCELBENCH_BORROWED_PID_FILE, so that whoever started this process sees the server's processes."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     request = {
         "prefix": sys.prefix,
         "env": dict(os.environ),
         "cwd": os.getcwd(),
         "cpus": sorted(os.sched_getaffinity(0)),
+        "server": server,
     }
     try:
         conn.connect(path)
@@ -176,8 +189,15 @@ def borrow(path: str) -> int | None:
         print(f"bench_runner: the fork server at {path} serves another environment", file=sys.stderr)
         conn.close()
         return None
+    if server is not None:
+        child = int(json.loads(forked)["pid"])
+        if pid_file := os.environ.get(BORROWED_PID_FILE):
+            with open(pid_file, "w") as fh:
+                fh.write(str(child))
+        for sig in (signal.SIGTERM, signal.SIGINT):  # a graceful stop reaches the server itself
+            signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
     with conn, replies:
-        ended = replies.readline()  # the runner's wait status, when it ends
+        ended = replies.readline()  # the child's wait status, when it ends
     if not ended:
         print(f"bench_runner: the fork server at {path} went away", file=sys.stderr)
         return 1
@@ -188,9 +208,9 @@ def borrow(path: str) -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
-def _die_with(pid: int) -> None:
-    """In a forked runner: exit at once when the process that borrowed it ends (its driver's PDEATHSIG, a
-    kill, an exit), as a runner its driver started itself would."""
+def _die_with(pid: int, end: Any = None) -> None:
+    """In a forked child: exit at once when the process that borrowed it ends (its driver's PDEATHSIG, a
+    kill, an exit), as a child its driver started itself would (`end`: how; by default at once)."""
     try:
         fd = os.pidfd_open(pid)
     except OSError:
@@ -198,7 +218,7 @@ def _die_with(pid: int) -> None:
 
     def watch() -> None:
         select.select([fd], [], [])
-        os._exit(1)
+        (end or (lambda: os._exit(1)))()
 
     threading.Thread(target=watch, daemon=True).start()
 
@@ -225,11 +245,56 @@ def _runner(
     os._exit(code)
 
 
+def _kill_tree_and_exit() -> None:
+    """A borrowed server whose borrower died: its own children (the engine core) first, then itself."""
+    with contextlib.suppress(Exception):
+        import psutil  # vLLM's dependency
+
+        for proc in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+    os._exit(1)
+
+
+def _server(borrower: int, fds: list[int], env: dict[str, str], request: dict[str, Any]) -> None:
+    """The forked child of a server request: the borrower's descriptors, folder, CPUs and environment (its
+    own session, as the `vllm` it stands for), then vLLM's command line with the request's argv."""
+    try:
+        os.setsid()  # the fork server's signals are not the server's
+        _die_with(borrower, _kill_tree_and_exit)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(env)
+        import tempfile
+
+        tempfile.tempdir = None  # the server's TMPDIR (its ZeroMQ sockets), not the fork server's
+        os.chdir(request["cwd"])
+        os.sched_setaffinity(0, request["cpus"])
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from vllm.entrypoints.cli.main import main as vllm_main
+
+        sys.argv = ["vllm", *request["server"]]
+        try:
+            vllm_main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def fork_server(path: str) -> int:
     """Import vLLM once, then fork a runner for each borrower that connects to `path` (above); print
     `{"ready": version}` once listening. Runs until killed."""
     before = dict(os.environ)
-    version = prepare()
+    version = prepare(servers=True)
     mine = sys.prefix, _imported(before)
     # What vLLM's import set in the environment: a runner's own import would have set it too.
     added = {k: v for k, v in os.environ.items() if before.get(k) != v}
@@ -251,10 +316,13 @@ def fork_server(path: str) -> int:
         request = request if isinstance(request, dict) else {}
         peer, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
         # Refused: another user (a runner runs as this one), another environment's runner (above).
+        server = request.get("server")
+        imported = _imported(request.get("env", {}), SERVER_READ_LATER if server else ())
         if (
             uid != os.getuid()
             or len(fds) != 3
-            or (request.get("prefix"), _imported(request.get("env", {}))) != mine
+            or (request.get("prefix"), imported)
+            != (mine[0], _imported(before, SERVER_READ_LATER if server else ()))
         ):
             conn.close()
             for fd in fds:
@@ -264,15 +332,21 @@ def fork_server(path: str) -> int:
         if pid == 0:
             listener.close()
             conn.close()
+            if server:
+                _server(peer, fds, request["env"] | added, request)
             _runner(peer, fds, request["env"] | added, request, version)
         for fd in fds:
             os.close(fd)
         threading.Thread(target=_report, args=(conn, pid), daemon=True).start()
 
 
-def _imported(env: Mapping[str, str]) -> dict[str, str]:
-    """What of `env` the imports may have read (above)."""
-    return {k: v for k, v in env.items() if k.startswith(READ_AT_IMPORT) and k not in READ_PER_CALL}
+def _imported(env: Mapping[str, str], later: tuple[str, ...] = ()) -> dict[str, str]:
+    """What of `env` the imports may have read (above), less the variables `later` names (prefixes)."""
+    return {
+        k: v
+        for k, v in env.items()
+        if k.startswith(READ_AT_IMPORT) and k not in READ_PER_CALL and not k.startswith(later or ("\0",))
+    }
 
 
 def _report(conn: socket.socket, pid: int) -> None:
@@ -287,6 +361,12 @@ def _report(conn: socket.socket, pid: int) -> None:
 def main() -> int:
     if sys.argv[1:2] == ["--fork-server"]:
         return fork_server(sys.argv[2])
+    if sys.argv[1:2] == ["--server"]:  # `vllm <argv...>`, borrowed where a fork server serves it
+        argv = sys.argv[2:]
+        if (path := os.environ.get(FORK_SERVER)) and (code := borrow(path, argv)) is not None:
+            return code
+        vllm = os.path.join(os.path.dirname(sys.executable), "vllm")
+        os.execv(vllm, ["vllm", *argv])  # what the server would have been without one
     if (path := os.environ.get(FORK_SERVER)) and (code := borrow(path)) is not None:
         return code
     control = control_channel()

@@ -105,7 +105,7 @@ def run_local(
                 server.url,
                 work / "raw",
                 vllm=vllm,
-                server_pid=server.process.pid if server.process else None,
+                server_pid=server.server_pid,
                 client_cpus=client_cpus,
                 attempt=attempt,
                 client=client,

@@ -6,6 +6,13 @@ receives SIGKILL if the process that started it dies (PR_SET_PDEATHSIG). The eng
 starts do not get that signal, so each launch also leaves a pid file in its work directory: the next
 attempt for the same spec (a retry after the worker died) stops whatever is left of that process group
 before it starts its own server.
+
+With ACCELBENCH_BENCH_FORK_SERVER set (the test suite's fork server, `loadgen/bench_runner.py`), the server
+is borrowed: the process started here hands its descriptors, folder, CPUs and environment to a `vllm serve`
+forked where vLLM is already imported (its API server's import, ~6 s of CPU a start), forwards the signals
+it is stopped with, exits as the server does, and takes the server down when it dies; the server's pid is
+in `server.borrowed`, so that its processes are the server's tree here. Where no fork server serves it, the
+process execs `vllm serve` itself.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from accelbench.core.spec import ServerSpec
 from accelbench.core.startup_phases import POLL_S, LogStamps, Startup, local_startup
 from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lifetime import die_with_parent, watch_group
+from accelbench.loadgen.bench_client import RUNNER
 from accelbench.loadgen.driver import SERVER_LOG_TAIL_LINES, clip_log_tail
 from accelbench.tiers import CPU, of_runtime, recipe_for
 
@@ -49,6 +57,8 @@ CLIENT_CPUS_SETTING = env_name("local_client_cpus")
 PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bind it before vLLM does
 PORT_TAKEN = "Address already in use"
 TMPDIR_PREFIX = "abv-"  # a server's private TMPDIR: short, for vLLM's ZeroMQ socket paths (under 108 bytes)
+FORK_SERVER_SETTING = env_name("bench_fork_server")
+BORROWED_PID_FILE = "ACCELBENCH_BORROWED_PID_FILE"  # bench_runner.py's name for it (it imports no accelbench)
 
 
 class ServerStartError(AccelbenchError):
@@ -224,7 +234,22 @@ class LocalServer:
     def command(self) -> list[str]:
         python = self.python or vllm_python(self.spec.runtime)
         args = recipe_for(self.spec.runtime).args(self.spec, host="127.0.0.1", port=self.port)
+        if os.environ.get(FORK_SERVER_SETTING):  # borrowed from the fork server (above)
+            return [str(python), "-P", str(RUNNER), "--server", "serve", *args]
         return [str(python.parent / "vllm"), "serve", *args]
+
+    @property
+    def borrowed_path(self) -> Path:
+        return self.workdir / "server.borrowed"
+
+    @property
+    def server_pid(self) -> int | None:
+        """The API server's process: the one started here, or the `vllm serve` it borrowed."""
+        if self.process is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            return int(self.borrowed_path.read_text())
+        return self.process.pid
 
     def environment(self) -> dict[str, str]:
         cache = self.workdir / "cache"
@@ -239,6 +264,8 @@ class LocalServer:
         if self.spec.weights_uri:  # it streams its weights from S3, reading the bucket as this worker does
             env |= {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         env |= recipe_for(self.spec.runtime).env(self.spec)
+        if fork := os.environ.get(FORK_SERVER_SETTING):
+            env |= {FORK_SERVER_SETTING: fork, BORROWED_PID_FILE: str(self.borrowed_path)}
         env |= {
             "VLLM_CACHE_ROOT": str(cache / "vllm"),
             "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
@@ -296,6 +323,7 @@ class LocalServer:
         log.info("starting vLLM server: %s", " ".join(cmd))
         started, started_at = time.monotonic(), datetime.now(UTC).isoformat()
         stamps = LogStamps(self.log_path)
+        self.borrowed_path.unlink(missing_ok=True)
         try:
             with self.log_path.open("wb") as out:
                 self.process = subprocess.Popen(
@@ -383,19 +411,20 @@ class LocalServer:
         )
 
     def tree(self) -> list[psutil.Process]:
-        """The server and every process it started (engine core, workers)."""
+        """The server and every process it started (engine core, workers); a borrowed server's too."""
         if self.process is None:
             return []
-        try:
-            root = psutil.Process(self.process.pid)
-            return [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
+        found: list[psutil.Process] = []
+        for pid in dict.fromkeys((self.process.pid, self.server_pid)):
+            with contextlib.suppress(psutil.NoSuchProcess, TypeError):
+                root = psutil.Process(pid)
+                found += [root, *root.children(recursive=True)]
+        return found
 
     def pin(self) -> None:
         """API server on the client CPUs (beside the load generator); engine and workers on the rest."""
         assert self.pinning is not None
-        server_pid = self.process.pid if self.process is not None else None  # None: tree() is empty
+        server_pid = self.server_pid  # None: tree() is empty
         for proc in self.tree():
             cpus = self.pinning.client if proc.pid == server_pid else self.pinning.server
             with contextlib.suppress(psutil.Error):
