@@ -62,7 +62,7 @@ READ_PER_CALL = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
 # the compile caches are read when a compilation starts): a server that differs from the fork server only
 # in these is served. Hugging Face's offline switches are read at import: a server needs the fork server's.
 SERVER_READ_LATER = ("VLLM_", "TORCHINDUCTOR_CACHE_DIR", "PYTHONHASHSEED")
-BORROWED_PID_FILE = "ACCELBENCH_BORROWED_PID_FILE"
+BORROWED_PID_FILE = "BORROWED_SERVER_PID_FILE"
 
 
 def loopback(url: str) -> bool:
@@ -168,7 +168,7 @@ def borrow(path: str, server: list[str] | None = None) -> int | None:
     fork server at `path` (or, with `server`, a `vllm <server...>` process); that child's exit status (a
     signal it died of, this process dies of too). None when no fork server of this environment answers
     there. A server's child gets the signals this process is asked to stop with, and its pid is written to
-    $ACCELBENCH_BORROWED_PID_FILE, so that whoever started this process sees the server's processes."""
+    $BORROWED_SERVER_PID_FILE, so that whoever started this process sees the server's processes."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     request = {
         "prefix": sys.prefix,

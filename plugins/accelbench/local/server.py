@@ -58,7 +58,12 @@ PORT_ATTEMPTS = 3  # free_port() cannot reserve the port: another process may bi
 PORT_TAKEN = "Address already in use"
 TMPDIR_PREFIX = "abv-"  # a server's private TMPDIR: short, for vLLM's ZeroMQ socket paths (under 108 bytes)
 FORK_SERVER_SETTING = env_name("bench_fork_server")
-BORROWED_PID_FILE = "ACCELBENCH_BORROWED_PID_FILE"  # bench_runner.py's name for it (it imports no accelbench)
+BORROWED_PID_FILE = "BORROWED_SERVER_PID_FILE"  # bench_runner.py's name for it (it imports no accelbench)
+
+
+def fork_server() -> Path | None:
+    """ACCELBENCH_BENCH_FORK_SERVER: where local servers borrow their API server (the test suite's)."""
+    return Settings.from_env("bench_fork_server").loadgen.bench_fork_server
 
 
 class ServerStartError(AccelbenchError):
@@ -234,7 +239,7 @@ class LocalServer:
     def command(self) -> list[str]:
         python = self.python or vllm_python(self.spec.runtime)
         args = recipe_for(self.spec.runtime).args(self.spec, host="127.0.0.1", port=self.port)
-        if os.environ.get(FORK_SERVER_SETTING):  # borrowed from the fork server (above)
+        if fork_server():  # borrowed from the fork server (above)
             return [str(python), "-P", str(RUNNER), "--server", "serve", *args]
         return [str(python.parent / "vllm"), "serve", *args]
 
@@ -264,8 +269,8 @@ class LocalServer:
         if self.spec.weights_uri:  # it streams its weights from S3, reading the bucket as this worker does
             env |= {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         env |= recipe_for(self.spec.runtime).env(self.spec)
-        if fork := os.environ.get(FORK_SERVER_SETTING):
-            env |= {FORK_SERVER_SETTING: fork, BORROWED_PID_FILE: str(self.borrowed_path)}
+        if fork := fork_server():
+            env |= {FORK_SERVER_SETTING: str(fork), BORROWED_PID_FILE: str(self.borrowed_path)}
         env |= {
             "VLLM_CACHE_ROOT": str(cache / "vllm"),
             "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
