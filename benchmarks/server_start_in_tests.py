@@ -1,6 +1,9 @@
 """How the tests' vLLM servers are started: vLLM's default (a worker process of its own) against the worker in
 the engine process (VLLM_ENABLE_V1_MULTIPROCESSING=0), with and without one OpenMP thread (OMP_NUM_THREADS=1,
-what tests/conftest.py sets): seconds to healthy, and the latency of sequential requests once up.
+what tests/conftest.py sets), and the tests' servers since stop 56: the same, offline, their API server
+borrowed from a fork server where vLLM is already imported (`bench_runner.py --fork-server`, started here
+once with the same environment, not timed): seconds to healthy, and the latency of sequential requests once
+up.
 
 Run: PYTHONPATH=plugins .venv/bin/python benchmarks/server_start_in_tests.py [--starts 2] [--requests 20]
 
@@ -29,11 +32,19 @@ VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 SETTINGS = {
     "vLLM's default (worker process)": {},
     "worker in the engine process": {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
-    "worker in the engine process, 1 OpenMP thread (the tests')": {
+    "worker in the engine process, 1 OpenMP thread": {
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
         "OMP_NUM_THREADS": "1",
     },
 }
+# The tests' (tests/conftest.py): the above, offline, and the API server borrowed (its socket added in main).
+TESTS = {
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "OMP_NUM_THREADS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+BORROWED = "the same, offline, its API server borrowed from a fork server (the tests')"
 
 
 def measure(model: Path, env: dict[str, str], requests: int) -> tuple[float, float, float]:
@@ -78,14 +89,27 @@ def main() -> None:
     model = Path(tempfile.mkdtemp(prefix="tiny-model-")) / "model"
     env = os.environ | {"PYTHONPATH": str(REPO / "plugins")}
     subprocess.run([str(VLLM_PYTHON), "-m", "accelbench.local.tiny_model", str(model)], check=True, env=env)
+    socket = Path(tempfile.mkdtemp(prefix="fork-server-")) / "bench-runners.sock"
+    runner = REPO / "plugins" / "accelbench" / "loadgen" / "bench_runner.py"
+    fork = subprocess.Popen(
+        [str(VLLM_PYTHON), "-P", str(runner), "--fork-server", str(socket)],
+        env=os.environ | TESTS,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert fork.stdout is not None and '"ready"' in fork.stdout.readline()  # vLLM imported, listening
+    settings = SETTINGS | {BORROWED: TESTS | {"ACCELBENCH_BENCH_FORK_SERVER": str(socket)}}
     print(f"| setting | start to healthy, s (each of {args.starts}) | request median, ms | request max, ms |")
     print("|---|---|---|---|")
-    for name, added in SETTINGS.items():
-        runs = [measure(model, added, args.requests) for _ in range(args.starts)]
-        ups = ", ".join(f"{up:.1f}" for up, _, _ in runs)
-        median = statistics.median(m for _, m, _ in runs) * 1000
-        worst = max(w for _, _, w in runs) * 1000
-        print(f"| {name} | {ups} | {median:.0f} | {worst:.0f} |", flush=True)
+    try:
+        for name, added in settings.items():
+            runs = [measure(model, added, args.requests) for _ in range(args.starts)]
+            ups = ", ".join(f"{up:.1f}" for up, _, _ in runs)
+            median = statistics.median(m for _, m, _ in runs) * 1000
+            worst = max(w for _, _, w in runs) * 1000
+            print(f"| {name} | {ups} | {median:.0f} | {worst:.0f} |", flush=True)
+    finally:
+        fork.kill()
 
 
 if __name__ == "__main__":

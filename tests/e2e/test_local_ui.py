@@ -87,7 +87,8 @@ class UiCommand:
         self.log = log
         self.seen: dict[int, float] = {}  # pid -> create time, of every process under the command
         self._done = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         threading.Thread(target=self._watch, daemon=True).start()
 
     def _read(self) -> None:
@@ -112,10 +113,13 @@ class UiCommand:
     def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            ended = self.proc.poll() is not None
+            if ended:  # what it printed last may still be in the pipe: read to its end first
+                self._reader.join(timeout=max(0.0, deadline - time.monotonic()))
             for line in self.lines:
                 if found := re.search(pattern, line):
                     return found
-            if self.proc.poll() is not None:
+            if ended:
                 break
             time.sleep(0.5)
         raise AssertionError(f"scripts/ui.sh did not print {pattern!r}:\n{self.output()[-6000:]}")

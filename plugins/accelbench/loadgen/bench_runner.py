@@ -47,8 +47,8 @@ import struct
 import sys
 import threading
 import traceback
-from collections.abc import Mapping
-from typing import IO, Any
+from collections.abc import Callable, Mapping
+from typing import IO, Any, NoReturn
 from urllib.parse import urlsplit
 
 TRUST_ENV = [True]  # for the run in progress: False when its server is on loopback
@@ -115,7 +115,7 @@ def run(args: list[str], log_path: str) -> int:
         main()
         code = 0
     except SystemExit as exc:  # argparse and explicit exits: the code the executable would return
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        code = _exit_code(exc)
     except BaseException:
         traceback.print_exc()
         code = 1
@@ -127,6 +127,11 @@ def run(args: list[str], log_path: str) -> int:
         os.close(saved[0])
         os.close(saved[1])
     return code
+
+
+def _exit_code(exc: SystemExit) -> int:
+    """The code an executable that raised `exc` would return."""
+    return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
 
 
 def prepare(servers: bool = False) -> str:
@@ -208,7 +213,7 @@ def borrow(path: str, server: list[str] | None = None) -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
-def _die_with(pid: int, end: Any = None) -> None:
+def _die_with(pid: int, end: Callable[[], object] | None = None) -> None:
     """In a forked child: exit at once when the process that borrowed it ends (its driver's PDEATHSIG, a
     kill, an exit), as a child its driver started itself would (`end`: how; by default at once)."""
     try:
@@ -227,22 +232,37 @@ def _runner(
     borrower: int, fds: list[int], env: dict[str, str], request: dict[str, Any], version: str
 ) -> None:
     """The forked child: the borrower's descriptors, folder and CPUs, `env`, then the runner's loop."""
-    try:
+
+    def body() -> int:
         _die_with(borrower)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.environ.clear()
-        os.environ.update(env)
-        os.chdir(request["cwd"])
-        os.sched_setaffinity(0, request["cpus"])
-        code = serve(control_channel(), version)
+        _become(fds, env, request)
+        return serve(control_channel(), version)
+
+    _exit_after(body)
+
+
+def _exit_after(body: Callable[[], int]) -> NoReturn:
+    """A forked child's end: `body`'s code (1 for an error it raised, printed), streams flushed, no cleanup
+    of the fork server's (its atexit handlers, its threads) run."""
+    try:
+        code = body()
     except BaseException:
         traceback.print_exc()
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _become(fds: list[int], env: dict[str, str], request: dict[str, Any]) -> None:
+    """In a forked child: the borrower's stdin, stdout and stderr, environment, folder and CPUs."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(request["cwd"])
+    os.sched_setaffinity(0, request["cpus"])
 
 
 def _kill_tree_and_exit() -> None:
@@ -259,19 +279,14 @@ def _kill_tree_and_exit() -> None:
 def _server(borrower: int, fds: list[int], env: dict[str, str], request: dict[str, Any]) -> None:
     """The forked child of a server request: the borrower's descriptors, folder, CPUs and environment (its
     own session, as the `vllm` it stands for), then vLLM's command line with the request's argv."""
-    try:
+
+    def body() -> int:
         os.setsid()  # the fork server's signals are not the server's
         _die_with(borrower, _kill_tree_and_exit)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.environ.clear()
-        os.environ.update(env)
+        _become(fds, env, request)
         import tempfile
 
         tempfile.tempdir = None  # the server's TMPDIR (its ZeroMQ sockets), not the fork server's
-        os.chdir(request["cwd"])
-        os.sched_setaffinity(0, request["cpus"])
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         from vllm.entrypoints.cli.main import main as vllm_main
@@ -279,15 +294,11 @@ def _server(borrower: int, fds: list[int], env: dict[str, str], request: dict[st
         sys.argv = ["vllm", *request["server"]]
         try:
             vllm_main()
-            code = 0
         except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+            return _exit_code(exc)
+        return 0
+
+    _exit_after(body)
 
 
 def fork_server(path: str) -> int:
