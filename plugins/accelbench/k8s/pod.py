@@ -164,18 +164,11 @@ def server_container(group: ServerGroup) -> k8s.V1Container:
             k8s.V1VolumeMount(name="hf-token", mount_path=HF_TOKEN_DIR, read_only=True),
             *(
                 [k8s.V1VolumeMount(name=WEIGHTS_CONTAINER, mount_path=WEIGHTS_CACHE_MOUNT, read_only=True)]
-                if node_cached(group)
+                if recipe.node_cached(s)
                 else []
             ),
         ],
     )
-
-
-def node_cached(group: ServerGroup) -> bool:
-    """Whether the server reads its weights from its node's copy (a runtime without the streamer, with
-    ACCELBENCH_WEIGHTS_URI set)."""
-    s = group.server
-    return bool(s.weights_uri) and not tier(s.accelerator_type).recipe.streams_weights
 
 
 def weights_container(group: ServerGroup, image: str) -> k8s.V1Container | None:
@@ -183,7 +176,7 @@ def weights_container(group: ServerGroup, image: str) -> k8s.V1Container | None:
     (accelbench.loadgen.weights_cache), in the load generator's image, with the pod's identity. It runs as
     root only to write the hostPath folder (root's, as the kubelet creates it), every capability dropped."""
     s = group.server
-    if not node_cached(group) or s.weights_uri is None:
+    if not tier(s.accelerator_type).recipe.node_cached(s) or s.weights_uri is None:
         return None
     endpoint = [
         k8s.V1EnvVar(name=name, value=os.environ[name])

@@ -306,7 +306,6 @@ def fork_server(path: str) -> int:
     `{"ready": version}` once listening. Runs until killed."""
     before = dict(os.environ)
     version = prepare(servers=True)
-    mine = sys.prefix, _imported(before)
     # What vLLM's import set in the environment: a runner's own import would have set it too.
     added = {k: v for k, v in os.environ.items() if before.get(k) != v}
     with contextlib.suppress(FileNotFoundError):
@@ -326,14 +325,14 @@ def fork_server(path: str) -> int:
             request = None
         request = request if isinstance(request, dict) else {}
         peer, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        # Refused: another user (a runner runs as this one), another environment's runner (above).
+        # Refused: another user (a runner runs as this one), another environment's runner or server (above).
         server = request.get("server")
-        imported = _imported(request.get("env", {}), SERVER_READ_LATER if server else ())
+        later = SERVER_READ_LATER if server else ()
         if (
             uid != os.getuid()
             or len(fds) != 3
-            or (request.get("prefix"), imported)
-            != (mine[0], _imported(before, SERVER_READ_LATER if server else ()))
+            or request.get("prefix") != sys.prefix
+            or _imported(request.get("env", {}), later) != _imported(before, later)
         ):
             conn.close()
             for fd in fds:

@@ -123,7 +123,7 @@ class Recipe:
         streamed = ["--load-format", STREAMER] if self.streams(spec) else []
         model = spec.model
         if spec.weights_uri:
-            model = spec.weights_uri if self.streams_weights else cached_weights(spec.weights_uri)
+            model = cached_weights(spec.weights_uri) if self.node_cached(spec) else spec.weights_uri
         args = [
             model,
             *streamed,
@@ -150,6 +150,10 @@ class Recipe:
         """Whether this server streams its weights from object storage (else: the Hub, its folder, or the
         node's cache)."""
         return bool(spec.weights_uri) and self.streams_weights
+
+    def node_cached(self, spec: ServerSpec) -> bool:
+        """Whether this server serves its node's copy of its weights (fetched before it starts)."""
+        return bool(spec.weights_uri) and not self.streams_weights
 
     def env(self, spec: ServerSpec) -> dict[str, str]:
         """Plain environment; the HF token is never here (it comes from a Secret). Streamed weights from an
