@@ -62,8 +62,8 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
       # every prefix of the lake (accelbench.lake.schemas: its tables, then raw/, imports/, reports/, traces/;
       # models/: planning lists a streamed model's folder, accelbench.campaign.weights)
       values = [
-        "raw/*", "requests/*", "runs/*", "capacities/*", "quality/*", "startups/*", "costs/*", "imports/*",
-        "reports/*", "traces/*", "models/*",
+        "raw/*", "requests/*", "sketches/*", "runs/*", "capacities/*", "quality/*", "startups/*", "costs/*",
+        "imports/*", "reports/*", "traces/*", "models/*",
       ]
     }
   }
@@ -75,6 +75,7 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     resources = [
       "${local.lake_arn}/raw/*",
       "${local.lake_arn}/requests/*",
+      "${local.lake_arn}/sketches/*",
       "${local.lake_arn}/runs/*",
       "${local.lake_arn}/capacities/*",
       "${local.lake_arn}/quality/*",
@@ -94,6 +95,7 @@ data "aws_iam_policy_document" "airflow_worker_lake" {
     actions = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
     resources = [
       "${local.lake_arn}/requests/*",
+      "${local.lake_arn}/sketches/*",
       "${local.lake_arn}/runs/*",
       "${local.lake_arn}/capacities/*",
       "${local.lake_arn}/quality/*",

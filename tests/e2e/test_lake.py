@@ -62,6 +62,16 @@ def test_raw_upload_and_ingest_are_idempotent(driven, where, tmp_path, aws_on_mo
         ingest_raw(lake, loc, PROV.dag_run_id, zone="us-east-1a", node=None)
     runs, requests = lake.read("runs"), lake.read("requests")
     assert runs.num_rows == 5 and requests.num_rows == 60
+    # Each run's latency distributions beside them, once: exact (12 requests), of its successful requests.
+    sketches = lake.read("sketches").to_pylist()
+    assert sorted((s["run_id"], s["metric"]) for s in sketches) == sorted(
+        (r, m) for r in runs["run_id"].to_pylist() for m in ("ttft", "tpot", "e2el")
+    )
+    ok = [r for r in requests.to_pylist() if r["success"]]
+    for s in sketches:
+        column = {"ttft": "ttft_s", "tpot": "tpot_s", "e2el": "e2el_s"}[s["metric"]]
+        mine = sorted(r[column] * 1000 for r in ok if r["run_id"] == s["run_id"] and r[column] is not None)
+        assert s["values_ms"] == pytest.approx(mine) and s["count"] == len(mine)
     assert set(runs["accelerator_type"].to_pylist()) == {"cpu"} and set(runs["date"].to_pylist()) == {DATE}
     row = runs.to_pylist()[0]
     assert (row["execution_mode"], row["node"], row["zone"]) == ("local", "host-1", "us-east-1a")
@@ -105,7 +115,7 @@ def test_requests_stream_level_by_level_and_a_failure_writes_nothing(
     with pytest.raises(RawEvidenceError, match=f"{last}: not JSON"):
         ingest_raw(lake, loc, PROV.dag_run_id)
     after = {p: lake.fs.cat_file(p) for p in lake.fs.find(lake.root) if "/raw/" not in p}
-    assert after == before and len(before) == 2  # requests and runs, no temporary file
+    assert after == before and len(before) == 3  # requests, sketches and runs, no temporary file
     assert list(spool.iterdir()) == []
 
 
@@ -167,6 +177,7 @@ def test_ingest_takes_only_its_own_attempts_evidence_and_drops_an_earlier_attemp
     with pytest.raises(AirflowSkipException, match="is from attempt attempt-a, not attempt-b"):
         ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {"attempt": "attempt-b"}, {})
     assert lake.read("runs").num_rows == 0 and lake.read("requests").num_rows == 0
+    assert lake.read("sketches").num_rows == 0
     upload_raw(lake, spec_dir, loc)
     ingest_spec(envelope["spec"], PROV.dag_run_id, DATE, {"attempt": "attempt-a"}, {})
     with pytest.raises(AirflowSkipException, match=r"no raw evidence for .* from this attempt"):

@@ -95,7 +95,9 @@ def test_a_campaign_over_two_workloads_a_trace_among_them_lands_each_apart_and_t
     _check_the_replay(lake, [r for r in runs if r["workload"] == "trace"])
 
     flt = ReportFilter(ttft_p99_ms=60_000)
-    tables = build_report(runs, [], [], flt, samples=read_samples(lake, [r["run_id"] for r in runs]))
+    replayed = [r["run_id"] for r in runs if r["trace_sha256"]]  # the replays table reads their requests
+    samples = read_samples(lake, [r["run_id"] for r in runs], replays=replayed)
+    tables = build_report(runs, [], [], flt, samples=samples)
     assert len(tables["points"]) == 4  # two workloads x two levels: never pooled
     replays = tables["trace_replays"]  # the trace's two time-scales, beside its shape
     trace = identify(shipped().read_text(), "generated-day", str(shipped()))

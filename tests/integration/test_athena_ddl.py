@@ -34,6 +34,11 @@ EXPECTED = {
     pa.string(): exp.DataType.Type.TEXT,
     pa.timestamp("us", tz="UTC"): exp.DataType.Type.TIMESTAMP,
 }
+# Lists (the sketches table's values and bin counts): Athena's array of the element's type.
+EXPECTED_LISTS = {
+    pa.list_(pa.float64()): exp.DataType.Type.DOUBLE,
+    pa.list_(pa.int64()): exp.DataType.Type.BIGINT,
+}
 
 
 def parse(ddl: str) -> list[exp.Create]:
@@ -64,14 +69,21 @@ def test_every_statement_parses_as_athena_and_every_column_appears_once_with_its
     assert [s.kind for s in statements] == ["DATABASE"] + ["TABLE"] * len(TABLES)
     assert statements[0].this.name == "accelbench" and statements[0].args["exists"]
     created = tables(athena.ddl(URI, tier_names()))
-    assert set(created) == set(TABLES) == {"capacities", "costs", "quality", "requests", "runs", "startups"}
+    names = {"capacities", "costs", "quality", "requests", "runs", "sketches", "startups"}
+    assert set(created) == set(TABLES) == names
     for name, schema in TABLES.items():
         create = created[name]
         assert create.this.this.db == "accelbench" and create.args["exists"]
         columns = create.this.expressions
         assert [c.name for c in columns] == schema.names  # each once, in the files' order
         for column, field in zip(columns, schema, strict=True):
-            assert column.args["kind"].this == EXPECTED[field.type], field.name
+            kind = column.args["kind"]
+            if field.type in EXPECTED_LISTS:
+                assert kind.this == exp.DataType.Type.ARRAY, field.name
+                (element,) = kind.expressions
+                assert element.this == EXPECTED_LISTS[field.type], field.name
+            else:
+                assert kind.this == EXPECTED[field.type], field.name
         assert isinstance(prop(create, exp.ExternalProperty), exp.ExternalProperty)
         assert prop(create, exp.FileFormatProperty).name == "PARQUET"
         assert prop(create, exp.LocationProperty).this.name == f"{URI}/{name}/"
@@ -102,8 +114,8 @@ def test_a_reserved_column_name_would_be_quoted_too(monkeypatch: pytest.MonkeyPa
         "user": True,
         "n": False,
     }
-    with pytest.raises(ValueError, match="no Athena type for Arrow type list"):
-        athena.athena_type(pa.list_(pa.int32()))
+    with pytest.raises(ValueError, match="no Athena type for Arrow type map"):
+        athena.athena_type(pa.map_(pa.string(), pa.int32()))
 
 
 def test_partition_projection_is_on_for_every_partition() -> None:

@@ -13,7 +13,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from accelbench.core.intervals import pooled_quantile_interval, quantile_interval
+from accelbench.core.sketches import RELATIVE_ACCURACY
 from accelbench.lake.ingest import request_table
+from accelbench.lake.sketches import sketch_table
 from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, gather, write_report
 from accelbench.report.capacity_planner import PlannerPoint, left_out, plan_capacity
@@ -41,10 +43,10 @@ def _rows(run_id: str, ttfts_s: list[float], ok: list[bool] | None = None) -> li
 def test_samples_keep_successful_requests_in_order_in_milliseconds() -> None:
     rows = _rows("b", [0.3, 0.1], [True, False]) + _rows("a", [0.2, 0.4, 0.1])
     samples = Samples.from_rows(list(reversed(rows)))  # any row order: request_index sorts them
-    assert samples.by_run["a"]["ttft"].tolist() == pytest.approx([200, 400, 100])
-    assert samples.by_run["b"]["e2el"].tolist() == pytest.approx([600])  # the failed request is dropped
-    # One array per repeat that has samples, in the order asked; an unknown run gives none.
-    assert [g.size for g in samples.groups(["b", "imported", "a"], "ttft")] == [1, 3]
+    assert samples.by_run["a"]["ttft"].values.tolist() == pytest.approx([100, 200, 400])  # kept exactly
+    assert samples.by_run["b"]["e2el"].values.tolist() == pytest.approx([600])  # the failed one is dropped
+    # One distribution per repeat that has samples, in the order asked; an unknown run gives none.
+    assert [g.count for g in samples.groups(["b", "imported", "a"], "ttft")] == [1, 3]
     assert Samples.from_rows([]) is Samples.EMPTY and Samples.EMPTY.groups(["a"], "ttft") == []
 
 
@@ -62,9 +64,40 @@ def test_read_samples_reads_only_the_runs_asked(tmp_path) -> None:
     lake.write_table("requests", request_table(result, "r2", "c", "s"), "cpu", "2026-11-11", "two")
     samples = read_samples(lake, ["r1"])
     assert list(samples.by_run) == ["r1"]
-    assert samples.by_run["r1"]["ttft"].tolist() == pytest.approx([100, 200])
-    assert samples.by_run["r1"]["tpot"].tolist() == pytest.approx([900, 900])  # (e2el - ttft) / (n - 1)
+    assert samples.by_run["r1"]["ttft"].values.tolist() == pytest.approx([100, 200])
+    assert samples.by_run["r1"]["tpot"].values.tolist() == pytest.approx(
+        [900, 900]
+    )  # (e2el - ttft) / (n - 1)
     assert read_samples(lake, []) is Samples.EMPTY
+
+
+def test_read_samples_reads_a_runs_sketch_not_its_requests(tmp_path) -> None:
+    """A run with a sketches row (schema 16 on) is read from it alone; one without, from its requests."""
+    lake = Lake(str(tmp_path / "lake"))
+    rng = np.random.default_rng(0)
+    n = 20_000
+    ttfts = 0.1 * np.exp(rng.normal(0, 0.5, n))
+    result = {
+        "ttfts": ttfts.tolist(),
+        "latencies": (ttfts + 0.5).tolist(),
+        "itls": [[0.01]] * n,
+        "input_lens": [5] * n,
+        "output_lens": [2] * n,
+        "errors": [""] * n,
+    }
+    big = request_table(result, "big", "c", "s")
+    lake.write_table("sketches", sketch_table(big), "cpu", "2026-11-10", "big")
+    small = request_table({k: v[:3] for k, v in result.items()}, "small", "c", "s")
+    lake.write_table("requests", small, "cpu", "2026-11-10", "small")  # an older lake: requests, no sketch
+    samples = read_samples(lake, ["big", "small"])
+    sketched, exact = samples.by_run["big"]["ttft"], samples.by_run["small"]["ttft"]
+    assert sketched.count == n and not sketched.exact and sketched.relative_accuracy == RELATIVE_ACCURACY
+    assert exact.exact and exact.values.tolist() == pytest.approx(sorted(ttfts[:3] * 1000))
+    p99 = pooled_quantile_interval([sketched], 0.99)
+    exact_p99 = pooled_quantile_interval([ttfts * 1000], 0.99)
+    assert p99.low <= exact_p99.low < exact_p99.high <= p99.high  # the sketch's bounds hold the exact ones
+    assert (p99.high - p99.low) < 1.1 * (exact_p99.high - exact_p99.low)
+    assert "DDSketches (values within 0.1%)" in p99.method
 
 
 def _repeats(outs: list[float], ttfts: list[float], **kw) -> list[dict]:

@@ -30,7 +30,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+
+from accelbench.core.intervals import Sample, as_distribution, sketch_note
+from accelbench.core.sketches import Distribution
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05  # the smallest relative change that is an alarm
@@ -151,29 +153,40 @@ def _logs(values: np.ndarray) -> np.ndarray | None:
 
 
 def quantile_change(
-    before: Sequence[ArrayLike],
-    after: Sequence[ArrayLike],
+    before: Sequence[Sample],
+    after: Sequence[Sample],
     q: float,
     *,
     worse_when: int = 1,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
 ) -> Change:
-    """The change of the `q` quantile (0.99: p99) from `before` to `after`: one array of request samples
-    per repeat (groups = repeats) on each side."""
-    sides = [[np.asarray(g, dtype=np.float64) for g in side if np.size(g)] for side in (before, after)]
+    """The change of the `q` quantile (0.99: p99) from `before` to `after`: one sample of requests per
+    repeat (their values, or their distribution from the lake; groups = repeats) on each side. A sketched
+    repeat's quantile is within its relative accuracy (0.1%), which the method says."""
+    sides = [[d for d in map(as_distribution, side) if d.count] for side in (before, after)]
     if not all(sides):
         return Change(None, None, None, None, "no request samples on one side", worse_when, min_effect)
-    values = [np.array([np.quantile(g, q) for g in side]) for side in sides]
+    values = [np.array([d.quantile(q) for d in side]) for side in sides]
     logs = [_logs(v) for v in values]
     if logs[0] is None or logs[1] is None:
         return Change(None, None, None, None, "a percentile of zero", worse_when, min_effect)
 
-    def within() -> float:
-        return float(np.mean([_within_variance(g, q) for side in sides for g in side]))
+    every = [d for side in sides for d in side]
 
-    counts = f"{len(sides[0])} + {len(sides[1])} repeats of {min(g.size for s in sides for g in s)}+ requests"
-    return _test(logs[0], logs[1], within, f"t test, {counts}", worse_when, min_effect, confidence)
+    def within() -> float:
+        return float(np.mean([_within_variance(_sorted_sample(d), q) for d in every]))
+
+    counts = f"{len(sides[0])} + {len(sides[1])} repeats of {min(d.count for d in every)}+ requests"
+    note = sketch_note(every)
+    return _test(logs[0], logs[1], within, f"t test, {counts}{note}", worse_when, min_effect, confidence)
+
+
+def _sorted_sample(dist: Distribution) -> np.ndarray:
+    """A repeat's requests in order: its values, or its sketch's bin representatives at every rank."""
+    if dist.values is not None:
+        return dist.values
+    return dist.at_position(np.arange(1, dist.count + 1))
 
 
 def repeats_change(

@@ -27,11 +27,29 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accelbench.core.sketches import Distribution
+
 CONFIDENCE = 0.95
 LOG_SCALE = "(log scale)"  # the end of a method computed on logs (`pooled_quantile_interval`)
 MAX_REPEATS = 1000  # how far `factor_to_decide` counts repeats before taking the normal limit
 
 SloVerdict = Literal["meets", "misses", "undecided"]
+# One repeat's requests: their values, or their distribution as the lake keeps it (`accelbench.core.sketches`:
+# exact, or a DDSketch whose bins hold each order statistic, which widens a bound to its bin's end).
+Sample = ArrayLike | Distribution
+
+
+def as_distribution(sample: Sample) -> Distribution:
+    """A repeat's distribution: itself, or its values kept exactly."""
+    return sample if isinstance(sample, Distribution) else Distribution.exact_of(sample)
+
+
+def sketch_note(dists: Sequence[Distribution]) -> str:
+    """What a method adds when some of its repeats are sketches ("" when all are exact)."""
+    accuracies = sorted({d.relative_accuracy for d in dists if d.relative_accuracy is not None})
+    if not accuracies:
+        return ""
+    return f"; from DDSketches (values within {accuracies[-1]:.1%}), bounds widened to their bins' ends"
 
 
 @dataclass(frozen=True)
@@ -140,16 +158,22 @@ def quantile_bounds(
     return estimate, _at_rank(ordered, low_rank), _at_rank(ordered, high_rank)
 
 
-def quantile_interval(samples: ArrayLike, q: float, confidence: float = CONFIDENCE) -> Interval:
+def quantile_interval(samples: Sample, q: float, confidence: float = CONFIDENCE) -> Interval:
     """Distribution-free interval for the q-quantile of one repeat's requests (fractional order
-    statistics); the estimate is numpy's linear quantile, as vLLM reports its percentiles."""
+    statistics); the estimate is numpy's linear quantile, as vLLM reports its percentiles. From a sketch,
+    each bound is the end of the bin holding its order statistic (so it holds the exact path's bound)."""
     _check_quantile(q)
-    x = np.asarray(samples, dtype=float).ravel()
-    x = x[np.isfinite(x)]
-    if x.size == 0:
+    dist = as_distribution(samples)
+    if dist.count == 0:
         return _unknown(None, confidence, "no requests")
-    estimate, low, high = quantile_bounds(x, q, confidence)
-    method = f"order statistics, {x.size} requests"
+    if dist.values is not None:
+        estimate, low, high = quantile_bounds(dist.values, q, confidence)
+    else:
+        low_rank, high_rank = order_ranks(dist.count, q, confidence)
+        estimate = np.asarray(dist.quantile(q))
+        low = None if low_rank is None else dist.at_position(low_rank, "low")
+        high = None if high_rank is None else dist.at_position(high_rank, "high")
+    method = f"order statistics, {dist.count} requests"
     if low is None or high is None:
         need = min_requests(q, confidence)
         side = (
@@ -165,20 +189,20 @@ def quantile_interval(samples: ArrayLike, q: float, confidence: float = CONFIDEN
         None if low is None else float(low),
         None if high is None else float(high),
         confidence,
-        method,
+        method + sketch_note([dist]),
     )
 
 
-def repeat_quantiles(groups: Sequence[ArrayLike], q: float) -> NDArray[np.float64]:
+def repeat_quantiles(groups: Sequence[Sample], q: float) -> NDArray[np.float64]:
     """Each repeat's q-quantile, median-unbiased (Hyndman and Fan's type 8): the estimate is as likely
     above the repeat's true quantile as below, where numpy's default sits low for a tail quantile of a few
     hundred requests, which a t interval over 5 repeats would turn into 85% coverage instead of 95%."""
-    values = [a[np.isfinite(a)] for a in (np.asarray(g, dtype=float).ravel() for g in groups)]
-    return np.array([np.quantile(a, q, method="median_unbiased") for a in values if a.size])
+    dists = [as_distribution(g) for g in groups]
+    return np.array([d.quantile(q, "median_unbiased") for d in dists if d.count])  # a sketch's: within 0.1%
 
 
 def pooled_quantile_interval(
-    groups: Sequence[ArrayLike],
+    groups: Sequence[Sample],
     q: float,
     confidence: float = CONFIDENCE,
     *,
@@ -194,25 +218,31 @@ def pooled_quantile_interval(
     the t quantile is 12.7: the interval is wide because 2 repeats say little about the next one. A
     bootstrap over repeats then requests, the issue's first idea, covers 49-90% with 2-3 repeats (see
     benchmarks/interval_coverage.py), so it is not used: `resamples` and `seed` are accepted for callers
-    written to it and ignored. One group: `quantile_interval`."""
+    written to it and ignored. One group: `quantile_interval`. Repeats held as sketches: each quantile is
+    within the sketch's relative accuracy a of the exact one, so the bounds move out by a factor 1 / (1 + a)
+    below and 1 / (1 - a) above (their mean log is off by no more than each one's)."""
     del resamples, seed
     _check_quantile(q)
-    arrays = [a for a in (np.asarray(g, dtype=float).ravel() for g in groups) if np.isfinite(a).any()]
-    if not arrays:
+    dists = [d for d in map(as_distribution, groups) if d.count]
+    if not dists:
         return _unknown(None, confidence, "no requests")
-    if len(arrays) == 1:
-        return quantile_interval(arrays[0], q, confidence)
-    quantiles = repeat_quantiles(arrays, q)
+    if len(dists) == 1:
+        return quantile_interval(dists[0], q, confidence)
+    quantiles = repeat_quantiles(dists, q)
+    accuracy = max((d.relative_accuracy or 0.0) for d in dists)
+    note = sketch_note(dists)
     k = quantiles.size
     t = t_quantile(confidence, k - 1)
     log = bool((quantiles > 0).all())
     values = np.log(quantiles) if log else quantiles
     centre, half = float(values.mean()), t * float(values.std(ddof=1)) / math.sqrt(k)
     if not log:
-        method = f"t interval over {k} repeats' quantiles"
-        return Interval(centre, centre - half, centre + half, confidence, method)
-    method = f"t interval over {k} repeats' quantiles {LOG_SCALE}"
-    return Interval(math.exp(centre), math.exp(centre - half), math.exp(centre + half), confidence, method)
+        method = f"t interval over {k} repeats' quantiles{note}"
+        low, high = centre - half, centre + half
+        return Interval(centre, low - abs(low) * accuracy, high + abs(high) * accuracy, confidence, method)
+    method = f"t interval over {k} repeats' quantiles {LOG_SCALE}{note}"
+    low, high = math.exp(centre - half) / (1 + accuracy), math.exp(centre + half) / (1 - accuracy)
+    return Interval(math.exp(centre), low, high, confidence, method)
 
 
 def widened(estimate: float | None, bound: float, widen: float) -> float:

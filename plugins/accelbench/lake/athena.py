@@ -78,6 +78,8 @@ def athena_type(t: pa.DataType) -> str:
     """The column type Athena reads a Parquet column of this Arrow type as; unknown types are refused."""
     if pa.types.is_timestamp(t):
         return "timestamp"
+    if pa.types.is_list(t):
+        return f"array<{athena_type(t.value_type)}>"
     try:
         return _TYPES[t]
     except KeyError:

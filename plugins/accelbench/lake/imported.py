@@ -35,6 +35,7 @@ from accelbench.errors import AccelbenchError, ConfigError
 from accelbench.lake.ingest import request_table, result_columns
 from accelbench.lake.rows import runs_table
 from accelbench.lake.schemas import IMPORTED_MODE, REQUESTS, SCHEMA_VERSION
+from accelbench.lake.sketches import sketch_table
 from accelbench.lake.store import Lake, storage_options
 
 IMPORT_CAMPAIGN = "imported"
@@ -432,6 +433,8 @@ def import_file(
     stem = f"{IMPORT_CAMPAIGN}--{digest}"
     keep = {lake.put_bytes(data, *copy_parts)}
     keep.add(lake.write_table("requests", requests, tier, day, stem))  # before runs: see ingest_raw
+    if requests.num_rows:
+        keep.add(lake.write_table("sketches", sketch_table(requests), tier, day, stem))
     keep.add(lake.write_table("runs", runs, tier, day, stem))
     _drop_other_copies(lake, stem, digest, keep)
     return ids["source_uri"], 1, requests.num_rows
@@ -440,7 +443,7 @@ def import_file(
 def _drop_other_copies(lake: Lake, stem: str, digest: str, keep: set[str]) -> None:
     """The same file imported before under another tier or date: its old rows and copy go, so a file
     is in the lake once (new files first, then the old ones are removed: nothing is lost midway)."""
-    patterns = [lake.path(t, "*", "*", f"{stem}.parquet") for t in ("runs", "requests")]
+    patterns = [lake.path(t, "*", "*", f"{stem}.parquet") for t in ("runs", "requests", "sketches")]
     patterns.append(lake.path(IMPORTS_AREA, "*", "*", f"{digest}.json"))
     for pattern in patterns:
         for path in lake.fs.glob(pattern):

@@ -22,7 +22,16 @@ from accelbench.core.spec import LoadPlan, ServerSpec
 from accelbench.errors import AccelbenchError
 from accelbench.lake.raw import ENVELOPE, EXECUTION, RawEvidenceError, RawLocation, Reader
 from accelbench.lake.rows import capacities_table, runs_table
-from accelbench.lake.schemas import CAPACITIES, METRICS, REQUESTS, SCHEMA_VERSION, STATS, TRACE_COLUMNS
+from accelbench.lake.schemas import (
+    CAPACITIES,
+    METRICS,
+    REQUESTS,
+    SCHEMA_VERSION,
+    SKETCHES,
+    STATS,
+    TRACE_COLUMNS,
+)
+from accelbench.lake.sketches import sketch_table
 from accelbench.lake.startups import read_startup, startups
 from accelbench.lake.store import Lake
 
@@ -361,6 +370,7 @@ class Ingested:
     runs: pa.Table
     requests: pa.Table
     capacities: pa.Table
+    sketches: pa.Table  # the runs' latency distributions (lake/sketches.py)
 
 
 @dataclass
@@ -402,7 +412,8 @@ def ingest(envelope: Envelope | Mapping[str, Any], read: Reader, prov: Provenanc
         runs.append(row)
         if table is not None:
             requests.append(table)
-    return Ingested(runs_table(runs), pa.concat_tables(requests), capacities(doc, prov))
+    table = pa.concat_tables(requests)
+    return Ingested(runs_table(runs), table, capacities(doc, prov), sketch_table(table))
 
 
 class StaleEvidence(AccelbenchError):
@@ -451,13 +462,16 @@ def ingest_raw(
     # requests first: reports read runs, so a run becomes visible only once its requests are in place,
     # and a write that fails for good leaves no run behind (a retry rewrites both files). The requests
     # stream level by level into their file, so memory holds one level, not the spec.
-    runs = []
+    # Each level's latency distributions are taken from its requests on the way (the report reads those).
+    runs, sketches = [], [SKETCHES.empty_table()]
     with lake.table_writer("requests", where.accelerator_type, where.date, where.stem) as sink:
         for row, table in level_rows(envelope, read, prov, death):
             runs.append(row)
             if table is not None:
                 sink.write(table)
+                sketches.append(sketch_table(table))
     landed = Landed(runs_table(runs), sink.rows, capacities(envelope, prov))
+    _replace(lake, "sketches", pa.concat_tables(sketches), where)
     # The start-up before the runs, like the requests: a run visible in a report has its start-up in place.
     startup = read_startup(read, lake.uri_of(lake.path(*where.parts)))
     model = model_columns(envelope.spec.server)

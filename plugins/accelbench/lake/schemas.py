@@ -24,10 +24,11 @@ from accelbench.core.startup_phases import FIGURES, PHASES
 # workload's identity (runs and capacities: trace_*) and a level's time-scale (runs.time_scale); 13: an A/B
 # comparison's variant of a run (runs.comparison, variant, variant_round); 14: the server a run's workload
 # shared with the configuration's other workloads (runs.server_group, startups.server_group); 15: the copy of
-# a server's weights into its node's cache (startups.weights_fetch_s).
+# a server's weights into its node's cache (startups.weights_fetch_s); 16: the sketches table (each run's
+# latency distributions, which the report reads instead of the requests).
 # Older files read the newer columns as null; their `model` still holds what the spec named, a path for a
 # folder.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 PARTITIONS = ("accelerator_type", "date")  # Hive partitions (directories), not columns in the files
 # runs.status: "ok" (every request finished), "errors" (a result, some requests failed, the server stayed
 # up), "failed" (no usable result, or the server died: the counts of what finished are kept).
@@ -60,6 +61,34 @@ REQUESTS = pa.schema(
         ("itl_p50_s", pa.float64()),
         ("itl_p99_s", pa.float64()),
         ("itl_max_s", pa.float64()),
+    ]
+)
+
+# A run's latencies of each metric as a distribution (accelbench.core.sketches.Distribution): the report's
+# percentiles and their intervals come from here, not from the requests table (issue 50). A run's values
+# are kept (values_ms, sorted) while they are no more than its sketch's bins would be; beyond, a DDSketch of
+# relative accuracy `relative_accuracy`: bin_counts[i] values fell in the bin of key key_offset + i
+# (ddsketch's LogarithmicMapping). p50_ms ... p99_ms: the run's median-unbiased (type 8) quantiles, exact
+# (from the values at ingest), which a t interval over repeats reads without the bins.
+SKETCHED_METRICS = {"ttft": "ttft_s", "tpot": "tpot_s", "e2el": "e2el_s"}  # metric -> requests column (s)
+SKETCH_QUANTILES = (0.5, 0.9, 0.95, 0.99)
+SKETCHES = pa.schema(
+    [
+        ("schema_version", pa.int16()),
+        ("run_id", pa.string()),
+        ("campaign_id", pa.string()),
+        ("spec_id", pa.string()),
+        ("metric", pa.string()),  # ttft, tpot or e2el, of the run's successful requests
+        ("count", pa.int64()),  # values in the distribution (NaN ones, e.g. TPOT of one token, left out)
+        ("zero_count", pa.int64()),
+        ("total_ms", pa.float64()),
+        ("min_ms", pa.float64()),
+        ("max_ms", pa.float64()),
+        *[(f"p{round(q * 100)}_ms", pa.float64()) for q in SKETCH_QUANTILES],
+        ("values_ms", pa.list_(pa.float64())),  # the values, sorted (null: sketched)
+        ("relative_accuracy", pa.float64()),  # the sketch's (null: exact)
+        ("key_offset", pa.int32()),
+        ("bin_counts", pa.list_(pa.int64())),
     ]
 )
 
@@ -379,6 +408,7 @@ COSTS = pa.schema(
 
 TABLES = {
     "requests": REQUESTS,
+    "sketches": SKETCHES,
     "runs": RUNS,
     "capacities": CAPACITIES,
     "quality": QUALITY,

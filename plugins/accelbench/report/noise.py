@@ -12,8 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
 from accelbench.core.changes import (
     CONFIDENCE,
     FDR,
@@ -149,8 +147,8 @@ def _repeat_value(
     """One repeat's figure: its percentile from its requests where there are some, else its row's."""
     if metric in QUANTILES:
         name, q = QUANTILES[metric]
-        for group in samples.groups([run_id], name):  # one array, or none without samples
-            return float(np.quantile(group, q))
+        for group in samples.groups([run_id], name):  # one distribution, or none without samples
+            return group.quantile(q)
     value = runs.get(run_id, {}).get(metric)
     return float(value) if value is not None else None
 

@@ -121,7 +121,7 @@ def _percentiles(rows: list[LakeRow], samples: Samples) -> tuple[dict[str, Inter
             found[column] = interval
             if column == "p99_ttft_ms":
                 basis = "requests" if sampled and len(groups) == 1 else "repeats"
-                n = int(groups[0].size) if basis == "requests" else len(_values(rows, column)) or len(rows)
+                n = groups[0].count if basis == "requests" else len(_values(rows, column)) or len(rows)
                 how = _LatencyBasis(interval.method, basis, n)
     return found, how
 

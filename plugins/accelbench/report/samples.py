@@ -1,11 +1,13 @@
-"""The request samples a report's latency intervals are computed from: per kept run, the milliseconds of
-its successful requests (the lake's `requests` table), so a percentile's interval can pool the requests
-of a point's repeats (`accelbench.core.intervals.pooled_quantile_interval`).
+"""The request samples a report's latency intervals are computed from: per kept run, the distribution of
+each latency over its successful requests (`accelbench.core.sketches.Distribution`), so a percentile's
+interval can pool the requests of a point's repeats (`accelbench.core.intervals.pooled_quantile_interval`).
 
-Only the columns and runs needed are read: a lake holds up to 10^5 requests per level
-(benchmarks/ingest_scaling.py), so the table is filtered on `run_id` while reading, a bounded number of
-runs at a time, and each run keeps four float64 arrays (32 bytes per request: the three latencies and
-the send time, which the trace replays table plots against).
+`read_samples` reads them from the lake's `sketches` table (issue 50): a few hundred numbers per run, not
+one row per request, so a report grows with its runs, not their requests. A run without a sketches row (a
+lake written before schema 16, an import of that time) has its requests read instead, for those runs
+alone, a bounded number of runs at a time. The send times of a trace's replays (the trace replays table
+plots TTFT against them, request by request) are read from the `requests` table for the runs asked
+(`replays`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from accelbench.core.sketches import Distribution
 from accelbench.lake.schemas import REQUESTS
+from accelbench.lake.sketches import distributions
 from accelbench.lake.store import Lake
 
 # metric -> the requests table's column (seconds); "start": when the request was sent, from the level's first
@@ -27,6 +31,7 @@ from accelbench.lake.store import Lake
 COLUMNS = {"ttft": "ttft_s", "tpot": "tpot_s", "e2el": "e2el_s", "start": "start_offset_s"}
 _READ = ["run_id", "request_index", "success", *COLUMNS.values()]
 READ_RUNS = 50  # runs per read of the requests table
+SUCCEEDED = ds.field("success") == True  # noqa: E712  (a pyarrow expression, not a truth test)
 
 
 def _milliseconds(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -34,30 +39,41 @@ def _milliseconds(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64) * 1000.0
 
 
-def _measured(values: np.ndarray) -> np.ndarray:
-    """A copy without the NaNs: a run's arrays own their memory, not a view of the whole read."""
-    kept: np.ndarray = values[~np.isnan(values)]
-    return kept
-
-
 @dataclass(frozen=True)
 class Samples:
-    """run_id -> metric ("ttft", "tpot", "e2el") -> milliseconds of the repeat's successful requests, in
-    request order. A run missing here (an imported result, an older lake) has no samples."""
+    """run_id -> metric ("ttft", "tpot", "e2el") -> the distribution of the repeat's successful requests'
+    milliseconds; `sends`: run_id -> (send times from the level's first, TTFTs), milliseconds, request by
+    request, for trace replays. A run missing here (an imported result without requests) has no samples."""
 
-    by_run: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
+    by_run: Mapping[str, Mapping[str, Distribution]] = field(default_factory=dict)
+    sends: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     EMPTY: ClassVar[Samples]
 
-    def groups(self, run_ids: Iterable[str], metric: str) -> list[np.ndarray]:
-        """One array per repeat that has samples of `metric`, in the order of `run_ids`."""
+    def __post_init__(self) -> None:
+        """A caller's own arrays of values (a test's, a benchmark's) kept exactly, as distributions."""
+        if any(not isinstance(d, Distribution) for metrics in self.by_run.values() for d in metrics.values()):
+            converted = {
+                run: {
+                    m: d if isinstance(d, Distribution) else Distribution.exact_of(d)
+                    for m, d in metrics.items()
+                }
+                for run, metrics in self.by_run.items()
+            }
+            object.__setattr__(self, "by_run", converted)
+
+    def groups(self, run_ids: Iterable[str], metric: str) -> list[Distribution]:
+        """One distribution per repeat that has samples of `metric`, in the order of `run_ids`."""
         found = (self.by_run.get(r, {}).get(metric) for r in run_ids)
-        return [a for a in found if a is not None and a.size]
+        return [d for d in found if d is not None and d.count]
+
+    def merged(self, other: Samples) -> Samples:
+        return Samples({**self.by_run, **other.by_run}, {**self.sends, **other.sends})
 
     @classmethod
     def from_table(cls, table: pa.Table) -> Samples:
         """From a `requests` table holding at least run_id, success and the metrics' columns (the rows of
-        the runs to keep); sorted by request_index when it has one."""
+        the runs to keep), exactly; sorted by request_index when it has one."""
         if table.num_rows == 0:
             return cls.EMPTY
         if "success" in table.column_names:
@@ -73,13 +89,19 @@ class Samples:
         bounds = np.flatnonzero(np.diff(codes)) + 1
         starts = np.concatenate(([0], bounds)).astype(int).tolist()
         ends = [*bounds.tolist(), len(codes)]
-        by_run: dict[str, dict[str, np.ndarray]] = {}
+        by_run: dict[str, dict[str, Distribution]] = {}
+        sends: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for start, end in zip(starts, ends, strict=True):
             if end <= start:
                 continue
             run_id = runs.dictionary[int(codes[start])].as_py()
-            by_run[run_id] = {m: _measured(a[start:end]) for m, a in metrics.items()}
-        return cls(by_run)
+            of_run = {m: a[start:end] for m, a in metrics.items()}
+            by_run[run_id] = {m: Distribution.exact_of(a) for m, a in of_run.items() if m != "start"}
+            sent, ttft = of_run.get("start"), of_run.get("ttft")
+            if sent is not None and ttft is not None and not np.isnan(sent).all():
+                kept = ~np.isnan(sent) & ~np.isnan(ttft)
+                sends[run_id] = (sent[kept], ttft[kept])
+        return cls(by_run, sends)
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, Any]]) -> Samples:
@@ -96,16 +118,25 @@ class Samples:
 Samples.EMPTY = Samples({})
 
 
-def read_samples(lake: Lake, run_ids: Collection[str], where: ds.Expression | None = None) -> Samples:
-    """The samples of `run_ids`, reading only their rows and the columns needed, READ_RUNS runs at a time
-    (memory stays bounded by one read, not the whole set: benchmarks/report_samples.py); `where` (e.g.
-    the report filter's `partition_filter(flt, rows=False)`) prunes partitions unread."""
+def read_samples(
+    lake: Lake, run_ids: Collection[str], where: ds.Expression | None = None, replays: Collection[str] = ()
+) -> Samples:
+    """The samples of `run_ids` from the sketches table, reading only their rows; runs it lacks from their
+    requests, READ_RUNS runs at a time (memory stays bounded by one read: benchmarks/report_samples.py);
+    `replays`' send times from their requests. `where` (e.g. the report filter's `partition_filter(flt,
+    rows=False)`) prunes partitions unread."""
     wanted = sorted(set(run_ids))
     if not wanted:
         return Samples.EMPTY
-    by_run: dict[str, Mapping[str, np.ndarray]] = {}
-    for start in range(0, len(wanted), READ_RUNS):
-        chosen = ds.field("run_id").isin(wanted[start : start + READ_RUNS]) & (ds.field("success") == True)  # noqa: E712
-        table = lake.read("requests", where=chosen if where is None else where & chosen, columns=_READ)
-        by_run |= Samples.from_table(table).by_run
-    return Samples(by_run)
+    chosen = ds.field("run_id").isin(wanted)
+    sketched = lake.read("sketches", where=chosen if where is None else where & chosen)
+    found = Samples(distributions(sketched.to_pylist()))
+    missing = [r for r in wanted if r not in found.by_run]
+    from_requests = sorted(set(missing) | (set(replays) & set(wanted)))
+    for start in range(0, len(from_requests), READ_RUNS):
+        batch = ds.field("run_id").isin(from_requests[start : start + READ_RUNS]) & SUCCEEDED
+        table = lake.read("requests", where=batch if where is None else where & batch, columns=_READ)
+        read = Samples.from_table(table)
+        kept = {r: d for r, d in read.by_run.items() if r in missing}  # a sketched run keeps its sketch
+        found = found.merged(Samples(kept, read.sends))
+    return found

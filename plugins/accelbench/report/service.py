@@ -91,9 +91,11 @@ def cross_tier_report(
         prices = price_history(engine, {r["instance_type"] for r in runs})
         retracted = retractions(engine)
         answered = decisions(engine)
-    # The requests of the measured runs the filter keeps: the latency percentiles' intervals pool them.
+    # The latency distributions of the measured runs the filter keeps (their percentiles' intervals pool
+    # them), and the requests of their trace replays (the replays table plots them request by request).
     measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
-    samples = read_samples(opened, measured, where=partition_filter(flt, rows=False))
+    replays = {r["run_id"] for r in runs if r["run_id"] in measured and r.get("trace_sha256")}
+    samples = read_samples(opened, measured, where=partition_filter(flt, rows=False), replays=replays)
     before = previous_cards(opened, flt)
     tables = build_report(
         runs, prices, retracted, flt, capacities, samples, quality, costs, startups, answered, before

@@ -105,11 +105,10 @@ def _replays(inputs: Inputs) -> list[TraceReplay]:
             continue
         starts, ttfts = [], []
         for run_id in p.run_ids:
-            got = inputs.samples.by_run.get(run_id, {})
-            start, ttft = got.get("start"), got.get("ttft")
-            if start is not None and ttft is not None and start.size == ttft.size:
-                starts.append(start - start.min())
-                ttfts.append(ttft)
+            sent = inputs.samples.sends.get(run_id)  # request by request: send time, TTFT (ms)
+            if sent is not None and sent[0].size:
+                starts.append(sent[0] - sent[0].min())
+                ttfts.append(sent[1])
         first = runs.get(p.run_ids[0] if p.run_ids else "", {})
         shape = replay_shape(np.concatenate(starts), np.concatenate(ttfts)) if starts else ReplayShape()
         out.append(
