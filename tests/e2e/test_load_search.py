@@ -274,16 +274,18 @@ def test_a_local_campaign_in_search_mode_lands_probes_and_a_capacity_the_report_
 
 # A headroom search (issue 32): a trace of regular arrivals, TRACE_RATE req/s as recorded, replayed faster
 # and faster against the zero server made to degrade above BREAK_RATE (as the request-rate search above): it
-# breaks at BREAK_RATE / TRACE_RATE = 2.71 times the recorded traffic, 4% or more from every time-scale the
-# search probes on its way (2, 4, 2.83, 2.38, 2.59: the server's rate is judged from its own arrival stamps,
-# to about 1%). Each probe replays the whole trace: TRACE_REQUESTS, enough for the interval rule to bound a
-# p99 from one repeat (order statistics need 368 requests for its upper bound), at rates the client keeps
-# (up to 148 req/s). The search rechecks its first probe at the end (the interval rule), and two p99s more
-# than 2x apart beyond their intervals are a host that drifted: at the request-rate search's 100 ms TTFT a
-# stall of ~150 ms under the first probe was one (CI, 2026-12-05: p99 TTFT 275 ms [249, 300] at the start,
-# 106 ms at the end), so here the TTFT is 500 ms, x6 when degraded (3 s, as there): only a stall over ~0.6 s
-# drifts it, and the SLO (2 s) still passes a stall of up to 1.5 s.
-TRACE_RATE, TRACE_REQUESTS, BREAK_RATE = 36.9, 400, 100.0
+# breaks at BREAK_RATE / TRACE_RATE = 2.59 times the recorded traffic, 8% or more from every time-scale the
+# search probes on its way at a 20% precision (2, 4, 2.83, 2.38: the server's rate is judged from its own
+# arrival stamps, to about 1%; at 10% the search probed 2.59 against a break at 2.71, 4% apart, and a burst
+# of sends after a stall on a loaded CI host degraded it once). Each probe replays the whole trace:
+# TRACE_REQUESTS, enough for the interval rule to bound a p99 from one repeat (order statistics need 368
+# requests for its upper bound), at rates the client keeps (up to 148 req/s). The search rechecks its first
+# probe at the end (the interval rule), and two p99s more than 2x apart beyond their intervals are a host
+# that drifted: at the request-rate search's 100 ms TTFT a stall of ~150 ms under the first probe was one
+# (CI, 2026-12-05: p99 TTFT 275 ms [249, 300] at the start, 106 ms at the end), so here the TTFT is 500 ms,
+# x6 when degraded (3 s, as there): only a stall over ~0.6 s drifts it, and the SLO (2 s) still passes a
+# stall of up to 1.5 s.
+TRACE_RATE, TRACE_REQUESTS, BREAK_RATE = 36.9, 400, 95.7
 BREAKS_AT = BREAK_RATE / TRACE_RATE
 HEADROOM_TTFT_MS, HEADROOM_SLOPE = 500.0, 5.0
 
@@ -300,7 +302,7 @@ def test_a_headroom_search_finds_the_time_scale_where_the_server_breaks_and_plan
         variable="time_scale",
         lower=2,
         upper=16,
-        relative=0.1,
+        relative=0.2,
         min_requests=PROMPTS,
         max_requests=TRACE_REQUESTS,
         slos=Slos(ttft_p99_ms=RATE_SLO_MS),
@@ -322,7 +324,7 @@ def test_a_headroom_search_finds_the_time_scale_where_the_server_breaks_and_plan
     assert result is not None and result.outcome == "capacity", result and result.summary()
     assert result.passing is not None and result.failing is not None and result.capacity is not None
     probes = [(p.load, p.verdict, p.misses) for p in result.probes]
-    assert plan.precise(result.passing, result.failing), result.summary()  # within 10%
+    assert plan.precise(result.passing, result.failing), result.summary()  # within 20%
     assert result.passing <= BREAKS_AT < result.failing, (result.summary(), probes)
     # Within its stated interval (the monotone fit of every probe's latencies).
     assert result.capacity_low is not None and result.capacity_high is not None, result.summary()
@@ -341,7 +343,7 @@ def test_a_headroom_search_finds_the_time_scale_where_the_server_breaks_and_plan
     priced = [shown[0] | {"on_demand_usd_per_hour": 0.5, "spot_usd_per_hour": 0.2}]
     for traffic in (1.0, 10.0):
         (planned,) = records(headroom_rows(priced, traffic))
-        replicas = math.ceil(traffic / result.capacity)  # e.g. 10x the trace at a headroom of 2.59: 4
+        replicas = math.ceil(traffic / result.capacity)  # e.g. 10x the trace at a headroom of 2.38: 5
         assert planned["replicas"] == replicas
         assert planned["on_demand_usd_per_month"] == pytest.approx(replicas * 0.5 * 730)
         assert planned["spot_usd_per_month"] == pytest.approx(replicas * 0.2 * 730)
