@@ -2,7 +2,8 @@
 the engine process (VLLM_ENABLE_V1_MULTIPROCESSING=0), with and without one OpenMP thread (OMP_NUM_THREADS=1,
 what tests/conftest.py sets), and the tests' servers since stop 56: the same, offline, their API server
 borrowed from a fork server where vLLM is already imported (`bench_runner.py --fork-server`, started here
-once with the same environment, not timed): seconds to healthy, and the latency of sequential requests once
+once with the same environment, not timed; since stop 57 the borrowed server forks its engine core from
+itself instead of spawning it): seconds to healthy, and the latency of sequential requests once
 up.
 
 Run: PYTHONPATH=plugins .venv/bin/python benchmarks/server_start_in_tests.py [--starts 2] [--requests 20]

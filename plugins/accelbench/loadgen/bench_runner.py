@@ -32,6 +32,7 @@ stdout and stderr, its environment, folder and CPUs to a child forked there (`bo
 child does; the child dies with it. Where no fork server answers, or it serves another environment (another
 Python, or other values of what the imports read: READ_AT_IMPORT), the runner imports vLLM itself. The test
 suite runs one per lane: its campaigns start ~20 runners, each of which paid the import (~9 CPU-s).
+A borrowed `vllm serve` (`--server`) forks its engine core from itself too (`_fork_the_engine_core`).
 """
 
 from __future__ import annotations
@@ -289,6 +290,7 @@ def _server(borrower: int, fds: list[int], env: dict[str, str], request: dict[st
         tempfile.tempdir = None  # the server's TMPDIR (its ZeroMQ sockets), not the fork server's
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        _fork_the_engine_core()
         from vllm.entrypoints.cli.main import main as vllm_main
 
         sys.argv = ["vllm", *request["server"]]
@@ -299,6 +301,22 @@ def _server(borrower: int, fds: list[int], env: dict[str, str], request: dict[st
         return 0
 
     _exit_after(body)
+
+
+def _fork_the_engine_core() -> None:
+    """A borrowed server forks its engine core from itself, vLLM imported, instead of spawning a fresh Python
+    that imports it again (~5 s of a tiny server's ~9 s start, benchmarks/server_start_in_tests.py).
+
+    Fork is vLLM's own default start method (`VLLM_WORKER_MULTIPROC_METHOD`); its CPU platform forces spawn
+    so that the engine's OpenMP runtime never starts in a copy of a process that already ran one. Here the
+    API server has run no OpenMP region when it starts the engine core (its torch computes nothing), which is
+    what vLLM's GPU path relies on too. The server is the suite's only: campaigns outside the tests never
+    borrow, and their engine cores are spawned as vLLM decides."""
+    import multiprocessing
+
+    import vllm.v1.engine.utils
+
+    vllm.v1.engine.utils.get_mp_context = lambda: multiprocessing.get_context("fork")
 
 
 def fork_server(path: str) -> int:
