@@ -38,6 +38,7 @@ import httpx
 import pyarrow as pa
 import pytest
 from accelbench.lake.store import Lake
+from cryptography.fernet import Fernet
 
 from tests.support import fork_server
 from tests.support.airflow_metadata import migrated
@@ -134,6 +135,10 @@ def airflow(
         "AIRFLOW_HOME": str(home / "airflow"),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow' / 'airflow.db'}",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # One key for the four processes: with the metadata database copied from another lane's template, no
+        # airflow.cfg is here when they start, each writes one, and a triggerer that read it half-written
+        # decrypted the deadline's trigger with no key (JSONDecodeError: the callback never ran, once in CI).
+        "AIRFLOW__CORE__FERNET_KEY": Fernet.generate_key().decode(),
         "AIRFLOW__CORE__PARALLELISM": "2",
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
