@@ -131,8 +131,8 @@ def _check_the_replay(lake: Lake, rows: list[dict]) -> None:
         starts = np.sort(np.array(sent["start_offset_s"].to_pylist()))
         lag_ms = (starts - np.array([t.timestamp for t in trace]) / scale) * 1000
         assert len(starts) == len(trace)
-        if scale == 2.0:
-            assert float(np.median(np.abs(lag_ms))) < 5.0, lag_ms
+        if scale == 2.0:  # on schedule: a few ms (8 ms median once beside a CI run and another e2e module)
+            assert float(np.median(np.abs(lag_ms))) < 15.0, lag_ms
         assert run["requested_rate"] == pytest.approx(identity.mean_rate * scale)
         # The achieved rate counts until the last answer, which a contended server delays: -7.9% at 2x in a CI
         # run of three lanes on two CPUs whose sends were on time (the lag above); a wrong scale is 50% off.
