@@ -18,7 +18,7 @@ from airflow.models.asset import AssetEvent
 from airflow.utils.session import create_session
 from sqlalchemy import select
 
-from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.airflow_dags import load_dag, run_dag, task_states
 from tests.support.kube import KUBECONFIG
 from tests.support.paths import REPO
 from tests.support.specs import tiny_campaign_conf
@@ -42,7 +42,7 @@ def test_campaign_runs_locally_lands_in_the_lake_and_a_cleared_rerun_adds_nothin
     monkeypatch.setenv("ACCELBENCH_VLLM_PYTHON", str(vllm_python))
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
     conf = tiny_campaign_conf(tiny_model)
-    dag = dagbag(airflow_db).get_dag("accelbench_campaign")
+    dag = load_dag(airflow_db, "accelbench_campaign")
     logical = pendulum.datetime(2026, 11, 30, 6, tz="UTC")
     run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)
     states = task_states(run)

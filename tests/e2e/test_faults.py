@@ -456,7 +456,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
     under the name the campaign asks for) and writes the evidence to the lake."""
     import pendulum
 
-    from tests.support.airflow_dags import dagbag, run_dag, task_states
+    from tests.support.airflow_dags import load_dag, run_dag, task_states
     from tests.support.loadgen import run_loadgen
     from tests.support.models import hub_model
     from tests.support.paths import DAGS
@@ -513,7 +513,7 @@ def test_worker_death_in_kubernetes_mode_reconnects_to_the_same_pod_and_lands_on
         assert fake.count("POST") == 1 and len(fake.pods) == 1
         fake.finish_on_follow = fake.follows + 1  # the pod's benchmark ends while the retry watches it
         logical = pendulum.parse(when)
-        dag = dagbag(airflow_db).get_dag("accelbench_campaign")
+        dag = load_dag(airflow_db, "accelbench_campaign")
         run = dag.test(run_after=logical, logical_date=logical, run_conf=conf)  # the retry
     assert fake.errors == [], fake.errors[0]
     assert fake.rejections == [], fake.rejections  # the pod and every patch passed strict validation

@@ -265,7 +265,9 @@ def test_a_campaign_from_the_local_uis_form_ends_in_the_benchmarks_view(ui_comma
             assert prompts.input_value() == str(SMALLEST["prompts_per_level"])
             prompts.fill(str(PROMPTS))
             dialog.get_by_role("button", name="Trigger", exact=True).click()
-            dialog.wait_for(state="hidden", timeout=30_000)
+            # The dialog closes when the API server has answered: on a busy CI host (three lanes on two CPUs,
+            # Airflow's four processes among them) its requests took up to 26 s each, and a 30 s wait failed.
+            dialog.wait_for(state="hidden", timeout=120_000)
 
             # The run ends (the scheduler, a LocalExecutor, a real vLLM server), then the report it triggers.
             (run,) = _until("the campaign run", lambda: _ended(api, CAMPAIGN), command, timeout=300)

@@ -27,7 +27,7 @@ from accelbench.lake.store import Lake
 from accelbench.local.executor import SERVER_STARTS, campaign_workdir, run_local
 from accelbench.report.startups import ready_by_spec
 
-from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.airflow_dags import load_dag, run_dag, task_states
 from tests.support.specs import tiny_campaign_conf, tiny_spec
 
 DAY = "2026-11-30"
@@ -53,7 +53,7 @@ def test_a_campaign_of_two_workloads_starts_one_server_and_lands_each_apart(
         "execution_mode": "local",
     }
     assert str(run_dag(airflow_db, "accelbench_instance_catalog").state) == "success"
-    run = dagbag(airflow_db).get_dag("accelbench_campaign").test(run_conf=conf)
+    run = load_dag(airflow_db, "accelbench_campaign").test(run_conf=conf)
     states = task_states(run)
     assert str(run.state) == "success" and states["benchmark"] == "success", states
     (planned,) = run.get_task_instance("plan").xcom_pull(task_ids="plan")  # one server, both workloads

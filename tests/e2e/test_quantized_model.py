@@ -21,7 +21,7 @@ from accelbench.local import quantized_model as qm
 from accelbench.local import real_model as rm
 from accelbench.quality.fidelity import fidelity
 
-from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.airflow_dags import load_dag, run_dag, task_states
 from tests.support.paths import REPO
 from tests.support.servers import missing
 from tests.support.steps import wait_for
@@ -125,7 +125,7 @@ def test_a_quantization_matrix_campaign_lands_both_with_their_quality_against_bf
         "extra_engine_args": ["--enforce-eager"],
         "execution_mode": "local",
     }
-    run = dagbag(airflow_db).get_dag("accelbench_campaign").test(run_conf=conf)
+    run = load_dag(airflow_db, "accelbench_campaign").test(run_conf=conf)
     states = task_states(run)
     assert str(run.state) == "success" and set(states.values()) <= {"success", "skipped"}, states
 

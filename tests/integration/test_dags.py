@@ -43,6 +43,9 @@ def test_dagbag_loads_every_dag_without_import_errors(airflow_db) -> None:
         dag = bag.get_dag(dag_id)
         assert "accelbench" in dag.tags
         assert dag.doc_md
+    # Each file holds the DAG it is named for (tests/support/airflow_dags.load_dag parses that file alone).
+    assert {Path(bag.get_dag(d).fileloc).stem for d in bag.dag_ids} == set(bag.dag_ids)
+    assert all(Path(bag.get_dag(d).fileloc).stem == d for d in bag.dag_ids)
 
 
 PARSE_GUARD = r"""

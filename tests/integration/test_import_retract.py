@@ -23,7 +23,7 @@ from airflow.sdk.definitions.param import ParamValidationError
 from airflow.utils.session import create_session
 from sqlalchemy import select
 
-from tests.support.airflow_dags import dagbag, run_dag, task_states
+from tests.support.airflow_dags import load_dag, run_dag, task_states
 from tests.support.paths import REPO
 
 RESULT = REPO / "tests" / "data" / "bench_results" / "vllm-bench-serve-c2.json"
@@ -299,7 +299,7 @@ def test_import_dag_then_retract_dag_then_report(
     source = _sources(tmp_path / "src")
     conf = {"source": str(source), **WHERE, **STATED, "image": "vllm/vllm-openai:v0.11.0"}
     del conf["accelerator_count"]  # the catalog's
-    params = copy.deepcopy(dagbag(airflow_db).get_dag("accelbench_import_results").params)
+    params = copy.deepcopy(load_dag(airflow_db, "accelbench_import_results").params)
     params.update({k: v for k, v in conf.items() if k != "vllm_version"})
     with pytest.raises(ParamValidationError, match="param vllm_version"):
         params.validate()  # the form refuses an import without its vLLM version
