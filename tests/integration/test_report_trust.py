@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
@@ -23,6 +24,7 @@ from accelbench.local.tiny_model import server_spec
 from accelbench.report.build import ReportFilter, build_report, write_report
 from accelbench.report.points import level_points
 from accelbench.report.records import records
+from accelbench.report.samples import alone, read_samples
 from accelbench.report.slos import Slos, best_under_slos
 from accelbench.report.tables.cross_tier import DIFFERENT_WORKLOAD
 
@@ -296,3 +298,36 @@ def test_a_cpu_campaign_and_an_imported_gpu_run_of_one_workload_are_compared_oth
     assert "imported: g6e.xlarge as stated by the importer" in compared and "1024" not in compared
     listed = section[section.index('id="not-compared-table"') :]
     assert listed.count(DIFFERENT_WORKLOAD) == 2 and "input_len 1024 vs 64" in listed
+
+
+def test_a_report_of_repeated_points_reads_their_percentiles_alone_and_is_unchanged(tmp_path) -> None:
+    """Issue 50: the report reads whole distributions only for a point of one repeat (`alone`), the stored
+    percentiles of the others; its tables are those of a report that read every run whole."""
+    lake = Lake(str(tmp_path / "lake"))
+    server = server_spec("org/model").model_copy(update={"instance_type": "m8g.xlarge"})
+    load = LoadPlan(input_len=64, output_len=32, concurrency=(2, 4))
+    rng = np.random.default_rng(5)
+
+    def result(scale: float) -> dict:  # the demo's level with its requests' latencies moved
+        moved = dict(RESULT)
+        for key in ("ttfts", "latencies"):
+            moved[key] = [v * scale * float(rng.uniform(0.8, 1.25)) for v in RESULT[key]]
+        return moved
+
+    spec = BenchmarkSpec(server=server, load=load, campaign_id="week")
+    # Level 2 in three repeats (percentiles alone), level 4 in one (whole: its interval is its requests').
+    land_campaign(lake, spec, {2: [result(1.0), result(1.1), result(0.9)], 4: result(1.7)})
+    runs = lake.read("runs").to_pylist()
+    ids = [r["run_id"] for r in runs]
+    single = {r["run_id"] for r in runs if r["level_value"] == 4.0}
+    assert alone(runs) == single and len(ids) == 4
+
+    every = read_samples(lake, ids)
+    mixed = read_samples(lake, ids, whole=alone(runs))
+    assert all(d.whole for metrics in every.by_run.values() for d in metrics.values())
+    assert {r for r, metrics in mixed.by_run.items() if all(d.whole for d in metrics.values())} == single
+    shown = [build_report(runs, [], [], ReportFilter(), samples=s) for s in (every, mixed)]
+    same = [json.dumps(tables, default=str, sort_keys=True) for tables in shown]
+    assert same[0] == same[1]
+    (point,) = [p for p in shown[1]["points"] if p["level_value"] == 2.0]
+    assert "3 repeats" in point["latency_interval"] and point["p99_ttft_ms_low"] is not None

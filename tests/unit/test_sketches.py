@@ -92,3 +92,25 @@ def test_zeros_and_nothing() -> None:
     assert dist.at_position([1, 10, 11]).tolist()[:2] == [0.0, 0.0] and dist.at_position(11) > 0
     with pytest.raises(ValueError, match="below 0"):
         Distribution.of([-1.0, 2.0])
+
+
+def test_a_summary_gives_its_stored_percentiles_and_refuses_the_rest_by_name() -> None:
+    values = _latencies(5_000, seed=3)
+    stored = {q: float(np.quantile(values, q, method="median_unbiased")) for q in (0.5, 0.9, 0.95, 0.99)}
+    whole = Distribution.of(values)
+    summary = Distribution.summary(5_000, stored, total=float(values.sum()))
+    assert not summary.whole and whole.whole and summary.count == 5_000
+    for q, value in stored.items():
+        assert summary.quantile(q, "median_unbiased") == value  # exact, where the sketch is within 0.1%
+        assert summary.stored(q) == value and whole.stored(q) is None
+        assert abs(whole.quantile(q, "median_unbiased") - value) <= A * value * (1 + 1e-9)
+    for refused in (
+        lambda: summary.quantile(0.99),  # linear: not stored
+        lambda: summary.quantile(0.75, "median_unbiased"),
+        lambda: summary.quantile(0.99, "median_unbiased", "high"),
+        lambda: summary.at_position([1, 2]),
+        lambda: summary.merged(whole),
+        lambda: summary.sketched(),
+    ):
+        with pytest.raises(ValueError, match=r"percentiles alone \(p50, p90, p95, p99\)"):
+            refused()

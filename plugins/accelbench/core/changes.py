@@ -167,7 +167,9 @@ def quantile_change(
     sides = [[d for d in map(as_distribution, side) if d.count] for side in (before, after)]
     if not all(sides):
         return Change(None, None, None, None, "no request samples on one side", worse_when, min_effect)
-    values = [np.array([d.quantile(q) for d in side]) for side in sides]
+    # Each repeat's median-unbiased percentile: the one the lake stores per run (a report reads it alone,
+    # issue 50), and the one the repeats' intervals use (`accelbench.core.intervals.repeat_quantiles`).
+    values = [np.array([d.quantile(q, "median_unbiased") for d in side]) for side in sides]
     logs = [_logs(v) for v in values]
     if logs[0] is None or logs[1] is None:
         return Change(None, None, None, None, "a percentile of zero", worse_when, min_effect)
@@ -175,10 +177,14 @@ def quantile_change(
     every = [d for side in sides for d in side]
 
     def within() -> float:
+        """The repeats' mean sampling variance of the quantile's log: 0 (none known) where a repeat was
+        read as its percentiles alone, which a caller does only for sides of two or more repeats."""
+        if not all(d.whole for d in every):
+            return 0.0
         return float(np.mean([_within_variance(_sorted_sample(d), q) for d in every]))
 
     counts = f"{len(sides[0])} + {len(sides[1])} repeats of {min(d.count for d in every)}+ requests"
-    note = sketch_note(every)
+    note = sketch_note([d for d in every if d.stored(q) is None])  # a stored percentile is exact
     return _test(logs[0], logs[1], within, f"t test, {counts}{note}", worse_when, min_effect, confidence)
 
 

@@ -220,7 +220,8 @@ def pooled_quantile_interval(
     benchmarks/interval_coverage.py), so it is not used: `resamples` and `seed` are accepted for callers
     written to it and ignored. One group: `quantile_interval`. Repeats held as sketches: each quantile is
     within the sketch's relative accuracy a of the exact one, so the bounds move out by a factor 1 / (1 + a)
-    below and 1 / (1 - a) above (their mean log is off by no more than each one's)."""
+    below and 1 / (1 - a) above (their mean log is off by no more than each one's), unless their percentile
+    is stored exactly with them (the lake's p50/p90/p95/p99: `Distribution.stored`)."""
     del resamples, seed
     _check_quantile(q)
     dists = [d for d in map(as_distribution, groups) if d.count]
@@ -229,8 +230,9 @@ def pooled_quantile_interval(
     if len(dists) == 1:
         return quantile_interval(dists[0], q, confidence)
     quantiles = repeat_quantiles(dists, q)
-    accuracy = max((d.relative_accuracy or 0.0) for d in dists)
-    note = sketch_note(dists)
+    approximate = [d for d in dists if d.stored(q) is None]  # a stored percentile is exact (core.sketches)
+    accuracy = max((d.relative_accuracy or 0.0 for d in approximate), default=0.0)
+    note = sketch_note(approximate)
     k = quantiles.size
     t = t_quantile(confidence, k - 1)
     log = bool((quantiles > 0).all())

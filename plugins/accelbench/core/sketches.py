@@ -18,11 +18,18 @@ values inside a bin were (the widening by the sketch's stated error, and no more
 
 A run keeps its values while they are no more than its sketch's bins (`Distribution.of`): below that
 size the sketch would cost as much and lose the values.
+
+A distribution may also be read as its `percentiles` alone (`Distribution.summary`): the run's exact
+median-unbiased p50/p90/p95/p99, computed from its values at ingest and stored beside the sketch. That is all
+a percentile of two or more repeats needs (their spread is the interval: `accelbench.core.intervals`), and
+what lets a report read a few numbers per run, not a sketch's bins (issue 50); anything else asked of a
+summary is refused by name.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Literal
@@ -68,10 +75,46 @@ class Distribution:
     total: float = 0.0  # the values' sum (exact either way)
     low: float = math.nan  # the smallest and largest value (exact either way)
     high: float = math.nan
+    percentiles: Mapping[float, float] | None = None  # exact median-unbiased quantiles, by q (the lake's)
 
     @property
     def exact(self) -> bool:
         return self.values is not None
+
+    @property
+    def whole(self) -> bool:
+        """Its values or its sketch are here, not only its `percentiles`."""
+        return self.values is not None or self.bins is not None or self.count == 0
+
+    @classmethod
+    def summary(
+        cls,
+        count: int,
+        percentiles: Mapping[float, float],
+        *,
+        zero_count: int = 0,
+        total: float = 0.0,
+        low: float = math.nan,
+        high: float = math.nan,
+    ) -> Distribution:
+        """A run's distribution known by its exact median-unbiased `percentiles` alone (see the module)."""
+        return cls(
+            count, None, zero_count=zero_count, total=total, low=low, high=high, percentiles=percentiles
+        )
+
+    def stored(self, q: float) -> float | None:
+        """The exact median-unbiased q-quantile stored with it (`percentiles`), or None."""
+        for known, value in (self.percentiles or {}).items():
+            if abs(known - q) < 1e-12:
+                return value
+        return None
+
+    def _require_whole(self, asked: str) -> None:
+        if not self.whole:
+            known = ", ".join(f"p{round(q * 100)}" for q in sorted(self.percentiles or {}))
+            raise ValueError(
+                f"{asked} of a distribution read as its percentiles alone ({known}): read its values, or bins"
+            )
 
     @classmethod
     def of(cls, values: ArrayLike, relative_accuracy: float = RELATIVE_ACCURACY) -> Distribution:
@@ -104,6 +147,7 @@ class Distribution:
 
     def sketched(self, relative_accuracy: float = RELATIVE_ACCURACY) -> Distribution:
         """This distribution as a sketch (itself when it is one already)."""
+        self._require_whole("a sketch")
         if self.values is None:
             return self
         positive = self.values[self.values > 0]
@@ -126,6 +170,7 @@ class Distribution:
         """The fractional order statistics at 1-based `positions` (linear between neighbours, clipped to
         [1, count]). From a sketch: the representatives of the bins holding those ranks, or (`side`) their
         lower or upper ends, which hold the exact order statistic."""
+        self._require_whole("order statistics")
         p = np.clip(np.asarray(positions, dtype=np.float64), 1, max(self.count, 1))
         below = np.floor(p).astype(np.int64)
         above = np.minimum(below + 1, self.count)
@@ -153,10 +198,13 @@ class Distribution:
         self, q: float, method: Literal["linear", "median_unbiased"] = "linear", side: Side = "estimate"
     ) -> float:
         """numpy's quantile of the sample by `method` (numpy's own from the values; from a sketch, at the same
-        positions numpy interpolates between)."""
+        positions numpy interpolates between; a median-unbiased one stored in `percentiles`, exact, first)."""
         n = self.count
         if n == 0:
             return math.nan
+        if method == "median_unbiased" and side == "estimate" and (stored := self.stored(q)) is not None:
+            return stored
+        self._require_whole(f"the {method} q={q} quantile")
         if self.values is not None and side == "estimate":
             return float(np.quantile(self.values, q, method=method))
         position = 1 + (n - 1) * q if method == "linear" else (n + 1 / 3) * q + 1 / 3
@@ -164,6 +212,8 @@ class Distribution:
 
     def merged(self, other: Distribution) -> Distribution:
         """The distribution of both runs' values (exact when both are and the result stays small)."""
+        self._require_whole("a merge")
+        other._require_whole("a merge")
         if self.values is not None and other.values is not None:
             return Distribution.of(np.concatenate([self.values, other.values]))
         accuracy = self.relative_accuracy or other.relative_accuracy or RELATIVE_ACCURACY

@@ -15,6 +15,17 @@ from accelbench.core.sketches import Distribution
 from accelbench.lake.schemas import SCHEMA_VERSION, SKETCH_QUANTILES, SKETCHED_METRICS, SKETCHES, LakeRow
 
 QUANTILE_COLUMNS = {q: f"p{round(q * 100)}_ms" for q in SKETCH_QUANTILES}
+# What a run's percentiles alone are read from (`Distribution.summary`): a few numbers, no values or bins.
+SUMMARY_COLUMNS = [
+    "run_id",
+    "metric",
+    "count",
+    "zero_count",
+    "total_ms",
+    "min_ms",
+    "max_ms",
+    *QUANTILE_COLUMNS.values(),
+]
 
 
 def sketch_table(requests: pa.Table) -> pa.Table:
@@ -62,17 +73,28 @@ def sketch_row(milliseconds: np.ndarray, metric: str, run: Mapping[str, Any]) ->
 
 
 def distribution(row: Mapping[str, Any]) -> Distribution:
-    """A row of the table as the distribution it holds."""
+    """A row of the table as the distribution it holds, with its stored percentiles; a row read without its
+    values and bins (`SUMMARY_COLUMNS`) as its percentiles alone."""
     count, values, zeros = int(row["count"] or 0), row.get("values_ms"), int(row.get("zero_count") or 0)
     total = float(row.get("total_ms") or 0.0)
     low, high = (float("nan") if row.get(c) is None else float(row[c]) for c in ("min_ms", "max_ms"))
+    stored = {q: float(row[c]) for q, c in QUANTILE_COLUMNS.items() if row.get(c) is not None}
+    if "values_ms" not in row and "bin_counts" not in row:
+        return Distribution.summary(count, stored, zero_count=zeros, total=total, low=low, high=high)
     if values is not None:
         return Distribution(
-            count, np.asarray(values, dtype=np.float64), zero_count=zeros, total=total, low=low, high=high
+            count,
+            np.asarray(values, dtype=np.float64),
+            zero_count=zeros,
+            total=total,
+            low=low,
+            high=high,
+            percentiles=stored,
         )
     bins = np.asarray(row.get("bin_counts") or [], dtype=np.int64)
     accuracy = float(row["relative_accuracy"])
-    return Distribution(count, None, int(row["key_offset"] or 0), bins, zeros, accuracy, total, low, high)
+    offset = int(row["key_offset"] or 0)
+    return Distribution(count, None, offset, bins, zeros, accuracy, total, low, high, percentiles=stored)
 
 
 def distributions(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Distribution]]:

@@ -148,7 +148,7 @@ def _repeat_value(
     if metric in QUANTILES:
         name, q = QUANTILES[metric]
         for group in samples.groups([run_id], name):  # one distribution, or none without samples
-            return group.quantile(q)
+            return group.quantile(q, "median_unbiased")  # the lake's stored percentile (core.sketches)
     value = runs.get(run_id, {}).get(metric)
     return float(value) if value is not None else None
 

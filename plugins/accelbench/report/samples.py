@@ -3,7 +3,9 @@ each latency over its successful requests (`accelbench.core.sketches.Distributio
 interval can pool the requests of a point's repeats (`accelbench.core.intervals.pooled_quantile_interval`).
 
 `read_samples` reads them from the lake's `sketches` table (issue 50): a few hundred numbers per run, not
-one row per request, so a report grows with its runs, not their requests. A run without a sketches row (a
+one row per request, so a report grows with its runs, not their requests; and for the runs a caller needs
+only the percentiles of (`whole` leaves them out: a point of two or more repeats, whose interval is the
+spread of their percentiles), those percentiles alone, a dozen numbers a run. A run without a sketches row (a
 lake written before schema 16, an import of that time) has its requests read instead, for those runs
 alone, a bounded number of runs at a time. The send times of a trace's replays (the trace replays table
 plots TTFT against them, request by request) are read from the `requests` table for the runs asked
@@ -12,6 +14,7 @@ plots TTFT against them, request by request) are read from the `requests` table 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -23,8 +26,9 @@ import pyarrow.dataset as ds
 
 from accelbench.core.sketches import Distribution
 from accelbench.lake.schemas import REQUESTS
-from accelbench.lake.sketches import distributions
+from accelbench.lake.sketches import SUMMARY_COLUMNS, distributions
 from accelbench.lake.store import Lake
+from accelbench.report.keys import POINT_KEY, key_value
 
 # metric -> the requests table's column (seconds); "start": when the request was sent, from the level's first
 # (a trace's replay is shown against its arrivals: accelbench.report.tables.traces)
@@ -118,19 +122,46 @@ class Samples:
 Samples.EMPTY = Samples({})
 
 
+def alone(rows: Iterable[dict[str, Any]]) -> set[str]:
+    """The run ids of `rows` (measured runs) whose whole distribution a report needs: each the only repeat of
+    its point (`POINT_KEY`) within its campaign and A/B variant. One repeat's percentile interval comes from
+    its own requests (`quantile_interval`), and a comparison of one-repeat sides from their within-repeat
+    variance; a point, a campaign's trend point or a variant of two or more repeats needs their percentiles
+    alone (their spread is the interval)."""
+    listed = list(rows)
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        point = tuple(key_value(row, k) for k in POINT_KEY)
+        return point, row.get("campaign_id"), row.get("variant")
+
+    counts = Counter(key(r) for r in listed)
+    return {str(r["run_id"]) for r in listed if counts[key(r)] < 2}
+
+
 def read_samples(
-    lake: Lake, run_ids: Collection[str], where: ds.Expression | None = None, replays: Collection[str] = ()
+    lake: Lake,
+    run_ids: Collection[str],
+    where: ds.Expression | None = None,
+    replays: Collection[str] = (),
+    whole: Collection[str] | None = None,
 ) -> Samples:
-    """The samples of `run_ids` from the sketches table, reading only their rows; runs it lacks from their
-    requests, READ_RUNS runs at a time (memory stays bounded by one read: benchmarks/report_samples.py);
-    `replays`' send times from their requests. `where` (e.g. the report filter's `partition_filter(flt,
-    rows=False)`) prunes partitions unread."""
+    """The samples of `run_ids` from the sketches table, reading only their rows: whole (values or sketch)
+    for the runs in `whole` (None: every run), their stored percentiles alone for the others
+    (`Distribution.summary`); runs it lacks from their requests, READ_RUNS runs at a time (memory stays
+    bounded by one read: benchmarks/report_samples.py); `replays`' send times from their requests. `where`
+    (e.g. the report filter's `partition_filter(flt, rows=False)`) prunes partitions unread."""
     wanted = sorted(set(run_ids))
     if not wanted:
         return Samples.EMPTY
-    chosen = ds.field("run_id").isin(wanted)
-    sketched = lake.read("sketches", where=chosen if where is None else where & chosen)
-    found = Samples(distributions(sketched.to_pylist()))
+    entire = wanted if whole is None else sorted(set(wanted) & set(whole))
+    brief = [] if whole is None else sorted(set(wanted) - set(whole))
+    found = Samples.EMPTY
+    for chosen_runs, columns in ((entire, None), (brief, SUMMARY_COLUMNS)):
+        if not chosen_runs:
+            continue
+        chosen = ds.field("run_id").isin(chosen_runs)
+        read = lake.read("sketches", where=chosen if where is None else where & chosen, columns=columns)
+        found = found.merged(Samples(distributions(read.to_pylist())))
     missing = [r for r in wanted if r not in found.by_run]
     from_requests = sorted(set(missing) | (set(replays) & set(wanted)))
     for start in range(0, len(from_requests), READ_RUNS):

@@ -31,7 +31,7 @@ from accelbench.report.build import (
 )
 from accelbench.report.listing import NoSuchReport, list_reports, report_file
 from accelbench.report.records import Record
-from accelbench.report.samples import read_samples
+from accelbench.report.samples import alone, read_samples
 from accelbench.report.sources import price_history, retractions
 
 log = logging.getLogger(__name__)
@@ -91,11 +91,15 @@ def cross_tier_report(
         prices = price_history(engine, {r["instance_type"] for r in runs})
         retracted = retractions(engine)
         answered = decisions(engine)
-    # The latency distributions of the measured runs the filter keeps (their percentiles' intervals pool
-    # them), and the requests of their trace replays (the replays table plots them request by request).
+    # The latency distributions of the measured runs the filter keeps (their percentiles' intervals come
+    # from them), and the requests of their trace replays (the replays table plots them request by request).
     measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
     replays = {r["run_id"] for r in runs if r["run_id"] in measured and r.get("trace_sha256")}
-    samples = read_samples(opened, measured, where=partition_filter(flt, rows=False), replays=replays)
+    # Whole distributions only where a point has one repeat (issue 50: the rest, their percentiles alone).
+    whole = alone(r for r in runs if r["run_id"] in measured) | replays
+    samples = read_samples(
+        opened, measured, where=partition_filter(flt, rows=False), replays=replays, whole=whole
+    )
     before = previous_cards(opened, flt)
     tables = build_report(
         runs, prices, retracted, flt, capacities, samples, quality, costs, startups, answered, before
