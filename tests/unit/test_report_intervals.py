@@ -20,7 +20,7 @@ from accelbench.lake.store import Lake
 from accelbench.report.build import ReportFilter, build_report, gather, write_report
 from accelbench.report.capacity_planner import PlannerPoint, left_out, plan_capacity
 from accelbench.report.html import render_html
-from accelbench.report.points import WITH_INTERVAL, level_points
+from accelbench.report.points import WITH_INTERVAL, clopper_pearson, level_points
 from accelbench.report.records import records
 from accelbench.report.samples import Samples, read_samples
 from accelbench.report.slos import LIMITS, Slos, best_under_slos, limit_verdict, slo_judgement, to_decide
@@ -174,6 +174,13 @@ def test_error_rate_is_pooled_with_the_exact_binomial_interval() -> None:
     assert (p["error_rate"], p["error_rate_low"], p["error_rate_high"]) == pytest.approx(
         (5 / 400, ci.low, ci.high)
     )
+
+
+@pytest.mark.parametrize("n", [1, 7, 400, 10_000, 3_000_000])
+def test_the_closed_form_clopper_pearson_is_scipys_exact_interval(n: int) -> None:
+    for k in sorted({0, 1, n // 3, n - 1, n}):
+        ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
+        assert clopper_pearson(k, n) == pytest.approx((ci.low, ci.high), rel=1e-7, abs=1e-12), (k, n)
 
 
 def _level(value: float, low: float | None, high: float | None, **kw) -> PlannerPoint:
