@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import resource
@@ -164,6 +165,29 @@ def make_lake(runs: int, per_run: int) -> Path:
     return root
 
 
+def compacted_lake(root: Path) -> Path:
+    """A copy of the lake at `root` with every partition compacted (`accelbench.lake.compaction`), made once;
+    its time is stored beside it."""
+    from accelbench.lake.compaction import compact
+    from accelbench.lake.store import Lake
+
+    done = root.with_name(root.name + "-compacted")
+    if (done / "made.json").is_file():
+        return done
+    shutil.rmtree(done, ignore_errors=True)
+    shutil.copytree(root, done)
+    shutil.rmtree(done / "lake" / "reports", ignore_errors=True)
+    began = time.perf_counter()
+    results = compact(Lake(str(done / "lake")), ("runs", "sketches"))
+    facts = json.loads((root / "made.json").read_text())
+    facts["compacted_s"] = time.perf_counter() - began
+    facts["partitions"] = len(results)
+    facts["files"] = sum(1 for _ in (done / "lake").rglob("*.parquet"))
+    facts["bytes"] = sum(p.stat().st_size for p in (done / "lake").rglob("*.parquet"))
+    (done / "made.json").write_text(json.dumps(facts))
+    return done
+
+
 def _catalog(root: Path) -> None:
     """The catalog of the lake: the shipped seed's types, priced from the shipped snapshots."""
     from accelbench.catalog.db import make_engine, migrate
@@ -272,7 +296,8 @@ def s3_copy(root: Path) -> Any:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
@@ -321,32 +346,37 @@ def main() -> None:
     parser.add_argument("--runs", default="1000,10000,100000")
     parser.add_argument("--per-run", type=int, default=10_000)
     parser.add_argument("--stores", default="local,s3")
+    parser.add_argument("--layouts", default="small,compacted", help="small files, or compacted")
     parser.add_argument("--child", nargs=2, metavar=("ROOT", "STORE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(Path(args.child[0]), args.child[1])
         return
     print(
-        f"{'runs':>7} {'requests':>9} {'files':>7} {'MiB':>6} {'store':>5} {'s':>7} {'peak MiB':>9} "
-        f"{'opened':>7} {'read MiB':>9} {'lists':>6}"
+        f"{'runs':>7} {'requests':>9} {'layout':>9} {'files':>7} {'MiB':>6} {'store':>5} {'s':>7} "
+        f"{'peak MiB':>9} {'opened':>7} {'read MiB':>9} {'lists':>6}"
     )
     found: dict[str, list[tuple[int, dict]]] = {}
     for runs in (int(r) for r in args.runs.split(",")):
-        root = make_lake(runs, args.per_run)
-        facts = json.loads((root / "made.json").read_text())
-        for store in args.stores.split(","):
-            if store == "local":
-                got = measure(root, store)
-            else:
-                with s3_copy(root) as env:
-                    got = measure(root, store, env)
-            found.setdefault(store, []).append((runs, got))
-            print(
-                f"{runs:>7} {runs * args.per_run:>9.0e} {facts['files']:>7} {facts['bytes'] / 2**20:>6.0f} "
-                f"{store:>5} {got['wall_s']:>7.2f} {got['peak_bytes'] / 2**20:>9.0f} {got['opened']:>7} "
-                f"{got['bytes'] / 2**20:>9.1f} {got['listings']:>6}",
-                flush=True,
-            )
+        for layout in args.layouts.split(","):
+            root = make_lake(runs, args.per_run)
+            if layout == "compacted":
+                root = compacted_lake(root)
+            facts = json.loads((root / "made.json").read_text())
+            for store in args.stores.split(","):
+                if store == "local":
+                    got = measure(root, store)
+                else:
+                    with s3_copy(root) as env:
+                        got = measure(root, store, env)
+                found.setdefault(f"{store} {layout}", []).append((runs, got))
+                print(
+                    f"{runs:>7} {runs * args.per_run:>9.0e} {layout:>9} {facts['files']:>7} "
+                    f"{facts['bytes'] / 2**20:>6.0f} {store:>5} {got['wall_s']:>7.2f} "
+                    f"{got['peak_bytes'] / 2**20:>9.0f} {got['opened']:>7} {got['bytes'] / 2**20:>9.1f} "
+                    f"{got['listings']:>6}",
+                    flush=True,
+                )
     for store, rows in found.items():
         if len(rows) < 2:
             continue

@@ -33,6 +33,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from accelbench.config import LAKE_SETTING, S3_ENDPOINT_SETTINGS, Settings
 from accelbench.errors import ConfigError
+from accelbench.lake.compacted import COMPACTED_PREFIX, SOURCE, SOURCE_FIELD, live_files, vanished
 from accelbench.lake.schemas import PARTITIONS, TABLES
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class Lake:
     # Tries of one S3 write, each after botocore's own retries; waits double from 1 s up to WRITE_WAIT_MAX_S.
     WRITE_ATTEMPTS = 4
     WRITE_WAIT_MAX_S = 8.0
+    READ_ATTEMPTS = 3  # listings of one read (see `read`)
 
     def __init__(self, uri: str) -> None:
         if not uri:
@@ -234,21 +236,50 @@ class Lake:
     def read(
         self, name: str, where: ds.Expression | None = None, columns: list[str] | None = None
     ) -> pa.Table:
-        """The table with its partition columns (filtered: partitions are pruned), or an empty table."""
+        """The table with its partition columns (filtered: partitions are pruned), or an empty table. A file
+        listed and then gone before it was read (a compaction removed it: accelbench.lake.compaction) makes
+        it list and read again, up to READ_ATTEMPTS times."""
+        for attempt in range(1, self.READ_ATTEMPTS + 1):
+            try:
+                return self._read(name, where, columns)
+            except OSError as exc:
+                if not vanished(exc) or attempt == self.READ_ATTEMPTS:
+                    raise
+                log.info("reading %s: %s changed while read (compacted?); listing again", name, exc)
+                self.fs.invalidate_cache()
+        raise AssertionError("unreachable")
+
+    def _read(self, name: str, where: ds.Expression | None, columns: list[str] | None) -> pa.Table:
         base = self.path(name)
         schema = TABLES[name]
         full = pa.schema([*schema, *(pa.field(p, pa.string()) for p in PARTITIONS)])
         if not self.fs.exists(base):
             empty = full.empty_table()
             return empty.select(columns) if columns else empty
+        filesystem = PyFileSystem(FSSpecHandler(self.fs))
+        partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
+        live = live_files(self.fs, base, self.fs.find(base)) if self._compacted(base) else None
+        if live is None:  # no compacted partition: the files as they are
+            dataset = ds.dataset(
+                base, filesystem=filesystem, format="parquet", partitioning=partitioning, schema=full
+            )
+            return dataset.to_table(filter=where, columns=columns)
         dataset = ds.dataset(
-            base,
-            filesystem=PyFileSystem(FSSpecHandler(self.fs)),
+            live.files,
+            filesystem=filesystem,
             format="parquet",
-            partitioning=ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive"),
-            schema=full,
+            partitioning=partitioning,
+            partition_base_dir=base,
+            schema=full.append(SOURCE_FIELD),
         )
-        return dataset.to_table(filter=where, columns=columns)
+        # A plain file wins over the compacted rows of its stem (accelbench.lake.compacted).
+        shadowed = pa.array(sorted(live.shadowed), pa.string())
+        keep = ds.field(SOURCE).is_null() | ~ds.field(SOURCE).isin(shadowed)
+        return dataset.to_table(filter=keep if where is None else where & keep, columns=columns or full.names)
+
+    def _compacted(self, base: str) -> bool:
+        """Whether a partition of the table at `base` holds a compacted file (a glob: one listing)."""
+        return bool(self.fs.glob(f"{base}/*/*/{COMPACTED_PREFIX}*.parquet"))
 
     def uri_of(self, path: str) -> str:
         return path if self.local else self.fs.unstrip_protocol(path)
