@@ -139,7 +139,11 @@ def child(mode: str, root: Path) -> None:
             written = write_report(Lake(scratch), "20261110T000000Z", tables, flt, len(runs))
             page_bytes = Path(written[HTML_NAME].removeprefix("file://")).stat().st_size
     wall = time.perf_counter() - began
-    held = sum(a.nbytes for m in (samples.by_run.values() if samples else []) for a in m.values())
+    held = sum(
+        (0 if d.values is None else d.values.nbytes) + (0 if d.bins is None else d.bins.nbytes)
+        for m in (samples.by_run.values() if samples else [])
+        for d in m.values()
+    )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(
         json.dumps(
