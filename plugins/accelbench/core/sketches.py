@@ -61,6 +61,10 @@ def keys_of(values: NDArray[np.float64], relative_accuracy: float = RELATIVE_ACC
     return keys
 
 
+class SummaryOnly(ValueError):
+    """Something asked of a distribution read as its percentiles alone that only its values or bins know."""
+
+
 @dataclass(frozen=True, eq=False)
 class Distribution:
     """`count` latencies (milliseconds, > 0; zeros counted apart): sorted `values` where kept exactly,
@@ -112,7 +116,7 @@ class Distribution:
     def _require_whole(self, asked: str) -> None:
         if not self.whole:
             known = ", ".join(f"p{round(q * 100)}" for q in sorted(self.percentiles or {}))
-            raise ValueError(
+            raise SummaryOnly(
                 f"{asked} of a distribution read as its percentiles alone ({known}): read its values, or bins"
             )
 

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from accelbench.catalog.db import CatalogOpener
 from accelbench.catalog.decisions import decisions
 from accelbench.config import Settings
+from accelbench.core.sketches import SummaryOnly
 from accelbench.core.slos import DEFAULT_MAX_ERROR_RATE
 from accelbench.lake.schemas import MEASURED_STATUSES
 from accelbench.lake.store import Lake
@@ -31,6 +32,7 @@ from accelbench.report.build import (
 )
 from accelbench.report.listing import NoSuchReport, list_reports, report_file
 from accelbench.report.records import Record
+from accelbench.report.retractions import split_retracted
 from accelbench.report.samples import alone, read_samples
 from accelbench.report.sources import price_history, retractions
 
@@ -95,15 +97,20 @@ def cross_tier_report(
     # from them), and the requests of their trace replays (the replays table plots them request by request).
     measured = {r["run_id"] for r in runs if r.get("status") in MEASURED_STATUSES and flt.keeps(r)}
     replays = {r["run_id"] for r in runs if r["run_id"] in measured and r.get("trace_sha256")}
-    # Whole distributions only where a point has one repeat (issue 50: the rest, their percentiles alone).
-    whole = alone(r for r in runs if r["run_id"] in measured) | replays
-    samples = read_samples(
-        opened, measured, where=partition_filter(flt, rows=False), replays=replays, whole=whole
-    )
+    # Whole distributions only where a point has one repeat (issue 50: the rest, their percentiles alone),
+    # among the runs the points are made of (build_report: neither rechecks nor retracted runs).
+    points = [r for r in runs if r["run_id"] in measured and not r.get("recheck")]
+    repeats, _ = split_retracted(points, retracted)
+    where = partition_filter(flt, rows=False)
+    samples = read_samples(opened, measured, where=where, replays=replays, whole=alone(repeats) | replays)
     before = previous_cards(opened, flt)
-    tables = build_report(
-        runs, prices, retracted, flt, capacities, samples, quality, costs, startups, answered, before
-    )
+    inputs = (prices, retracted, flt, capacities)
+    try:
+        tables = build_report(runs, *inputs, samples, quality, costs, startups, answered, before)
+    except SummaryOnly as exc:  # a table needed more than the percentiles of a run: read them all whole
+        log.warning("the report needs whole latency distributions (%s); reading every run's", exc)
+        samples = read_samples(opened, measured, where=where, replays=replays)
+        tables = build_report(runs, *inputs, samples, quality, costs, startups, answered, before)
     rid = report_id()
     written = write_report(opened, rid, tables, flt, len(runs))
     _log_report(rid, tables, written)
