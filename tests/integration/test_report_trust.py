@@ -331,3 +331,41 @@ def test_a_report_of_repeated_points_reads_their_percentiles_alone_and_is_unchan
     assert same[0] == same[1]
     (point,) = [p for p in shown[1]["points"] if p["level_value"] == 2.0]
     assert "3 repeats" in point["latency_interval"] and point["p99_ttft_ms_low"] is not None
+
+
+def test_a_report_that_needs_more_than_the_read_percentiles_reads_every_run_whole(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    """The report task's guard (`report.service`): should its rule leave a one-repeat point's run as its
+    percentiles alone (here forced: `alone` finds nothing), the report reads every run whole, says so in
+    the log, and is the report of whole reads; it does not fail."""
+    from contextlib import contextmanager
+
+    from accelbench.catalog.db import make_engine, migrate
+    from accelbench.report import service
+
+    lake = Lake(str(tmp_path / "lake"))
+    server = server_spec("org/model").model_copy(update={"instance_type": "m8g.xlarge"})
+    load = LoadPlan(input_len=64, output_len=32, concurrency=(2,))
+    land_campaign(lake, BenchmarkSpec(server=server, load=load, campaign_id="once"), {2: RESULT})
+    engine = make_engine(f"sqlite:///{tmp_path / 'catalog.db'}")
+    migrate(engine)
+
+    @contextmanager
+    def catalog():
+        yield engine
+
+    def report_points() -> list[dict]:
+        written = service.cross_tier_report({"region": "us-east-1"}, catalog, lambda: lake)
+        (row,) = pq.read_table(written.files["points.parquet"].removeprefix("file://")).to_pylist()
+        return row
+
+    whole = report_points()
+    monkeypatch.setattr(service, "alone", lambda rows: set())
+    with caplog.at_level("WARNING", logger="accelbench.report.service"):
+        forced = report_points()
+    assert "reading every run's" in caplog.text
+    assert {k: v for k, v in forced.items() if k != "report_id"} == {
+        k: v for k, v in whole.items() if k != "report_id"
+    }
+    assert forced["latency_interval"].startswith("order statistics, 20 requests")  # its own requests
