@@ -181,7 +181,7 @@ def compacted_lake(root: Path) -> Path:
     results = compact(Lake(str(done / "lake")), ("runs", "sketches"))
     facts = json.loads((root / "made.json").read_text())
     facts["compacted_s"] = time.perf_counter() - began
-    facts["partitions"] = len(results)
+    facts["partitions"] = sum(c.partitions for c in results.values())
     facts["files"] = sum(1 for _ in (done / "lake").rglob("*.parquet"))
     facts["bytes"] = sum(p.stat().st_size for p in (done / "lake").rglob("*.parquet"))
     (done / "made.json").write_text(json.dumps(facts))

@@ -17,7 +17,9 @@ import hashlib
 import json
 import logging
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import pyarrow as pa
@@ -187,10 +189,34 @@ def _compact_partition(lake: Lake, table: str, partition: str) -> Compacted:
     return Compacted(table, partition, len(files), dest, rows.num_rows, tuple(kept))
 
 
-def compact(lake: Lake, tables: tuple[str, ...] | None = None) -> list[Compacted]:
-    """Every partition of `tables` (default: every table) with more than one file, compacted."""
-    return [
-        compact_partition(lake, table, partition)
-        for table in (tables or tuple(TABLES))
-        for partition in partitions(lake, table)
-    ]
+@dataclass
+class TableCompaction:
+    """One table's compaction run: partitions compacted, the files they held, their rows, and the re-landed
+    files kept beside them."""
+
+    partitions: int = 0
+    files: int = 0
+    rows: int = 0
+    kept: int = 0
+
+
+def compact(
+    lake: Lake, tables: Iterable[str] | None = None, newest: date | None = None
+) -> dict[str, TableCompaction]:
+    """Every partition of `tables` (default: every table) with more than one file and dated `newest` or
+    earlier (None: any day; campaigns still land in the latest days), compacted; per table, what it did."""
+    done: dict[str, TableCompaction] = {}
+    for table in tables or TABLES:
+        counts = done.setdefault(table, TableCompaction())
+        for partition in partitions(lake, table):
+            if newest is not None and date.fromisoformat(partition.rsplit("date=", 1)[1]) > newest:
+                log.info("%s/%s: within the last days, left alone", table, partition)
+                continue
+            result = compact_partition(lake, table, partition)
+            if result.written:
+                counts.partitions += 1
+                counts.files += result.inputs
+                counts.rows += result.rows
+                counts.kept += len(result.kept)
+        log.info("%s: %s", table, counts)
+    return done
